@@ -1,0 +1,1 @@
+"""Wireless physics for federated learning over FDMA uplinks (numpy only)."""

@@ -1,0 +1,1 @@
+"""Solvers for wireless federated LoRA: bound, TSFA offline search, Lyapunov online control."""
