@@ -1,1 +1,93 @@
-"""Wireless physics for federated learning over FDMA uplinks (numpy only)."""
+"""Wireless physics for federated learning over FDMA uplinks (numpy + scipy only).
+
+Modules (one concern each): :mod:`~channels.units` (dB/dBm/W), :mod:`~channels.noise` (σ²),
+:mod:`~channels.streams` (addressable random streams), :mod:`~channels.fading` (small-scale
+fading models and registry), :mod:`~channels.pathloss` (path loss, shadowing),
+:mod:`~channels.topology` (client placement), :mod:`~channels.cell` (:class:`Cell`: gains,
+noise, fading → SNR blocks), :mod:`~channels.fdma` (rates and upload delays),
+:mod:`~channels.capacity` (ergodic and average-channel rates), :mod:`~channels.compute`
+(device speeds, training FLOPs), :mod:`~channels.payload` (LoRA payload bits),
+:mod:`~channels.report` (per-client link summary).
+
+Channel convention (paper, section II-C): h = s·q^{-γ} with s the fading coefficient
+(E|s|² = 1) and q^{-γ} an *amplitude* path gain, so SNR = |s|²·q^{-2γ}·P_tx/σ².
+"""
+
+from channels.capacity import (
+    average_channel_rate,
+    ergodic_rate_rayleigh,
+    ergodic_rate_rician,
+    exp_e1,
+)
+from channels.cell import Cell
+from channels.compute import (
+    DEVICE_CLASSES,
+    DeviceProfile,
+    compute_delay_s,
+    lora_training_flops,
+)
+from channels.fading import (
+    FADING_MODELS,
+    FadingModel,
+    GaussMarkovRayleigh,
+    RayleighFading,
+    RicianFading,
+    jakes_rho,
+    make_fading,
+)
+from channels.fdma import rate_bps, upload_delay_s
+from channels.noise import noise_power_w
+from channels.pathloss import path_gain, path_power_gain, shadowing_power_gain
+from channels.payload import (
+    SparsePayload,
+    index_overhead_bits,
+    lora_param_count,
+    params_per_rank,
+    payload_bits,
+    sparse_payload_bits,
+)
+from channels.report import channel_report
+from channels.streams import as_client_generators, client_generators, round_generator, stream_id
+from channels.topology import annulus_distances
+from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
+
+__all__ = [
+    "DEVICE_CLASSES",
+    "FADING_MODELS",
+    "Cell",
+    "DeviceProfile",
+    "FadingModel",
+    "GaussMarkovRayleigh",
+    "RayleighFading",
+    "RicianFading",
+    "SparsePayload",
+    "annulus_distances",
+    "as_client_generators",
+    "average_channel_rate",
+    "channel_report",
+    "client_generators",
+    "compute_delay_s",
+    "db_to_linear",
+    "dbm_to_watt",
+    "ergodic_rate_rayleigh",
+    "ergodic_rate_rician",
+    "exp_e1",
+    "index_overhead_bits",
+    "jakes_rho",
+    "linear_to_db",
+    "lora_param_count",
+    "lora_training_flops",
+    "make_fading",
+    "noise_power_w",
+    "params_per_rank",
+    "path_gain",
+    "path_power_gain",
+    "payload_bits",
+    "rate_bps",
+    "round_generator",
+    "shadowing_power_gain",
+    "sparse_payload_bits",
+    "stream_id",
+    "upload_delay_s",
+    "watt_to_dbm",
+]

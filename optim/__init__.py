@@ -1,1 +1,58 @@
-"""Solvers for wireless federated LoRA: bound, TSFA offline search, Lyapunov online control."""
+"""Solvers for wireless federated LoRA: bound, TSFA offline search, Lyapunov online control.
+
+Library use (no torch, no simulator)::
+
+    from optim import (BoundConstants, convergence_bound, offline_rank_search, solve_slot,
+                       LyapunovController, equal_delay_bandwidth, minmax_bandwidth)
+
+Modules, one concern each: :mod:`optim.bound` (gamma^t of Theorem 1), :mod:`optim.offline`
+(Lemma 2, Algorithm 2), :mod:`optim.p3` / :mod:`optim.p3_cvxpy` (the per-slot problem P3, exact
+and CVXPY), :mod:`optim.online` (:func:`solve_slot`), :mod:`optim.controller` (virtual queue,
+eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.selection`,
+:mod:`optim.calibration`. CVXPY is imported only when ``method="cvxpy"`` is used.
+"""
+
+from optim.bandwidth import (
+    completion_times_s,
+    equal_delay_bandwidth,
+    minmax_bandwidth,
+    minmax_deadline_s,
+)
+from optim.bound import BoundConstants, BoundTerms, bound_terms, convergence_bound
+from optim.calibration import PilotRecord, calibrate_constants
+from optim.controller import LyapunovController, queue_update
+from optim.offline import (
+    InfeasibleError,
+    OfflineResult,
+    average_delay_s,
+    offline_rank_search,
+    offline_sparsification,
+)
+from optim.online import SLOT_METHODS, SlotSolution, solve_slot
+from optim.selection import SELECTION_METHODS, select_clients, update_average_rate
+
+__all__ = [
+    "SELECTION_METHODS",
+    "SLOT_METHODS",
+    "BoundConstants",
+    "BoundTerms",
+    "InfeasibleError",
+    "LyapunovController",
+    "OfflineResult",
+    "PilotRecord",
+    "SlotSolution",
+    "average_delay_s",
+    "bound_terms",
+    "calibrate_constants",
+    "completion_times_s",
+    "convergence_bound",
+    "equal_delay_bandwidth",
+    "minmax_bandwidth",
+    "minmax_deadline_s",
+    "offline_rank_search",
+    "offline_sparsification",
+    "queue_update",
+    "select_clients",
+    "solve_slot",
+    "update_average_rate",
+]

@@ -1,0 +1,171 @@
+"""FDMA bandwidth shares for the scheduled clients.
+
+Client k on share b_k of the band B [Hz] uploads at b_k B log2(1 + SNR_k) [bit/s] (DESIGN.md
+section 4 item 1). Two allocations:
+
+- :func:`equal_delay_bandwidth`: eq. (31), b_k proportional to 1 / log2(1 + SNR_k), which gives
+  every scheduled client the same upload delay when they send the same number of bits (SOFT's
+  payload is v O r (d + l) for everyone);
+- :func:`minmax_bandwidth`: the shares that minimise the round's completion time
+  max_k (c_k + bits_k / (b_k B log2(1 + SNR_k))) for heterogeneous compute times c_k and payloads.
+
+Conventions: a scheduled client with SNR <= 0 and a positive payload can never finish, so both
+functions raise :class:`ValueError` for it (the simulator filters outage clients before calling);
+in :func:`minmax_bandwidth` a client with zero bits gets a zero share whatever its SNR.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from optim._validation import check_nonneg_array, check_real, check_snr
+
+__all__ = ["completion_times_s", "equal_delay_bandwidth", "minmax_bandwidth", "minmax_deadline_s"]
+
+
+def equal_delay_bandwidth(snr: ArrayLike) -> NDArray[np.float64]:
+    """Equal-delay shares of eq. (31): b_k = (1 / log2(1 + SNR_k)) / sum_j 1 / log2(1 + SNR_j).
+
+    Args:
+        snr: (K,) linear SNRs of the scheduled clients, finite and > 0.
+
+    Returns:
+        (K,) shares in (0, 1] summing to 1.
+
+    Raises:
+        ValueError: if ``snr`` is not a non-empty 1-D array of finite positive values.
+    """
+    s = check_snr("snr", snr)
+    inv = 1.0 / np.log1p(s)  # proportional to 1 / log2(1 + SNR_k); the ln 2 cancels
+    return inv / inv.sum()
+
+
+def completion_times_s(
+    *,
+    compute_s: ArrayLike,
+    bits: ArrayLike,
+    snr: ArrayLike,
+    bandwidth_hz: float,
+    shares: ArrayLike,
+) -> NDArray[np.float64]:
+    """Per-client completion times c_k + bits_k / (b_k B log2(1 + SNR_k)) [s].
+
+    Args:
+        compute_s: (K,) or scalar compute time before the upload starts [s], >= 0.
+        bits: (K,) payload [bit], >= 0.
+        snr: (K,) linear SNRs, >= 0.
+        bandwidth_hz: total band B [Hz], > 0.
+        shares: (K,) bandwidth shares b_k, >= 0.
+
+    Returns:
+        (K,) completion times [s]; c_k for zero-bit clients, inf where bits > 0 but the share or
+        the SNR is 0.
+    """
+    b = check_nonneg_array("bits", bits)
+    k = b.size
+    c = _compute_array(compute_s, k)
+    s = check_snr("snr", snr, length=k, strictly_positive=False)
+    sh = check_nonneg_array("shares", shares, length=k)
+    bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
+    rate = sh * bw * np.log2(1.0 + s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        upload = np.where(b > 0.0, b / rate, 0.0)
+    return c + upload
+
+
+def _compute_array(compute_s: ArrayLike, k: int) -> NDArray[np.float64]:
+    c = np.asarray(compute_s, dtype=np.float64)
+    if c.ndim == 0:
+        c = np.full(k, float(c))
+    return check_nonneg_array("compute_s", c, length=k)
+
+
+def _minmax(
+    compute_s: ArrayLike, bits: ArrayLike, snr: ArrayLike, bandwidth_hz: float
+) -> tuple[NDArray[np.float64], float]:
+    b = check_nonneg_array("bits", bits)
+    k = b.size
+    c = _compute_array(compute_s, k)
+    s = check_snr("snr", snr, length=k, strictly_positive=False)
+    bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
+    active = b > 0.0
+    if not np.any(active):
+        raise ValueError("bits must have at least one positive entry (nobody to give bandwidth to)")
+    if np.any(s[active] <= 0.0):
+        i = int(np.flatnonzero(active & (s <= 0.0))[0])
+        raise ValueError(
+            f"snr must be > 0 for every client with bits > 0 (it could never finish); got "
+            f"{s[i]!r} at index {i}"
+        )
+    # w_k = bits_k / (B log2(1 + SNR_k)): the upload time on the whole band [s].
+    w = b[active] / (bw * np.log2(1.0 + s[active]))
+    ca = c[active]
+    # b_k(T) = w_k / (T - c_k); find T with g(T) = sum_k b_k(T) - 1 = 0. g is decreasing and
+    # convex on T > max c_k. Bracket: at T = max_k(c_k + w_k) one term alone is >= 1 (g >= 0); at
+    # T = max c_k + sum w_k every term is <= w_k / sum w (g <= 0).
+    lo = float(np.max(ca + w))
+    hi = float(np.max(ca) + np.sum(w))
+    t = lo
+    for _ in range(200):
+        gaps = t - ca
+        terms = w / gaps
+        g = float(terms.sum()) - 1.0
+        if g == 0.0:
+            break
+        if g > 0.0:
+            lo = t
+        else:
+            hi = t
+        # Newton step (from the left of the root it is monotone for a convex decreasing g);
+        # fall back to bisection whenever it leaves the bracket.
+        dg = -float((terms / gaps).sum())
+        t_new = t - g / dg
+        if not (lo < t_new < hi) or not math.isfinite(t_new):
+            t_new = 0.5 * (lo + hi)
+        if abs(t_new - t) <= 1e-15 * abs(t) or hi - lo <= 4e-16 * abs(hi):
+            t = t_new
+            break
+        t = t_new
+    shares = np.zeros(k)
+    alloc = w / (t - ca)
+    shares[active] = alloc / alloc.sum()  # remove the last round-off so that sum(b) = 1 exactly-ish
+    return shares, t
+
+
+def minmax_bandwidth(
+    *, compute_s: ArrayLike, bits: ArrayLike, snr: ArrayLike, bandwidth_hz: float
+) -> NDArray[np.float64]:
+    """Shares minimising the round time max_k (c_k + bits_k / (b_k B log2(1 + SNR_k))).
+
+    s.t. sum_k b_k = 1, b_k >= 0. At the optimum every client with bits > 0 finishes at the same
+    deadline T*, b_k = bits_k / ((T* - c_k) B log2(1 + SNR_k)), and T* is the root of
+    sum_k b_k(T) = 1 on T > max c_k; it is found by safeguarded Newton on a bracket (bisection
+    whenever a Newton step leaves it) to machine precision.
+
+    Args:
+        compute_s: (K,) or scalar compute time of each client before its upload [s], >= 0.
+        bits: (K,) payload of each client [bit], >= 0; clients with 0 bits get share 0.
+        snr: (K,) linear SNRs, >= 0 (must be > 0 where bits > 0).
+        bandwidth_hz: total band B [Hz], > 0.
+
+    Returns:
+        (K,) shares summing to 1.
+
+    Raises:
+        ValueError: malformed arrays, a client with bits > 0 and SNR 0, all bits 0, B <= 0.
+    """
+    return _minmax(compute_s, bits, snr, bandwidth_hz)[0]
+
+
+def minmax_deadline_s(
+    *, compute_s: ArrayLike, bits: ArrayLike, snr: ArrayLike, bandwidth_hz: float
+) -> float:
+    """The optimal round time T* [s] of :func:`minmax_bandwidth` (same arguments).
+
+    Counts only clients with bits > 0; a zero-bit client with a longer compute time c_k would
+    make the round last max(T*, c_k) under any allocation.
+    """
+    return _minmax(compute_s, bits, snr, bandwidth_hz)[1]

@@ -1,0 +1,223 @@
+"""Offline stage of TSFA: Lemma 2 (eq. 17-20) and the rank search of Algorithm 2 (problem P2).
+
+Before training only the average channel is known, so the offline stage plans with the mean SNRs
+SNR_bar_k of all N clients. With equal-delay shares every scheduled client finishes together, and
+averaging over a uniformly drawn set of K of the N clients (eq. 18-19) gives the expected delay
+
+    D^0(O, r) = (K / N) sum_{k=1}^N v O r p / (B log2(1 + SNR_bar_k)) = (K / N) A O r     [s],
+    A = sum_{k=1}^N v p / (B log2(1 + SNR_bar_k))                                        [s].
+
+Lemma 2 erratum (DESIGN.md section 4 item 3): setting D^0 = D_th gives
+
+    O^0 = clip(N D_th / (A K r), O_min, 1);
+
+the paper prints N / (A K r), dropping D_th, which is not dimensionless. gamma^0 decreases in O,
+so the largest O meeting (16c) is optimal. When even O = O_min gives D^0 > D_th the rank violates
+(16c) and is infeasible (gamma^0 = inf). (16d) is printed as O_min < O^0; we use the closed
+interval O_min <= O^0 of (29b) so that O_min itself is admissible.
+
+Algorithm 2 scans r = 1..r_max and keeps the smallest gamma^0 (ties: the smaller r).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from optim._validation import check_int, check_real, check_snr
+from optim.bound import BoundConstants, convergence_bound
+
+__all__ = [
+    "InfeasibleError",
+    "OfflineResult",
+    "average_delay_s",
+    "offline_rank_search",
+    "offline_sparsification",
+]
+
+
+class InfeasibleError(ValueError):
+    """No rank meets the delay budget (16c) even at O = O_min."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineResult:
+    """Outcome of :func:`offline_rank_search` (Algorithm 2).
+
+    Attributes:
+        rank: the chosen rank r-bar (argmin of gamma^0; ties go to the smaller rank).
+        sparsification: O^0 at that rank (Lemma 2).
+        bound: gamma^0 at (rank, sparsification).
+        delay_s: expected round delay D^0 [s] at (rank, sparsification).
+        ranks: (r_max,) the ranks scanned, 1..r_max.
+        bounds: (r_max,) gamma^0 per rank; inf where the rank is infeasible.
+        sparsifications: (r_max,) O^0 per rank (O_min where infeasible).
+        feasible: (r_max,) bool, whether D^0(O_min, r) <= D_th.
+        delays_s: (r_max,) expected delay D^0 [s] at O^0 per rank.
+    """
+
+    rank: int
+    sparsification: float
+    bound: float
+    delay_s: float
+    ranks: NDArray[np.int64]
+    bounds: NDArray[np.float64]
+    sparsifications: NDArray[np.float64]
+    feasible: NDArray[np.bool_]
+    delays_s: NDArray[np.float64]
+
+
+def _delay_coefficient(
+    mean_snr: ArrayLike,
+    n_scheduled: object,
+    params_per_rank: object,
+    bits_per_value: object,
+    bandwidth_hz: object,
+) -> tuple[float, int, int]:
+    """Return ((K/N) A [s], K, N) after validating the arguments."""
+    s = check_snr("mean_snr", mean_snr)
+    n = s.size
+    k = check_int("n_scheduled", n_scheduled, low=1, high=n)
+    p = check_real("params_per_rank", params_per_rank, low=0.0, low_open=True)
+    v = check_real("bits_per_value", bits_per_value, low=0.0, low_open=True)
+    bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
+    # A = sum_k v p / (B log2(1 + SNR_bar_k))  (Lemma 2)
+    a_coef = float(np.sum(v * p / (bw * np.log2(1.0 + s))))
+    return k / n * a_coef, k, n
+
+
+def average_delay_s(
+    *,
+    rank: ArrayLike,
+    sparsification: ArrayLike,
+    mean_snr: ArrayLike,
+    n_scheduled: int,
+    params_per_rank: float,
+    bits_per_value: float,
+    bandwidth_hz: float,
+) -> float | NDArray[np.float64]:
+    """Expected equal-delay round time D^0 = (K/N) A O r [s] (eq. 19), broadcast over r and O.
+
+    Args:
+        rank: r >= 1, scalar or array.
+        sparsification: O in (0, 1], scalar or array.
+        mean_snr: (N,) average linear SNR per client, finite and > 0.
+        n_scheduled: K in [1, N].
+        params_per_rank: p = sum_l (d_l + l_l) [values per unit rank], > 0.
+        bits_per_value: v [bit], > 0.
+        bandwidth_hz: B [Hz], > 0.
+    """
+    coef, _, _ = _delay_coefficient(
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+    )
+    d = coef * np.asarray(sparsification, dtype=np.float64) * np.asarray(rank, dtype=np.float64)
+    return float(d) if d.ndim == 0 else d
+
+
+def offline_sparsification(
+    *,
+    rank: ArrayLike,
+    mean_snr: ArrayLike,
+    n_scheduled: int,
+    d_th_s: float,
+    params_per_rank: float,
+    bits_per_value: float,
+    bandwidth_hz: float,
+    o_min: float,
+) -> float | NDArray[np.float64]:
+    """Lemma 2 (eq. 17/20) with the D_th erratum: O^0 = clip(N D_th / (A K r), O_min, 1).
+
+    Args:
+        rank: r >= 1, scalar or array.
+        mean_snr: (N,) average linear SNR per client, finite and > 0.
+        n_scheduled: K in [1, N].
+        d_th_s: delay budget D_th [s], > 0.
+        params_per_rank: p = sum_l (d_l + l_l), > 0.
+        bits_per_value: v [bit], > 0.
+        bandwidth_hz: B [Hz], > 0.
+        o_min: O_min in (0, 1).
+
+    Returns:
+        O^0 per rank (float for a scalar rank). Ranks whose unclipped value is below O_min
+        return O_min although they are infeasible; see :func:`offline_rank_search`.
+    """
+    coef, _, _ = _delay_coefficient(
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+    )
+    d_th = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
+    omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
+    r = np.asarray(rank, dtype=np.float64)
+    if not np.all(np.isfinite(r)) or np.any(r < 1.0):
+        raise ValueError(f"rank must be >= 1; got {rank!r}")
+    # eq. (20) corrected: N D_th / (A K r) = D_th / ((K/N) A r)
+    o = np.clip(d_th / (coef * r), omin, 1.0)
+    return float(o) if o.ndim == 0 else o
+
+
+def offline_rank_search(
+    *,
+    mean_snr: ArrayLike,
+    n_scheduled: int,
+    d_th_s: float,
+    params_per_rank: float,
+    bits_per_value: float,
+    bandwidth_hz: float,
+    o_min: float,
+    constants: BoundConstants,
+) -> OfflineResult:
+    """Algorithm 2: for r = 1..r_max take O^0 from Lemma 2 and keep the r with the least gamma^0.
+
+    Args:
+        mean_snr: (N,) average linear SNR per client (N = len(mean_snr)), finite and > 0.
+        n_scheduled: K in [1, N].
+        d_th_s: delay budget D_th [s], > 0.
+        params_per_rank: p = sum_l (d_l + l_l), > 0.
+        bits_per_value: v [bit], > 0.
+        bandwidth_hz: B [Hz], > 0.
+        o_min: O_min in (0, 1).
+        constants: Theorem 1 constants (r_max bounds the scan).
+
+    Returns:
+        :class:`OfflineResult`.
+
+    Raises:
+        InfeasibleError: (a ValueError) if no rank meets (16c), i.e. D^0(O_min, r = 1) > D_th.
+        ValueError: any argument out of range.
+    """
+    if not isinstance(constants, BoundConstants):
+        raise ValueError(f"constants must be a BoundConstants; got {type(constants).__name__}")
+    coef, k, n = _delay_coefficient(
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+    )
+    d_th = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
+    omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
+    ranks = np.arange(1, constants.r_max + 1, dtype=np.int64)
+    o_raw = d_th / (coef * ranks)  # eq. (20) with the D_th erratum, before clipping
+    feasible = o_raw >= omin  # (16c) holds at O = O_min
+    o = np.clip(o_raw, omin, 1.0)
+    delays = coef * o * ranks
+    if not np.any(feasible):
+        d1 = coef * omin
+        raise InfeasibleError(
+            f"no rank meets the delay budget: at r=1 and o_min={omin:g} the expected round delay "
+            f"is {d1:.6g} s > d_th_s={d_th:.6g} s; raise d_th_s to >= {d1:.6g} s, lower o_min "
+            f"below {d_th / coef:.6g}, or add bandwidth"
+        )
+    gamma = convergence_bound(
+        rank=ranks, sparsification=o, n_scheduled=k, n_clients=n, constants=constants
+    )
+    bounds = np.where(feasible, gamma, np.inf)
+    best = int(np.argmin(bounds))  # first minimum: ties go to the smaller rank
+    return OfflineResult(
+        rank=int(ranks[best]),
+        sparsification=float(o[best]),
+        bound=float(bounds[best]),
+        delay_s=float(delays[best]),
+        ranks=ranks,
+        bounds=bounds,
+        sparsifications=o,
+        feasible=feasible,
+        delays_s=delays,
+    )

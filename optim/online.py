@@ -1,0 +1,217 @@
+"""Online stage: one slot of the Lyapunov drift-plus-penalty controller (P3, eq. 29-31).
+
+:func:`solve_slot` takes the current virtual queue Q^t [s], the scheduled clients' SNRs and the
+fixed rank r, and returns the sparsification ratio O^t, the equal-delay bandwidth shares b_k^t
+(eq. 31), the planned round delay D^t [s] and the bound gamma^t. The 1-D problem and its exact
+solver live in :mod:`optim.p3`; the CVXPY formulation in :mod:`optim.p3_cvxpy`.
+
+Solvers are looked up by name in :data:`SLOT_METHODS`; adding one is one function with the
+signature of :func:`_solve_exact` plus one registry line.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from optim._validation import check_int, check_real, check_snr
+from optim.bound import BoundConstants, scalar_bound_parts
+from optim.p3 import solve_p3_exact
+
+__all__ = ["SLOT_METHODS", "SlotSolution", "solve_slot"]
+
+logger = logging.getLogger(__name__)
+
+_LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSolution:
+    """Decision for one round (slot) of the online stage.
+
+    Attributes:
+        sparsification: O^t in [O_min, 1], fraction of LoRA entries each client uploads.
+        shares: (K,) bandwidth shares b_k^t of eq. (31), summing to 1.
+        delay_s: planned round delay D^t [s]; with eq. (31) every scheduled client finishes then.
+        bound: gamma^t (eq. 14) at (r, O^t, K).
+        objective: Q^t D^t + V gamma^t, the P3 objective (eq. 29a) at the decision.
+        method: the solver that produced the decision (``"exact"`` or ``"cvxpy"``).
+        fell_back: True when ``"cvxpy"`` was asked for, did not report optimal, and the exact
+            solver answered instead.
+        queue_before: Q^t [s] the decision was made with.
+        queue_after: Q^{t+1} [s] after eq. (21) with ``delay_s``; only set by
+            :meth:`optim.controller.LyapunovController.step` (``None`` from ``decide`` and
+            ``solve_slot``, which do not touch the queue).
+    """
+
+    sparsification: float
+    shares: NDArray[np.float64]
+    delay_s: float
+    bound: float
+    objective: float
+    method: str
+    fell_back: bool
+    queue_before: float
+    queue_after: float | None = None
+
+
+# A slot method maps (qc, va, o_min, cvxpy_problem) -> (O, method actually used, fell_back).
+SlotMethod = Callable[[float, float, float, object], tuple[float, str, bool]]
+
+
+def _solve_exact(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, bool]:
+    return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", False
+
+
+def _solve_cvxpy(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, bool]:
+    from optim import p3_cvxpy  # lazy: importing cvxpy costs ~1 s and the exact path needs none
+
+    prob = problem if problem is not None else p3_cvxpy.default_problem()
+    assert isinstance(prob, p3_cvxpy.P3CvxpyProblem)
+    res = prob.solve(qc=qc, va=va, o_min=o_min)
+    if res.sparsification is None:
+        logger.warning(
+            "P3: CVXPY status %r (solver %s) is not optimal; falling back to the exact solver",
+            res.status,
+            res.solver,
+        )
+        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", True
+    return res.sparsification, "cvxpy", False
+
+
+SLOT_METHODS: dict[str, SlotMethod] = {
+    "exact": _solve_exact,
+    "cvxpy": _solve_cvxpy,
+}
+
+
+def check_slot_config(
+    *,
+    rank: object,
+    n_clients: object,
+    params_per_rank: object,
+    bits_per_value: object,
+    bandwidth_hz: object,
+    o_min: object,
+    constants: object,
+    method: object,
+) -> tuple[int, int, float, float, float, float]:
+    """Validate the per-run arguments of :func:`solve_slot`; return them as numbers.
+
+    Returns:
+        ``(rank, n_clients, params_per_rank, bits_per_value, bandwidth_hz, o_min)``.
+    """
+    if not isinstance(constants, BoundConstants):
+        raise ValueError(f"constants must be a BoundConstants; got {type(constants).__name__}")
+    if method not in SLOT_METHODS:
+        raise ValueError(f"method must be one of {sorted(SLOT_METHODS)}; got {method!r}")
+    return (
+        check_int("rank", rank, low=1, high=constants.r_max),
+        check_int("n_clients", n_clients, low=1),
+        check_real("params_per_rank", params_per_rank, low=0.0, low_open=True),
+        check_real("bits_per_value", bits_per_value, low=0.0, low_open=True),
+        check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True),
+        check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True),
+    )
+
+
+def solve_slot(
+    *,
+    queue: float,
+    V: float,
+    snr: ArrayLike,
+    rank: int,
+    n_clients: int,
+    params_per_rank: float,
+    bits_per_value: float,
+    bandwidth_hz: float,
+    o_min: float,
+    constants: BoundConstants,
+    method: str = "exact",
+    cvxpy_problem: object | None = None,
+) -> SlotSolution:
+    """Solve the per-slot problem P3 (eq. 29) with the equal-delay shares of eq. (31).
+
+    D^t(O) = v O r p sum_{j in K} 1 / (B log2(1 + SNR_j)) and the decision minimises
+    Q^t D^t(O) + V gamma^t(O) over O in [O_min, 1].
+
+    Args:
+        queue: virtual queue Q^t [s], >= 0 (eq. 21).
+        V: Lyapunov penalty weight, >= 0 (eq. 24); larger V favours a smaller bound.
+        snr: (K,) linear SNRs of the K scheduled clients, finite and > 0; K <= n_clients.
+        rank: LoRA rank r, integer in [1, constants.r_max].
+        n_clients: N, the population size (enters gamma^t through N/K).
+        params_per_rank: p = sum_l (d_l + l_l) over the adapted layers [values per unit rank].
+        bits_per_value: v [bit] per transmitted value.
+        bandwidth_hz: total uplink band B [Hz] shared by the scheduled clients.
+        o_min: O_min in (0, 1).
+        constants: the Theorem 1 constants.
+        method: ``"exact"`` (monotone Newton, :func:`optim.p3.solve_p3_exact`) or ``"cvxpy"``
+            (DPP problem re-solved with CLARABEL, falling back to exact if not optimal).
+        cvxpy_problem: a :class:`optim.p3_cvxpy.P3CvxpyProblem` to re-use instead of the
+            module-level one (the controller keeps its own).
+
+    Returns:
+        :class:`SlotSolution` (``queue_after`` is ``None``).
+
+    Raises:
+        ValueError: any argument out of range; an SNR <= 0 (infinite delay) among the scheduled.
+    """
+    r, n, p, v, bw, omin = check_slot_config(
+        rank=rank,
+        n_clients=n_clients,
+        params_per_rank=params_per_rank,
+        bits_per_value=bits_per_value,
+        bandwidth_hz=bandwidth_hz,
+        o_min=o_min,
+        constants=constants,
+        method=method,
+    )
+    q = check_real("queue", queue, low=0.0)
+    vv = check_real("V", V, low=0.0)
+    s = check_snr("snr", snr)
+    k = s.size
+    if k > n:
+        raise ValueError(f"len(snr) (K) must be <= n_clients={n}; got K={k}")
+    return _solve_checked(q, vv, s, r, n, p, v, bw, omin, constants, method, cvxpy_problem)
+
+
+def _solve_checked(
+    q: float,
+    V: float,
+    s: NDArray[np.float64],
+    r: int,
+    n: int,
+    p: float,
+    v: float,
+    bw: float,
+    omin: float,
+    constants: BoundConstants,
+    method: str,
+    cvxpy_problem: object | None,
+) -> SlotSolution:
+    k = s.size
+    inv_se = _LN2 / np.log1p(s)  # 1 / log2(1 + SNR_j) [s Hz / bit]
+    sum_inv = float(inv_se.sum())
+    shares = inv_se / sum_inv  # eq. (31): b_k = (1/log2(1+SNR_k)) / A'
+    # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (DESIGN 4.5).
+    c = v * r * p * sum_inv / bw
+    offset, a = scalar_bound_parts(rank=r, n_scheduled=k, n_clients=n, constants=constants)
+    o, used, fell_back = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)
+    delay = c * o
+    bound = offset + a * (1.0 - o) ** 2 / o**4  # gamma^t, eq. (14)
+    return SlotSolution(
+        sparsification=o,
+        shares=shares,
+        delay_s=delay,
+        bound=bound,
+        objective=q * delay + V * bound,  # eq. (29a)
+        method=used,
+        fell_back=fell_back,
+        queue_before=q,
+    )

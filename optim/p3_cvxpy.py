@@ -1,0 +1,122 @@
+"""P3 (eq. 29) as a disciplined-parametrized (DPP) CVXPY problem, built once and re-solved.
+
+With x = 1/O in [1, 1/O_min] the per-slot objective Q c O + V a (1 - O)^2 / O^4 (see
+:mod:`optim.p3`) becomes
+
+    minimize_x  qc * inv_pos(x) + va * square(pos(square(x) - x))
+    subject to  1 <= x <= x_max,
+
+because (1 - O)^2 / O^4 = (x^2 - x)^2 and x^2 - x >= 0 on x >= 1, so wrapping it in ``pos`` changes
+nothing on the feasible set while making the composition DCP (square of a non-negative convex
+expression). ``qc``, ``va`` and ``x_max`` are :class:`cvxpy.Parameter` objects, so the problem is
+canonicalised once and every later call only re-solves (``problem.is_dpp()`` is asserted).
+
+The two weights are divided by ``max(qc, va)`` before solving: the argmin is unchanged and the
+solver sees numbers of order one whatever the units of the queue and the bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import cvxpy as cp
+
+__all__ = ["P3CvxpyProblem", "P3CvxpyResult", "default_problem", "reset_default_problem"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class P3CvxpyResult:
+    """Outcome of one CVXPY solve of P3.
+
+    Attributes:
+        sparsification: O* = 1/x* clipped to [O_min, 1], or ``None`` when no solver reported
+            ``optimal``.
+        status: the last CVXPY status string (``"optimal"`` on success, or the error text).
+        solver: the solver that produced ``status``.
+    """
+
+    sparsification: float | None
+    status: str
+    solver: str
+
+
+class P3CvxpyProblem:
+    """P3 in DCP form with Parameters; construct once, call :meth:`solve` every slot.
+
+    Args:
+        solvers: solvers to try in order; the first one installed that reports ``optimal`` wins.
+            Default: CLARABEL, then SCS (with tight tolerances) as a fallback.
+    """
+
+    def __init__(self, solvers: tuple[str, ...] = ("CLARABEL", "SCS")) -> None:
+        installed = set(cp.installed_solvers())
+        self.solvers = tuple(s for s in solvers if s in installed)
+        if not self.solvers:
+            raise ValueError(
+                f"solvers must name at least one installed CVXPY solver; got {solvers}, "
+                f"installed: {sorted(installed)}"
+            )
+        self._x = cp.Variable(name="inv_sparsification")
+        self._qc = cp.Parameter(nonneg=True, name="queue_times_delay")
+        self._va = cp.Parameter(nonneg=True, name="V_times_a")
+        self._x_max = cp.Parameter(pos=True, name="inv_o_min")
+        x = self._x
+        # eq. (29a) in x = 1/O, up to the O-independent constant V * offset:
+        #   Q D^t = qc / x,   V a (1 - O)^2 / O^4 = va (x^2 - x)^2.
+        objective = cp.Minimize(
+            self._qc * cp.inv_pos(x) + self._va * cp.square(cp.pos(cp.square(x) - x))
+        )
+        constraints = [x >= 1.0, x <= self._x_max]  # eq. (29b): O_min <= O <= 1
+        self.problem = cp.Problem(objective, constraints)
+        assert self.problem.is_dpp(), "P3 must be DPP so that re-solves skip canonicalisation"
+
+    def solve(self, *, qc: float, va: float, o_min: float) -> P3CvxpyResult:
+        """Solve P3 for the given weights (see :func:`optim.p3.solve_p3_exact` for their meaning).
+
+        Returns:
+            :class:`P3CvxpyResult`; ``sparsification`` is ``None`` if every solver failed.
+        """
+        scale = max(qc, va)
+        if scale <= 0.0:
+            scale = 1.0
+        self._qc.value = qc / scale
+        self._va.value = va / scale
+        self._x_max.value = 1.0 / o_min
+        status, solver = "not solved", ""
+        for solver in self.solvers:
+            kwargs: dict[str, object] = {}
+            if solver == "SCS":
+                kwargs = {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iters": 200_000}
+            try:
+                self.problem.solve(solver=solver, **kwargs)
+            except cp.SolverError as err:
+                status = f"solver error: {err}"
+                logger.warning("P3: CVXPY solver %s failed: %s", solver, err)
+                continue
+            status = str(self.problem.status)
+            if status == cp.OPTIMAL and self._x.value is not None:
+                x = float(self._x.value)
+                o = min(1.0, max(o_min, 1.0 / max(x, 1.0)))
+                return P3CvxpyResult(sparsification=o, status=status, solver=solver)
+            logger.warning("P3: CVXPY solver %s returned status %r", solver, status)
+        return P3CvxpyResult(sparsification=None, status=status, solver=solver)
+
+
+_DEFAULT: P3CvxpyProblem | None = None
+
+
+def default_problem() -> P3CvxpyProblem:
+    """The module-level P3 problem, built on first use and re-used by every later call."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = P3CvxpyProblem()
+    return _DEFAULT
+
+
+def reset_default_problem() -> None:
+    """Drop the cached module-level problem (the next call rebuilds it; used by benchmarks)."""
+    global _DEFAULT
+    _DEFAULT = None

@@ -1,0 +1,69 @@
+"""SOFT: sparsified orthogonal fine-tuning (paper section III-B, eq. 3, Algorithm 1 line 9).
+
+With orthogonal factors (eq. 2) the squared Frobenius norm of ``B @ A`` splits over the rank
+components, ``||B A||_F^2 = sum_i ||B[:, i]||^2 ||A[i, :]||^2``, so component ``i``'s importance
+is ``w_i = ||B[:, i]||_2^2 ||A[i, :]||_2^2`` (the paper calls this "the i-th singular value"; it
+is the square of the proxy in :func:`wirelessfl.lora_math.singular_value_proxy`).
+
+Reading of eq. (3) implemented here:
+
+* the importances are computed from the matrices being sparsified (with error feedback these
+  are ``u = m + Delta``, DESIGN.md section 4 item 7);
+* the real shares ``o_i = n_keep * w_i / sum_j w_j`` become integers summing exactly to
+  ``n_keep`` by largest-remainder rounding, each capped at ``d + l`` with the overflow
+  redistributed in proportion to the other components' weights until none exceeds
+  (:func:`wirelessfl.compress.budget.allocate_budget`); all-zero importances share uniformly;
+* component ``i`` keeps its top-``o_i`` entries by magnitude among the ``d + l`` entries of
+  ``B[:, i]`` and ``A[i, :]`` taken together; ties go to the lower position (``B`` part first,
+  then lower index).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from wirelessfl.compress.base import Sparsifier, component_topk_masks, register_sparsifier
+from wirelessfl.compress.budget import allocate_budget
+
+__all__ = ["SoftSparsifier", "soft_importance"]
+
+
+def soft_importance(B: Tensor, A: Tensor) -> Tensor:
+    """Component importances ``w_i = ||B[:, i]||^2 ||A[i, :]||^2`` (eq. 3), ``(r,)`` float64.
+
+    Computed in float64 on rescaled norms (divided by the largest column/row norm), which
+    leaves the proportions of eq. (3) unchanged and avoids under/overflow.
+    """
+    with torch.no_grad():
+        nb = torch.linalg.vector_norm(B.detach().to(torch.float64), dim=0)  # (r,)
+        na = torch.linalg.vector_norm(A.detach().to(torch.float64), dim=1)  # (r,)
+        if nb.numel() and nb.max() > 0:
+            nb = nb / nb.max()
+        if na.numel() and na.max() > 0:
+            na = na / na.max()
+        return (nb * na) ** 2
+
+
+@register_sparsifier("soft")
+class SoftSparsifier(Sparsifier):
+    """SOFT: per-component budgets proportional to ``||B[:, i]||^2 ||A[i, :]||^2`` (eq. 3)."""
+
+    def component_budget(self, B: Tensor, A: Tensor, n_keep: int) -> Tensor:
+        """Integer budgets ``o (r,)`` (int64, on CPU) summing to ``n_keep``, each ``<= d + l``."""
+        d, r, l = self.check_inputs(B, A, n_keep)
+        if r == 0:
+            return torch.zeros(0, dtype=torch.int64)
+        w = soft_importance(B, A)
+        return torch.from_numpy(allocate_budget(w, n_keep, d + l))
+
+    def masks(
+        self,
+        B: Tensor,
+        A: Tensor,
+        n_keep: int,
+        generator: torch.Generator | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Keep-masks ``(mask_B (d, r), mask_A (r, l))``; deterministic, ``generator`` unused."""
+        counts = self.component_budget(B, A, n_keep)
+        return component_topk_masks(B, A, counts)

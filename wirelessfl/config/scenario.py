@@ -1,0 +1,257 @@
+"""The scenario: everything that defines a run, as validated dataclasses.
+
+Every key, its default and its accepted range is listed by ``wirelessfl scenario-keys``
+(generated from this module with :func:`wirelessfl.config.schema.describe`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wirelessfl.config.schema import option
+from wirelessfl.errors import ConfigError
+
+
+@dataclass
+class FadingConfig:
+    """Small-scale fading model (``channels.make_fading``)."""
+
+    model: str = option(
+        "rayleigh", choices=("rayleigh", "gauss_markov", "rician"), doc="fading model"
+    )
+    rho: float | None = option(None, ge=0.0, le=1.0, doc="Gauss-Markov correlation per round")
+    doppler_hz: float | None = option(None, ge=0.0, doc="Doppler for rho = J0(2 pi f_d T)")
+    slot_s: float | None = option(None, gt=0.0, doc="round duration T for the Jakes rho")
+    k_factor: float = option(3.0, ge=0.0, doc="Rician K-factor (linear)")
+
+    def validate(self, prefix: str) -> None:
+        if (
+            self.model == "gauss_markov"
+            and self.rho is None
+            and (self.doppler_hz is None or self.slot_s is None)
+        ):
+            raise ConfigError(
+                f"{prefix}.rho: gauss_markov needs rho in [0, 1], or doppler_hz and slot_s"
+            )
+
+    def params(self) -> dict:
+        if self.model == "gauss_markov":
+            if self.rho is not None:
+                return {"rho": self.rho}
+            return {"doppler_hz": self.doppler_hz, "slot_s": self.slot_s}
+        if self.model == "rician":
+            return {"k_factor": self.k_factor}
+        return {}
+
+
+@dataclass
+class ChannelConfig:
+    """FDMA uplink: bandwidth, large-scale geometry or a fixed mean SNR, noise, fading."""
+
+    bandwidth_hz: float = option(1.0e6, gt=0.0, doc="total uplink bandwidth B")
+    mean_snr_db: float | None = option(
+        None, doc="if set, every client has this mean SNR (geometry keys are ignored)"
+    )
+    d_min_m: float = option(10.0, gt=0.0, doc="inner cell radius")
+    d_max_m: float = option(500.0, gt=0.0, doc="outer cell radius")
+    path_loss_exponent: float = option(
+        1.5, gt=0.0, doc="gamma in h = s q^-gamma (amplitude; power falls as q^-2 gamma)"
+    )
+    tx_power_dbm: float = option(23.0, doc="client transmit power")
+    reference_gain_db: float = option(
+        -35.0, le=0.0, doc="path gain at 1 m, folded into the transmit power (q^-gamma has none)"
+    )
+    noise_psd_dbm_per_hz: float = option(-174.0, doc="noise spectral density")
+    noise_figure_db: float = option(7.0, ge=0.0, doc="receiver noise figure")
+    shadowing_sigma_db: float = option(0.0, ge=0.0, doc="log-normal shadowing std")
+    fading: FadingConfig = field(default_factory=FadingConfig)
+    downlink_rate_bps: float = option(
+        0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
+    )
+    block_rounds: int = option(128, ge=1, doc="rounds of fading drawn per block (memory/speed)")
+
+    def validate(self, prefix: str) -> None:
+        if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:
+            raise ConfigError(
+                f"{prefix}.d_min_m: must be < d_max_m ({self.d_max_m}), got {self.d_min_m}"
+            )
+
+
+@dataclass
+class DevicesConfig:
+    """Per-client compute speed (``channels.DeviceProfile``)."""
+
+    kind: str = option("fixed", choices=("fixed", "classes", "lognormal"), doc="profile kind")
+    flops_per_s: float = option(1.0e12, gt=0.0, doc="FLOP/s of every device (kind=fixed)")
+    classes: dict[str, float] = option(
+        default_factory=dict, doc="device class -> probability (kind=classes)"
+    )
+    median_flops_per_s: float = option(1.0e12, gt=0.0, doc="median FLOP/s (kind=lognormal)")
+    sigma: float = option(0.5, ge=0.0, doc="log-std of FLOP/s (kind=lognormal)")
+    include_compute: bool = option(True, doc="false: local training takes no virtual time")
+
+
+@dataclass
+class ConstantsConfig:
+    """Theorem 1 constants (``optim.BoundConstants``); defaults documented in optim.bound."""
+
+    S: float = option(1.0, ge=0.0, doc="smoothness")
+    H: float = option(1.0, ge=0.0, doc="LoRA rank-error constant (Assumption 2)")
+    W: float = option(1.0, ge=0.0, doc="largest singular value bound")
+    phi: float = option(0.1, ge=0.0, doc="covariance constant (Assumption 3)")
+    G: float = option(1.0, ge=0.0, doc="gradient norm bound")
+    eta: float = option(1.0e-3, gt=0.0, doc="learning rate in the bound")
+    E: int = option(5, ge=1, doc="local iterations in the bound")
+
+
+@dataclass
+class ControllerConfig:
+    """How rank r, sparsification O^t and shares b_k^t are chosen (registry name)."""
+
+    name: str = option("tsfa", doc="tsfa | osfa | fixed, or a registered controller")
+    V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
+    d_th_s: float = option(1.0, gt=0.0, doc="average upload-delay threshold D_th")
+    o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
+    r_max: int = option(64, ge=1, doc="largest rank considered (TSFA) / r_max of the bound")
+    rank: int = option(8, ge=1, doc="rank for osfa and fixed")
+    sparsification: float = option(1.0, gt=0.0, le=1.0, doc="O for the fixed controller")
+    method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
+    bandwidth: str = option(
+        "equal_delay", choices=("equal_delay", "minmax"), doc="share rule (fixed controller)"
+    )
+
+
+@dataclass
+class SelectionConfig:
+    """Which K of N clients are scheduled each round (``optim.select_clients``)."""
+
+    method: str = option(
+        "uniform", choices=("uniform", "best_snr", "proportional_fair"), doc="selection rule"
+    )
+
+
+@dataclass
+class PayloadConfig:
+    """Uplink payload accounting."""
+
+    bits_per_value: int = option(32, ge=1, le=64, doc="v: bits per transmitted value")
+    index_overhead: bool = option(
+        False, doc="add index bits of sparse payloads to the upload (the paper does not)"
+    )
+
+
+@dataclass
+class StrategyConfig:
+    """What clients send and how the server aggregates."""
+
+    sparsifier: str = option("soft", doc="soft | topk | random | structured | none")
+    error_feedback: bool = option(True, doc="eqs. (4)-(7) error memory")
+    aggregation: str = option(
+        "weighted_mean",
+        choices=("weighted_mean", "unbiased"),
+        doc="data-weighted mean of arrivals, or Algorithm 3's (N/K) sum p_k",
+    )
+
+
+@dataclass
+class ModelShapeConfig:
+    """Model geometry used by the surrogate learner for payload and compute sizes."""
+
+    layer_shapes: list[list[int]] = option(
+        default_factory=lambda: [[768, 768]] * 24,
+        doc="(d, l) per adapted layer; default: ViT-Base query+value, 12 blocks",
+    )
+    base_params: int = option(86_000_000, ge=0, doc="frozen parameters (for FLOPs)")
+    batch_size: int = option(16, ge=1, doc="local batch size (for FLOPs)")
+    seq_len: int = option(197, ge=1, doc="tokens per sample (for FLOPs)")
+
+
+@dataclass
+class LearnerConfig:
+    """The learning side: a surrogate (network-only) or real federated LoRA training."""
+
+    kind: str = option("surrogate", choices=("surrogate", "lora"), doc="learner")
+    # surrogate
+    initial_loss: float = option(2.3, gt=0.0, doc="surrogate: loss at round 0")
+    progress_rate: float = option(0.02, gt=0.0, le=1.0, doc="surrogate: progress per round")
+    bound_half: float = option(
+        1000.0, gt=0.0, doc="surrogate: bound gamma at which the loss floor is half the start"
+    )
+    n_classes: int = option(10, ge=2, doc="surrogate: classes (chance accuracy)")
+    shape: ModelShapeConfig = field(default_factory=ModelShapeConfig)
+    # real training (kind = lora)
+    model: str = option("tiny_mlp", doc="model registry name (kind=lora)")
+    dataset: str = option("digits", doc="dataset registry name (kind=lora)")
+    dataset_options: dict[str, object] = option(default_factory=dict, doc="loader options")
+    partition: str = option("iid", doc="iid | shards | dirichlet | by_key")
+    partition_options: dict[str, object] = option(default_factory=dict, doc="partitioner options")
+    target_modules: list[str] | None = option(None, doc="LoRA targets (null: model default)")
+    lora_alpha: float = option(16.0, gt=0.0, doc="LoRA alpha (scaling alpha/r)")
+    local_steps: int = option(5, ge=1, doc="E local iterations")
+    local_unit: str = option("steps", choices=("steps", "epochs"), doc="E counts steps or epochs")
+    batch_size: int = option(16, ge=1, doc="local batch size")
+    optimizer: str = option("sgd", choices=("sgd", "adam"), doc="local optimizer")
+    lr: float = option(0.05, gt=0.0, doc="local learning rate")
+    keep_optimizer_state: bool = option(False, doc="keep Adam moments between a client's rounds")
+    zeta: float = option(0.0, ge=0.0, doc="orthogonality regularizer weight (eq. 2)")
+    eval_batch_size: int = option(256, ge=1, doc="evaluation batch size")
+    trainer: str = option("sequential", choices=("sequential", "batched"), doc="trainer")
+    device: str = option("auto", choices=("auto", "cpu", "cuda"), doc="torch device")
+
+
+@dataclass
+class FaultsConfig:
+    """Simulated faults, each off by default."""
+
+    dropout_prob: float = option(0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round")
+    outage_snr_db: float | None = option(
+        None, doc="uploads below this SNR fail (the client gets no bandwidth)"
+    )
+    deadline_s: float | None = option(
+        None, gt=0.0, doc="server aggregates what arrived this long after the broadcast"
+    )
+    redistribute_unused: bool = option(
+        False, doc="give dropped clients' shares to the others (pro rata)"
+    )
+
+
+@dataclass
+class OutputConfig:
+    """What the results folder records."""
+
+    events: bool = option(True, doc="write events.csv (one row per event)")
+    clients: bool = option(False, doc="write clients.csv (one row per client per round)")
+    checkpoint_every: int = option(1, ge=1, doc="rounds between learner checkpoints")
+
+
+@dataclass
+class Scenario:
+    """A complete run description (see ``scenarios/*.yaml``)."""
+
+    name: str = option("scenario", doc="label")
+    seed: int = option(0, ge=0, doc="run seed (all streams derive from it)")
+    n_clients: int = option(100, ge=1, doc="N")
+    n_scheduled: int = option(10, ge=1, doc="K scheduled per round")
+    rounds: int = option(1000, ge=1, doc="T")
+    eval_every: int = option(10, ge=1, doc="evaluate every this many rounds (and the last)")
+    channel: ChannelConfig = field(default_factory=ChannelConfig)
+    devices: DevicesConfig = field(default_factory=DevicesConfig)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    constants: ConstantsConfig = field(default_factory=ConstantsConfig)
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    payload: PayloadConfig = field(default_factory=PayloadConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    faults: FaultsConfig = field(default_factory=FaultsConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def validate(self, prefix: str) -> None:
+        if self.n_scheduled > self.n_clients:
+            raise ConfigError(
+                f"n_scheduled: must be <= n_clients ({self.n_clients}), got {self.n_scheduled}"
+            )
+        if self.controller.rank > self.controller.r_max:
+            raise ConfigError(
+                f"controller.rank: must be <= controller.r_max ({self.controller.r_max}), "
+                f"got {self.controller.rank}"
+            )

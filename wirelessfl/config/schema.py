@@ -1,0 +1,203 @@
+"""Typed, validated dataclass configs: one error line naming the dotted key and the accepted range.
+
+A config section is a dataclass whose fields carry constraints in their metadata, built with
+:func:`option`. :func:`build` turns a plain dict (from YAML/TOML) into the dataclass, rejecting
+unknown keys, wrong types and out-of-range values with a :class:`~wirelessfl.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from wirelessfl.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    choices: Sequence[Any] | None = None,
+    doc: str = "",
+    default_factory: Any = dataclasses.MISSING,
+) -> Any:
+    """A dataclass field with validation metadata (bounds, allowed values, one-line doc)."""
+    meta = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "doc": doc}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _range_text(meta: Mapping[str, Any]) -> str:
+    parts = []
+    if meta.get("gt") is not None:
+        parts.append(f"> {meta['gt']}")
+    if meta.get("ge") is not None:
+        parts.append(f">= {meta['ge']}")
+    if meta.get("lt") is not None:
+        parts.append(f"< {meta['lt']}")
+    if meta.get("le") is not None:
+        parts.append(f"<= {meta['le']}")
+    return " and ".join(parts)
+
+
+def _type_name(tp: Any) -> str:
+    if tp is float:
+        return "a number"
+    if tp is int:
+        return "an integer"
+    if tp is bool:
+        return "true or false"
+    if tp is str:
+        return "a string"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; ints are accepted where floats are."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError as err:
+                errors.append(err)
+        names = " or ".join(_type_name(a) for a in args if a is not type(None))
+        opt = " (or null)" if type(None) in args else ""
+        raise ConfigError(f"{key}: expected {names}{opt}, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a table of settings, got {value!r}")
+        return build(tp, value, prefix=key)
+    if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        inner = args[0] if args else Any
+        items = [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin in (dict, Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a table, got {value!r}")
+        vt = args[1] if len(args) == 2 else Any
+        return {str(k): _coerce(v, vt, f"{key}.{k}") for k, v in value.items()}
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
+    if value is None:
+        return
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        accepted = ", ".join(repr(c) for c in choices)
+        raise ConfigError(f"{key}: must be one of {accepted}, got {value!r}")
+    bounds = _range_text(meta)
+    if not bounds or not isinstance(value, int | float):
+        return
+    bad = (
+        (meta.get("gt") is not None and not value > meta["gt"])
+        or (meta.get("ge") is not None and not value >= meta["ge"])
+        or (meta.get("lt") is not None and not value < meta["lt"])
+        or (meta.get("le") is not None and not value <= meta["le"])
+    )
+    if bad:
+        raise ConfigError(f"{key}: must be {bounds}, got {value!r}")
+
+
+def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``, validating every field (see module docstring)."""
+    data = dict(data or {})
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        where = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
+        accepted = ", ".join(sorted(fields))
+        raise ConfigError(f"{where}: unknown key (accepted here: {accepted})")
+    kwargs = {}
+    for name, f in fields.items():
+        key = f"{prefix}.{name}" if prefix else name
+        if name in data:
+            value = _coerce(data[name], hints[name], key)
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            raise ConfigError(f"{key}: required key is missing")
+        _check_meta(value, f.metadata, key)
+        kwargs[name] = value
+    obj = cls(**kwargs)
+    check = getattr(obj, "validate", None)
+    if callable(check):
+        check(prefix)
+    return obj
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain-data form of a config dataclass (what is written back to ``config.yaml``)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list | tuple):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(dotted key, default, doc) for every leaf field: the scenario reference table."""
+    rows = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            rows.extend(describe(tp, key))
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else "(required)"
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        doc = f.metadata.get("doc", "")
+        bounds = _range_text(f.metadata)
+        if f.metadata.get("choices"):
+            bounds = "one of " + ", ".join(map(str, f.metadata["choices"]))
+        rows.append((key, repr(default), f"{doc} {('[' + bounds + ']') if bounds else ''}".strip()))
+    return rows

@@ -1,0 +1,82 @@
+"""Controllers choose the rank r (before round 0) and, per round, O^t and the shares b_k^t.
+
+A controller is one file with a subclass of :class:`Controller` plus one line in
+``wirelessfl/controllers/__init__.py``'s registry.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optim import BoundConstants
+
+
+@dataclass(frozen=True)
+class ControllerContext:
+    """What a controller may know about the system before round 0."""
+
+    n_clients: int  # N
+    n_scheduled: int  # K
+    mean_snr: np.ndarray  # (N,) average linear SNR (the offline stage's "average channel")
+    params_per_rank: int  # sum over adapted layers of (d + l)
+    bits_per_value: int  # v
+    bandwidth_hz: float  # B
+    constants: BoundConstants
+    settings: Any  # the scenario's ControllerConfig
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One round's decision for the clients that get bandwidth."""
+
+    sparsification: float  # O^t
+    shares: np.ndarray  # (K',) bandwidth shares b_k^t, summing to <= 1
+    planned_delay_s: float  # D^t the controller expects with these shares
+    bound: float  # gamma^t
+    fell_back: bool = False  # CVXPY failed and the exact solver answered
+
+
+class Controller(ABC):
+    """Base class: a virtual queue (eq. 21) plus the decisions of a concrete policy."""
+
+    def __init__(self, ctx: ControllerContext):
+        self.ctx = ctx
+        self._queue = 0.0
+        self.rank = self.choose_rank()
+
+    @property
+    def queue(self) -> float:
+        """Q^t, the virtual queue of eq. (21) [s]."""
+        return self._queue
+
+    @abstractmethod
+    def choose_rank(self) -> int:
+        """The LoRA rank for the whole run (TSFA: the offline stage)."""
+
+    @abstractmethod
+    def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
+        """Decide for the clients with linear SNRs ``snr`` (K',) and compute times (K',) [s]."""
+
+    def observe(self, delay_s: float) -> float:
+        """Eq. (21): Q <- max(Q + D^t - D_th, 0) with the delay the simulator observed."""
+        self._queue = max(self._queue + delay_s - self.ctx.settings.d_th_s, 0.0)
+        return self._queue
+
+    def summary(self) -> dict[str, Any]:
+        """What goes into ``meta.json`` (e.g. the offline curve)."""
+        return {"rank": self.rank}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"queue": self.queue}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._queue = float(state["queue"])
+
+    def planned_bits(self, sparsification: float) -> float:
+        """v * O * r * sum(d + l): the payload the paper's delay model assumes [bits]."""
+        c = self.ctx
+        return c.bits_per_value * sparsification * self.rank * c.params_per_rank

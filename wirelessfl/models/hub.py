@@ -1,0 +1,133 @@
+"""``hub:<name-or-path>``: a transformers classifier via ``from_pretrained``.
+
+For users with network access (e.g. ``hub:google/vit-base-patch16-224-in21k`` for the SOFT
+paper's ViT-Base) or a local folder written by ``save_pretrained``. Image models load with
+``AutoModelForImageClassification``, text models with
+``AutoModelForSequenceClassification``; the head is re-created with ``n_classes`` outputs
+(``ignore_mismatched_sizes=True``) from the seed.
+
+Offline by default: :func:`~wirelessfl.data.assets.offline_env` sets ``HF_HUB_OFFLINE=1``
+unless the environment already says otherwise, so a hub id only downloads when the user set
+``HF_HUB_OFFLINE=0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from wirelessfl.data.assets import offline_env
+from wirelessfl.errors import UserError
+from wirelessfl.models.base import (
+    ATTENTION_TARGETS,
+    ModelBundle,
+    detect_attention_targets,
+    image_loss_and_logits,
+    seeded,
+    text_loss_and_logits,
+)
+
+__all__ = ["build_hub", "DEFAULT_TARGETS"]
+
+#: Default LoRA targets by ``config.model_type`` where peft's own table has none.
+DEFAULT_TARGETS: dict[str, list[str]] = {
+    "vit": ["query", "value"],
+    "deit": ["query", "value"],
+    "beit": ["query", "value"],
+    "dinov2": ["query", "value"],
+    "vit_msn": ["query", "value"],
+    "swin": ["query", "value"],
+    "bert": ["query", "value"],
+    "roberta": ["query", "value"],
+    "distilbert": ["q_lin", "v_lin"],
+    "llama": ["q_proj", "v_proj"],
+}
+
+_HEAD_NAMES = ("classifier", "score", "head", "fc", "logits")
+
+
+def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | None:
+    """peft's table for ``model_type``, then :data:`DEFAULT_TARGETS`, kept only if the names
+    exist in ``model`` (module names change between transformers versions); else whichever
+    query / value naming the model uses."""
+    try:
+        from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as table
+    except ImportError:  # pragma: no cover - older / newer peft
+        table = {}
+    candidates = [c for c in (table.get(model_type), DEFAULT_TARGETS.get(model_type)) if c]
+    return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
+
+
+def build_hub(*, spec: str, n_classes: int, seed: int = 0, task: str | None = None,
+              head_modules: Sequence[str] | None = None, revision: str | None = None,
+              trust_remote_code: bool = False) -> ModelBundle:
+    """Load ``spec`` (hub id or local folder) as an image or text classifier.
+
+    Options
+    -------
+    task:
+        ``"image"`` or ``"text"``; default: ``"image"`` when the config has ``num_channels``
+        (vision configs do), else ``"text"``.
+    head_modules:
+        Modules trained in full; default: the model's top-level ``classifier`` / ``score`` /
+        ``head`` / ``fc``.
+    revision, trust_remote_code:
+        Passed to ``from_pretrained`` (remote code is off by default).
+
+    LoRA targets default to peft's table for ``config.model_type`` (or
+    :data:`DEFAULT_TARGETS`) when those names exist in the model, else to the query / value
+    projections found by name; otherwise pass ``target_modules=`` to ``build_model``.
+    """
+    offline_env()
+    from transformers import (
+        AutoConfig,
+        AutoModelForImageClassification,
+        AutoModelForSequenceClassification,
+    )
+    from transformers.utils import logging as hf_logging
+
+    kwargs: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+    config = AutoConfig.from_pretrained(spec, **kwargs)
+    if task is None:
+        task = "image" if getattr(config, "num_channels", None) is not None else "text"
+    if task not in ("image", "text"):
+        raise UserError(f"task={task!r} is not supported; accepted: image, text")
+    auto = (AutoModelForImageClassification if task == "image"
+            else AutoModelForSequenceClassification)
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the re-initialised head is expected
+    try:
+        with seeded(seed):
+            model = auto.from_pretrained(spec, num_labels=n_classes, ignore_mismatched_sizes=True,
+                                         dtype=torch.float32, **kwargs)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if task == "text" and getattr(model.config, "pad_token_id", None) is None:
+        eos = getattr(model.config, "eos_token_id", None)
+        if eos is not None:
+            model.config.pad_token_id = eos[0] if isinstance(eos, (list, tuple)) else eos
+
+    if head_modules is None:
+        children = dict(model.named_children())
+        head_modules = [n for n in _HEAD_NAMES if n in children]
+        if not head_modules:
+            raise UserError(
+                f"cannot find the classification head of {spec!r}; pass head_modules= from: "
+                f"{', '.join(children)}"
+            )
+    model_type = getattr(config, "model_type", "")
+    targets = _default_targets(model, model_type)
+    if targets is None:
+        targets = []  # no table entry: build_model asks for target_modules= and lists names
+    model.train()
+    return ModelBundle(
+        model=model,
+        target_modules=targets,
+        head_modules=list(head_modules),
+        kind=task,
+        loss_and_logits=image_loss_and_logits if task == "image" else text_loss_and_logits,
+        info={"source": spec, "model_type": model_type, "task": task},
+    )

@@ -1,0 +1,56 @@
+"""The one place where result columns are defined and documented.
+
+Units are in the names (``_s`` seconds of virtual time, ``_db`` decibels, ``bits``).
+"""
+
+from __future__ import annotations
+
+ROUND_COLUMNS: dict[str, str] = {
+    "round": "round index t, from 0",
+    "t_start_s": "virtual time of the broadcast that opens the round",
+    "t_end_s": "virtual time of the aggregation that closes the round",
+    "delay_s": "D^t: the slowest arrived client's upload duration (the paper's delay)",
+    "completion_s": "t_end_s - t_start_s: downlink + compute + upload (+ waiting for a deadline)",
+    "queue": "Q^t: virtual queue at the start of the round, before its update (eq. 21)",
+    "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0)",
+    "sparsification": "O^t chosen for the round",
+    "rank": "LoRA rank r used in the round",
+    "n_scheduled": "clients scheduled (K^t)",
+    "n_arrived": "clients whose update reached the server and was aggregated",
+    "n_dropped": "scheduled clients that dropped out after the broadcast",
+    "n_outage": "scheduled clients in outage (SNR below the threshold: no upload)",
+    "n_stragglers": "uploads still running at the deadline (not aggregated)",
+    "bits_up": "uplink bits delivered by the arrived clients (values + index bits if counted)",
+    "index_bits": "index bits of the arrived clients' sparse payloads (reported even if not sent)",
+    "mean_snr_db": "mean SNR of the scheduled clients",
+    "min_snr_db": "lowest SNR among the scheduled clients",
+    "planned_delay_s": "D^t the controller planned with its shares (before faults)",
+    "bound": "gamma^t: the per-round convergence-bound term (Theorem 1)",
+    "solver_fallback": "1 if the CVXPY solve failed and the exact solver was used",
+    "loss": "training loss after aggregation (mean over arrived clients, data-weighted)",
+    "accuracy": "test accuracy; NaN when the round is not evaluated",
+    "test_loss": "test loss; NaN when the round is not evaluated",
+    "cov_norm": "||Cov(theta_B, theta_A)||_F over the arrived clients (eq. 12); NaN if n/a",
+    "orth_residual": "normalised orthogonality residual of the global LoRA (Fig. 2); NaN if n/a",
+    "wall_s": "wall-clock seconds the round took (training + simulation)",
+}
+
+EVENT_COLUMNS: dict[str, str] = {
+    "round": "round index",
+    "time_s": "virtual time of the event",
+    "kind": "broadcast | compute_start | compute_end | upload_start | upload_end | drop | "
+    "outage | straggler | aggregate",
+    "client": "client id (-1 for server events)",
+    "value": "kind-specific number: bits for upload_end, clients aggregated for aggregate",
+}
+
+CLIENT_COLUMNS: dict[str, str] = {
+    "round": "round index",
+    "client": "client id",
+    "snr_db": "instantaneous SNR",
+    "share": "bandwidth share b_k^t",
+    "compute_s": "local compute duration",
+    "upload_s": "upload duration (inf: no bandwidth)",
+    "bits": "payload bits",
+    "status": "arrived | dropped | outage | straggler",
+}
