@@ -43,6 +43,7 @@ __all__ = [
 RngLike = np.random.Generator | Sequence[np.random.Generator]
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_TILE_CLIENTS = 256
 
 
 @runtime_checkable
@@ -75,11 +76,17 @@ def complex_normal(rng: RngLike, n_rounds: int, n_clients: int) -> np.ndarray:
     """
     n_rounds = as_int("n_rounds", n_rounds, lower=1)
     gens = as_client_generators(rng, n_clients)
-    buf = np.empty((len(gens), 2 * n_rounds), dtype=np.float64)
-    for k, g in enumerate(gens):
-        g.standard_normal(out=buf[k])
-    out = np.empty((n_rounds, len(gens)), dtype=np.complex128)
-    np.multiply(buf.view(np.complex128).T, _INV_SQRT2, out=out)
+    n = len(gens)
+    out = np.empty((n_rounds, n), dtype=np.complex128)
+    # Fill a few hundred clients at a time (rows = clients, contiguous per stream), then
+    # transpose that tile into the (rounds, clients) output: tiles keep the copy in cache.
+    tile = min(n, _TILE_CLIENTS)
+    buf = np.empty((tile, 2 * n_rounds), dtype=np.float64)
+    for k0 in range(0, n, tile):
+        k1 = min(n, k0 + tile)
+        for j, g in enumerate(gens[k0:k1]):
+            g.standard_normal(out=buf[j])
+        np.multiply(buf[: k1 - k0].view(np.complex128).T, _INV_SQRT2, out=out[:, k0:k1])
     return out
 
 

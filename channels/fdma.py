@@ -39,7 +39,14 @@ def rate_bps(share: ArrayLike, bandwidth_hz: float, snr: ArrayLike) -> float | n
     b = check_shares("share", share)
     bw = as_float("bandwidth_hz", bandwidth_hz, lower=0.0, lower_op=">")
     s = as_float_array("snr", snr, lower=0.0)
-    return scalar_or_array(b * bw * (np.log1p(s) / _LN2))
+    return scalar_or_array(_rate(b, bw, s))
+
+
+def _rate(share: np.ndarray, bandwidth_hz: float, snr: np.ndarray) -> np.ndarray:
+    """b·B·log2(1 + SNR) on validated inputs."""
+    out = np.log1p(snr)
+    out *= bandwidth_hz / _LN2
+    return out * share
 
 
 def upload_delay_s(
@@ -60,7 +67,8 @@ def upload_delay_s(
     """
     bits_a = as_float_array("bits", bits, lower=0.0)
     b = check_shares("share", share)
-    rate = np.asarray(rate_bps(b, bandwidth_hz, snr))
+    bw = as_float("bandwidth_hz", bandwidth_hz, lower=0.0, lower_op=">")
+    rate = _rate(b, bw, as_float_array("snr", snr, lower=0.0))
     if scheduled is None:
         sched = b > 0.0
     else:
@@ -70,6 +78,9 @@ def upload_delay_s(
                 raise ValueError("scheduled must be boolean (or 0/1), got other values")
             sched = sched.astype(bool)
     with np.errstate(divide="ignore", invalid="ignore"):
-        delay = np.where(bits_a == 0.0, 0.0, bits_a / rate)
-    delay = np.where(sched, delay, 0.0)
-    return scalar_or_array(np.asarray(delay, dtype=np.float64))
+        delay = np.asarray(np.divide(bits_a, rate), dtype=np.float64)
+    if (bits_a == 0.0).any():
+        delay = np.where(bits_a == 0.0, 0.0, delay)
+    if not sched.all():
+        delay = np.where(sched, delay, 0.0)
+    return scalar_or_array(delay)

@@ -195,7 +195,9 @@ def offline_rank_search(
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
     ranks = np.arange(1, constants.r_max + 1, dtype=np.int64)
     o_raw = d_th / (coef * ranks)  # eq. (20) with the D_th erratum, before clipping
-    feasible = o_raw >= omin  # (16c) holds at O = O_min
+    # (16c) holds at O = O_min (a relative 1e-12 slack so that a budget computed as exactly the
+    # delay of some rank keeps that rank feasible despite round-off)
+    feasible = coef * omin * ranks <= d_th * (1.0 + 1e-12)
     o = np.clip(o_raw, omin, 1.0)
     delays = coef * o * ranks
     if not np.any(feasible):

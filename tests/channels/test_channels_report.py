@@ -28,7 +28,9 @@ def test_report_from_geometry():
     rep = channel_report(cell, bandwidth_hz=1e6, bits=1e6)
     np.testing.assert_array_equal(rep["client_id"], np.arange(4))
     np.testing.assert_array_equal(rep["distance_m"], [1.0, 2.0, 5.0, 10.0])
-    np.testing.assert_allclose(rep["mean_snr_db"], [40.0, 40 - 20 * math.log10(2), 40 - 20 * math.log10(5), 20.0])
+    np.testing.assert_allclose(
+        rep["mean_snr_db"], [40.0, 40 - 20 * math.log10(2), 40 - 20 * math.log10(5), 20.0]
+    )
     np.testing.assert_allclose(rep["ergodic_rate_bps"], ergodic_rate_rayleigh(cell.mean_snr, 1e6))
     np.testing.assert_allclose(
         rep["average_channel_rate_bps"], average_channel_rate(cell.mean_snr, 1e6)

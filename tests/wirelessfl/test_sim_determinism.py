@@ -45,10 +45,11 @@ def test_adding_clients_keeps_existing_channels(make_scenario, tmp_path):
 
 
 def test_resume_after_exception_matches_uninterrupted(make_scenario, tmp_path):
-    full = run_scenario(make_scenario(**{"output.checkpoint_every": 3}), tmp_path / "full")
+    every = {"output.checkpoint_every": 3, "output.checkpoint_interval_s": 1e6}
+    full = run_scenario(make_scenario(**every), tmp_path / "full")
     from wirelessfl.sim.runner import Run
 
-    run = Run(make_scenario(**{"output.checkpoint_every": 3}), tmp_path / "cut")
+    run = Run(make_scenario(**every), tmp_path / "cut")
     original = run.sim.run_round
     calls = {"n": 0}
 
@@ -62,7 +63,7 @@ def test_resume_after_exception_matches_uninterrupted(make_scenario, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run.execute()
     partial = pd.read_csv(tmp_path / "cut" / "rounds.csv")
-    assert len(partial) == 22  # rounds 0..21 were written; checkpoint is after round 20
+    assert len(partial) == 21  # rounds 0..20: written with the checkpoint after round 20
     resumed = resume_run(tmp_path / "cut")
     pd.testing.assert_frame_equal(_table(full), _table(resumed))
     pd.testing.assert_frame_equal(full.events, resumed.events)
@@ -71,7 +72,10 @@ def test_resume_after_exception_matches_uninterrupted(make_scenario, tmp_path):
 
 def test_resume_after_sigkill_matches_uninterrupted(make_scenario, tmp_path):
     """Kill a real `wirelessfl run` process mid-way, resume it, compare with a clean run."""
-    sc = make_scenario(rounds=4000, **{"output.clients": False, "output.events": False})
+    sc = make_scenario(
+        rounds=4000,
+        **{"output.clients": False, "output.events": False, "output.checkpoint_every": 50},
+    )
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(to_dict(sc)))
     out = tmp_path / "killed"

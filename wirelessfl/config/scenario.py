@@ -175,7 +175,7 @@ class LearnerConfig:
     initial_loss: float = option(2.3, gt=0.0, doc="surrogate: loss at round 0")
     progress_rate: float = option(0.02, gt=0.0, le=1.0, doc="surrogate: progress per round")
     bound_half: float = option(
-        1000.0, gt=0.0, doc="surrogate: bound gamma at which the loss floor is half the start"
+        1.0e4, gt=0.0, doc="surrogate: bound gamma at which the loss floor is half the start"
     )
     n_classes: int = option(10, ge=2, doc="surrogate: classes (chance accuracy)")
     shape: ModelShapeConfig = field(default_factory=ModelShapeConfig)
@@ -221,7 +221,12 @@ class OutputConfig:
 
     events: bool = option(True, doc="write events.csv (one row per event)")
     clients: bool = option(False, doc="write clients.csv (one row per client per round)")
-    checkpoint_every: int = option(1, ge=1, doc="rounds between learner checkpoints")
+    checkpoint_every: int = option(
+        0, ge=0, doc="checkpoint at least every this many rounds (0: by wall time only)"
+    )
+    checkpoint_interval_s: float = option(
+        2.0, gt=0.0, doc="checkpoint when this much wall time passed since the last one"
+    )
 
 
 @dataclass

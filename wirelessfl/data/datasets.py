@@ -205,18 +205,30 @@ def _rng(seed: int, name: str) -> np.random.Generator:
 def stratified_split(
     labels: np.ndarray, test_fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Split indices per class: ``round(test_fraction * n_c)`` of class ``c`` go to test.
+    """Stratified split: ``round(test_fraction * n)`` test samples in all, shared out over the
+    classes in proportion to their sizes (largest remainder, ties broken at random).
 
-    Every class keeps at least one training sample (a class with a single sample goes to
+    Every class keeps at least one training sample (a class with a single sample stays in
     train). Returns sorted ``(train_idx, test_idx)``.
     """
     if not 0.0 < test_fraction < 1.0:
         raise UserError(f"test_fraction must be in (0, 1), got {test_fraction}")
     labels = np.asarray(labels)
+    classes, counts = np.unique(labels, return_counts=True)
+    cap = counts - 1
+    exact = test_fraction * counts
+    quota = np.minimum(np.floor(exact).astype(np.int64), cap)
+    missing = int(np.floor(test_fraction * len(labels) + 0.5)) - int(quota.sum())
+    order = np.lexsort((rng.random(len(classes)), -(exact - np.floor(exact))))
+    for c in order:
+        if missing <= 0:
+            break
+        if quota[c] < cap[c]:
+            quota[c] += 1
+            missing -= 1
     train, test = [], []
-    for c in np.unique(labels):
+    for c, n_test in zip(classes, quota, strict=True):
         idx = rng.permutation(np.flatnonzero(labels == c))
-        n_test = min(int(round(test_fraction * len(idx))), len(idx) - 1)
         test.append(idx[:n_test])
         train.append(idx[n_test:])
     return np.sort(np.concatenate(train)), np.sort(np.concatenate(test))

@@ -35,7 +35,7 @@ class SurrogateLearner(Learner):
         geometry: ModelGeometry,
         initial_loss: float = 2.3,
         progress_rate: float = 0.02,
-        bound_half: float = 1000.0,
+        bound_half: float = 1.0e4,
         n_classes: int = 10,
         local_steps: int = 5,
     ):
@@ -47,6 +47,8 @@ class SurrogateLearner(Learner):
         self.local_steps = local_steps
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
+        self._payload_key: tuple[int, float] | None = None
+        self._payload_value = (0, 0, 0)
 
     def geometry(self) -> ModelGeometry:
         return self._geometry
@@ -67,16 +69,18 @@ class SurrogateLearner(Learner):
         return float(self._flops)
 
     def _payload(self, rank: int, sparsification: float) -> tuple[int, int, int]:
-        kept = total = index = 0
-        for d, ell in self._geometry.layer_shapes:
+        """(values kept, dense values, index bits) of one client's sparse payload."""
+        key = (rank, sparsification)
+        if key != self._payload_key:
+            d = np.array([s[0] for s in self._geometry.layer_shapes], dtype=np.int64)
+            ell = np.array([s[1] for s in self._geometry.layer_shapes], dtype=np.int64)
             n_layer = rank * (d + ell)
-            k = int(round(sparsification * n_layer))
-            kept += k
-            total += n_layer
-            # B (d x r) and A (r x l) are indexed separately; split the layer's budget pro rata.
-            kb = int(round(k * d / (d + ell)))
-            index += index_overhead_bits(kb, d * rank) + index_overhead_bits(k - kb, ell * rank)
-        return kept, total, index
+            kept = np.array([round(sparsification * n) for n in n_layer.tolist()], np.int64)
+            # one index over the layer's [B^T A] block (as wirelessfl.compress counts it)
+            index = index_overhead_bits(kept, n_layer)
+            self._payload_key = key
+            self._payload_value = (int(kept.sum()), int(n_layer.sum()), int(np.sum(index)))
+        return self._payload_value
 
     def local_round(self, plan: RoundPlan) -> dict[int, ClientUpload]:
         self._last_plan = plan

@@ -28,6 +28,11 @@ TABLES = {"rounds": ROUND_COLUMNS, "events": EVENT_COLUMNS, "clients": CLIENT_CO
 
 
 def _cell(value: Any) -> str:
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is float and value == value and value not in (math.inf, -math.inf):
+        return repr(value)
     if isinstance(value, float):
         value = float(value)  # numpy scalars repr as "np.float64(...)"
         if math.isnan(value):
@@ -66,6 +71,12 @@ class TableWriter:
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         lines = [",".join(_cell(row.get(c, "")) for c in self.columns) for row in rows]
+        if lines:
+            self._fh.write("\n".join(lines) + "\n")
+            self._fh.flush()
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Append preformatted CSV lines (columns in this table's order)."""
         if lines:
             self._fh.write("\n".join(lines) + "\n")
             self._fh.flush()

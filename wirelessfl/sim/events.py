@@ -43,16 +43,14 @@ def sort_events(events: list[Event]) -> list[Event]:
     return sorted(events, key=lambda e: (e.time_s, int(e.kind), e.client))
 
 
-def event_rows(round_index: int, events: list[Event]) -> list[dict]:
-    """Rows for ``events.csv``."""
+_KIND_NAMES = {k: k.name.lower() for k in Kind}
+
+
+def event_lines(round_index: int, events: list[Event]) -> list[str]:
+    """CSV lines for ``events.csv`` (columns: round, time_s, kind, client, value)."""
+    names = _KIND_NAMES
     return [
-        {
-            "round": round_index,
-            "time_s": e.time_s,
-            "kind": e.kind.name.lower(),
-            "client": e.client,
-            "value": e.value,
-        }
+        f"{round_index},{float(e.time_s)!r},{names[e.kind]},{e.client},{float(e.value)!r}"
         for e in events
     ]
 

@@ -10,10 +10,14 @@ Folder layout (see ``wirelessfl.results`` for the tables)::
     OUT/state.json         the last complete checkpoint: {"next_round": n, "folder": ...}
     OUT/checkpoints/<n>/   simulator + learner state after round n - 1
 
-A checkpoint is written into a fresh folder and becomes current only when ``state.json`` is
-atomically replaced, so a kill at any instant leaves a consistent checkpoint. Resuming cuts the
-tables back to the checkpoint's round and re-runs from there; every draw is addressed by (seed,
-stream, round), so the resumed tables equal an uninterrupted run's (``wall_s`` aside).
+Rows are buffered and written together with each checkpoint: every ``output.checkpoint_every``
+rounds, whenever ``output.checkpoint_interval_s`` of wall time has passed (so a training run,
+whose rounds take seconds, checkpoints after every round), and after the last round. Each table
+gets one ``write`` of whole rounds, then the learner state goes into a fresh folder, which
+becomes current only when ``state.json`` is atomically replaced: a kill at any instant leaves a
+consistent checkpoint and loses at most the work since it. Resuming cuts the tables back to the
+checkpoint's round and re-runs from there; every draw is addressed by (seed, stream, round), so
+the resumed tables equal an uninterrupted run's (``wall_s`` aside).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import platform
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +40,7 @@ from wirelessfl.errors import UserError
 from wirelessfl.learners import make_learner
 from wirelessfl.results.columns import CLIENT_COLUMNS, EVENT_COLUMNS, ROUND_COLUMNS
 from wirelessfl.results.store import RunResult, TableWriter, atomic_write_text, load, truncate_table
-from wirelessfl.sim.events import event_rows
+from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
 
 
@@ -158,26 +163,41 @@ class Run:
         self._write_meta(
             **({"resumed": [*self._meta_list("resumed"), _now()]} if self.resume else {})
         )
-        rounds = TableWriter(self.out / "rounds.csv", ROUND_COLUMNS)
-        events = TableWriter(self.out / "events.csv", EVENT_COLUMNS) if sc.output.events else None
-        clients = (
-            TableWriter(self.out / "clients.csv", CLIENT_COLUMNS) if sc.output.clients else None
-        )
+        writers = {"rounds": TableWriter(self.out / "rounds.csv", ROUND_COLUMNS)}
+        if sc.output.events:
+            writers["events"] = TableWriter(self.out / "events.csv", EVENT_COLUMNS)
+        if sc.output.clients:
+            writers["clients"] = TableWriter(self.out / "clients.csv", CLIENT_COLUMNS)
+        pending: dict[str, list] = {name: [] for name in writers}
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=sc.rounds, initial=start, unit="round", dynamic_ncols=True)
+        last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), start
         try:
             for t in range(start, sc.rounds):
                 outcome = self.sim.run_round(t)
-                if events is not None:
-                    events.append(event_rows(t, outcome.events))
-                if clients is not None:
-                    clients.append(outcome.clients)
-                rounds.append([outcome.record])
-                if (t + 1) % sc.output.checkpoint_every == 0 or t == sc.rounds - 1:
+                pending["rounds"].append(outcome.record)
+                if "events" in pending:
+                    pending["events"].extend(event_lines(t, outcome.events))
+                if "clients" in pending:
+                    pending["clients"].extend(outcome.clients)
+                every = sc.output.checkpoint_every
+                due = (
+                    t == sc.rounds - 1
+                    or (every > 0 and t + 1 - last_checkpoint_round >= every)
+                    or time.perf_counter() - last_checkpoint_wall >= sc.output.checkpoint_interval_s
+                )
+                if due:
+                    for name, writer in writers.items():
+                        if name == "events":
+                            writer.append_lines(pending[name])
+                        else:
+                            writer.append(pending[name])
+                        pending[name].clear()
                     self._checkpoint()
+                    last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), t + 1
                 if bar is not None:
                     r = outcome.record
                     post = {"t_virtual": f"{r['t_end_s']:.3g}s", "Q": f"{r['queue_after']:.3g}"}
@@ -188,9 +208,8 @@ class Run:
         finally:
             if bar is not None:
                 bar.close()
-            for w in (rounds, events, clients):
-                if w is not None:
-                    w.close()
+            for writer in writers.values():
+                writer.close()
         self._write_meta(finished=True, ended=_now())
         return load(self.out)
 

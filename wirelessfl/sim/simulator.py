@@ -39,7 +39,7 @@ from channels.streams import round_generator
 from optim import BoundConstants, select_clients
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.controllers import ControllerContext, make_controller
-from wirelessfl.errors import SimulationError
+from wirelessfl.errors import ConfigError, SimulationError
 from wirelessfl.learners.base import ClientUpload, Learner, RoundPlan
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.events import SERVER, Event, Kind, arrived_clients, round_timing, sort_events
@@ -49,6 +49,13 @@ PF_SMOOTHING = 0.1  # EWMA weight of the proportional-fair average-rate tracker
 
 def build_cell(scenario: Scenario) -> Cell:
     """The scenario's cell: a fixed mean SNR for every client, or a geometric cell."""
+    try:
+        return _build_cell(scenario)
+    except ValueError as err:  # channels validates its arguments; name the scenario section
+        raise ConfigError(f"channel: {err}") from None
+
+
+def _build_cell(scenario: Scenario) -> Cell:
     ch = scenario.channel
     fading = make_fading(ch.fading.model, **ch.fading.params())
     if ch.mean_snr_db is not None:
@@ -76,8 +83,7 @@ def build_cell(scenario: Scenario) -> Cell:
     )
 
 
-def build_devices(scenario: Scenario) -> np.ndarray:
-    """(N,) FLOP/s per client, from per-client streams of the run seed."""
+def _build_devices(scenario: Scenario) -> np.ndarray:
     dv = scenario.devices
     profile = DeviceProfile(
         kind=dv.kind,
@@ -87,6 +93,14 @@ def build_devices(scenario: Scenario) -> np.ndarray:
         sigma=dv.sigma,
     )
     return np.asarray(profile.draw(scenario.seed, scenario.n_clients), dtype=float)
+
+
+def build_devices(scenario: Scenario) -> np.ndarray:
+    """(N,) FLOP/s per client, from per-client streams of the run seed."""
+    try:
+        return _build_devices(scenario)
+    except ValueError as err:
+        raise ConfigError(f"devices: {err}") from None
 
 
 def bound_constants(scenario: Scenario) -> BoundConstants:
@@ -231,12 +245,13 @@ class Simulator:
             dense_bits = sc.payload.bits_per_value * self.rank * self.params_per_rank
             downlink_s = dense_bits / ch.downlink_rate_bps
         procs, client_rows, no_rate = [], [], []
-        for i in np.flatnonzero(active):
+        active_idx = np.flatnonzero(active)
+        rates = rate_bps(shares[active_idx], ch.bandwidth_hz, snr[active_idx]).tolist()
+        for i, rate in zip(active_idx.tolist(), rates, strict=True):
             cid = int(scheduled[i])
             up = uploads[cid]
-            comp = up.flops / self.flops_per_s[cid] if sc.devices.include_compute else 0.0
+            comp = up.flops / float(self.flops_per_s[cid]) if sc.devices.include_compute else 0.0
             bits = self._payload_bits(up)
-            rate = rate_bps(shares[i], ch.bandwidth_hz, snr[i])
             upload_s = bits / rate if rate > 0 else math.inf
             if math.isfinite(upload_s):
                 procs.append(env.process(self._client(cid, downlink_s, comp, upload_s, bits, log)))
