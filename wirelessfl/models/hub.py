@@ -3,8 +3,9 @@
 For users with network access (e.g. ``hub:google/vit-base-patch16-224-in21k`` for the SOFT
 paper's ViT-Base) or a local folder written by ``save_pretrained``. Image models load with
 ``AutoModelForImageClassification``, text models with
-``AutoModelForSequenceClassification``; the head is re-created with ``n_classes`` outputs
-(``ignore_mismatched_sizes=True``) from the seed.
+``AutoModelForSequenceClassification``. The head gets ``n_classes`` outputs: a checkpoint
+head of that width is kept, any other is re-initialised from the seed
+(``ignore_mismatched_sizes=True``).
 
 Offline by default: :func:`~wirelessfl.data.assets.offline_env` sets ``HF_HUB_OFFLINE=1``
 unless the environment already says otherwise, so a hub id only downloads when the user set
@@ -60,9 +61,16 @@ def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | Non
     return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
 
 
-def build_hub(*, spec: str, n_classes: int, seed: int = 0, task: str | None = None,
-              head_modules: Sequence[str] | None = None, revision: str | None = None,
-              trust_remote_code: bool = False) -> ModelBundle:
+def build_hub(
+    *,
+    spec: str,
+    n_classes: int,
+    seed: int = 0,
+    task: str | None = None,
+    head_modules: Sequence[str] | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+) -> ModelBundle:
     """Load ``spec`` (hub id or local folder) as an image or text classifier.
 
     Options
@@ -94,15 +102,21 @@ def build_hub(*, spec: str, n_classes: int, seed: int = 0, task: str | None = No
         task = "image" if getattr(config, "num_channels", None) is not None else "text"
     if task not in ("image", "text"):
         raise UserError(f"task={task!r} is not supported; accepted: image, text")
-    auto = (AutoModelForImageClassification if task == "image"
-            else AutoModelForSequenceClassification)
+    auto = (
+        AutoModelForImageClassification if task == "image" else AutoModelForSequenceClassification
+    )
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the re-initialised head is expected
     try:
         with seeded(seed):
-            model = auto.from_pretrained(spec, num_labels=n_classes, ignore_mismatched_sizes=True,
-                                         dtype=torch.float32, **kwargs)
+            model = auto.from_pretrained(
+                spec,
+                num_labels=n_classes,
+                ignore_mismatched_sizes=True,
+                dtype=torch.float32,
+                **kwargs,
+            )
     finally:
         hf_logging.set_verbosity(verbosity)
     if task == "text" and getattr(model.config, "pad_token_id", None) is None:

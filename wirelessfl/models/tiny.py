@@ -34,8 +34,9 @@ class TinyMLP(nn.Module):
         return self.head(self.act(self.fc2(self.act(self.fc1(x)))))
 
 
-def build_tiny_mlp(*, n_classes: int, seed: int = 0, in_features: int = 64,
-                   hidden: int = 64) -> ModelBundle:
+def build_tiny_mlp(
+    *, n_classes: int, seed: int = 0, in_features: int = 64, hidden: int = 64
+) -> ModelBundle:
     """``in_features`` (default 64 = digits 8x8) -> ``hidden`` -> ``hidden`` -> ``n_classes``,
     random init from ``seed``. LoRA targets ``fc1``, ``fc2``; head ``head``."""
     if in_features < 1 or hidden < 1:

@@ -21,10 +21,18 @@ from wirelessfl.models.base import (
 __all__ = ["build_vit_random"]
 
 
-def build_vit_random(*, n_classes: int, seed: int = 0, hidden_size: int = 768,
-                     num_layers: int = 12, num_heads: int = 12,
-                     intermediate_size: int | None = None, image_size: int = 224,
-                     patch_size: int = 16, num_channels: int = 3) -> ModelBundle:
+def build_vit_random(
+    *,
+    n_classes: int,
+    seed: int = 0,
+    hidden_size: int = 768,
+    num_layers: int = 12,
+    num_heads: int = 12,
+    intermediate_size: int | None = None,
+    image_size: int = 224,
+    patch_size: int = 16,
+    num_channels: int = 3,
+) -> ModelBundle:
     """``ViTForImageClassification`` with random init from ``seed`` (NOT pretrained).
 
     Defaults are ViT-Base shapes (86 M parameters); tests use a tiny config.
@@ -38,8 +46,10 @@ def build_vit_random(*, n_classes: int, seed: int = 0, hidden_size: int = 768,
     if image_size % patch_size:
         raise UserError(f"image_size={image_size} must be a multiple of patch_size={patch_size}")
     if min(hidden_size, num_layers, num_heads, image_size, patch_size, num_channels) < 1:
-        raise UserError("hidden_size, num_layers, num_heads, image_size, patch_size and "
-                         "num_channels must all be >= 1")
+        raise UserError(
+            "hidden_size, num_layers, num_heads, image_size, patch_size and "
+            "num_channels must all be >= 1"
+        )
     offline_env()
     from transformers import ViTConfig, ViTForImageClassification
 
@@ -62,7 +72,12 @@ def build_vit_random(*, n_classes: int, seed: int = 0, hidden_size: int = 768,
         head_modules=["classifier"],
         kind="image",
         loss_and_logits=image_loss_and_logits,
-        info={"pretrained": False, "warning": "random init: never report as pretrained ViT",
-              "hidden_size": hidden_size, "num_layers": num_layers, "image_size": image_size,
-              "patch_size": patch_size},
+        info={
+            "pretrained": False,
+            "warning": "random init: never report as pretrained ViT",
+            "hidden_size": hidden_size,
+            "num_layers": num_layers,
+            "image_size": image_size,
+            "patch_size": patch_size,
+        },
     )

@@ -1,0 +1,1 @@
+"""Federated LoRA training with torch + peft (needs the ``train`` extra)."""

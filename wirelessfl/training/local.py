@@ -1,0 +1,144 @@
+"""One client's local training from the global LoRA state (Algorithm 1, lines 3-6).
+
+The loss is the task loss plus zeta times the orthogonality regularizer of eq. (2), summed over
+the adapted layers. Local iterations are SGD or Adam steps on mini-batches drawn without
+replacement from the client's data (reshuffled when it runs out), in an order fixed by a
+generator addressed by (seed, client, round).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from wirelessfl.lora_math import orthogonality_penalty
+from wirelessfl.training.lora_state import TrainableState
+
+
+def torch_generator(
+    seed: int, stream: str, client: int, round_index: int, device: str | torch.device = "cpu"
+) -> torch.Generator:
+    """A torch generator addressed by (seed, stream, client, round): independent of call order."""
+    words = [int(seed), zlib.crc32(stream.encode()), int(client), int(round_index)]
+    state = np.random.SeedSequence(words).generate_state(1, np.uint64)[0]
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(state) & (2**63 - 1))
+    return gen
+
+
+@dataclass
+class LocalResult:
+    """What local training returns."""
+
+    local: dict[str, torch.Tensor]  # trainable parameters after training (detached copies)
+    mean_loss: float  # mean task loss over the local steps
+    optimizer_state: dict | None = None
+    grad_norms: list[float] = field(default_factory=list)  # per step, if recorded
+
+
+class LocalTrainer:
+    """Trains the shared peft model in place for one client, then reads the result out."""
+
+    def __init__(
+        self,
+        *,
+        model: nn.Module,
+        state: TrainableState,
+        loss_fn: Callable,
+        optimizer: str,
+        lr: float,
+        zeta: float,
+    ):
+        self.model = model
+        self.state = state
+        self.loss_fn = loss_fn
+        self.optimizer = optimizer
+        self.lr = lr
+        self.zeta = zeta
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        params = list(self.state.params.values())
+        if self.optimizer == "adam":
+            return torch.optim.Adam(params, lr=self.lr)
+        return torch.optim.SGD(params, lr=self.lr)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(total loss with the eq. (2) regularizer, task loss)."""
+        task, _ = self.loss_fn(self.model, batch)
+        if self.zeta == 0.0:
+            return task, task
+        reg = sum(orthogonality_penalty(b, a) for b, a in self.state.regularizer_pairs())
+        return task + self.zeta * reg, task
+
+    def train(
+        self,
+        global_state: dict[str, torch.Tensor],
+        data,
+        *,
+        steps: int,
+        batch_size: int,
+        generator: torch.Generator,
+        optimizer_state: dict | None = None,
+        record_grad_norms: bool = False,
+    ) -> LocalResult:
+        """Start from ``global_state``, take ``steps`` optimizer steps on ``data``."""
+        self.state.load(global_state)
+        self.model.train()
+        opt = self._make_optimizer()
+        if optimizer_state is not None:
+            opt.load_state_dict(optimizer_state)
+        n = len(data)
+        order = torch.randperm(n, generator=generator, device=generator.device)
+        cursor, losses, norms = 0, [], []
+        for _ in range(steps):
+            if cursor >= n:
+                order = torch.randperm(n, generator=generator, device=generator.device)
+                cursor = 0
+            idx = order[cursor : cursor + batch_size]
+            cursor += batch_size
+            opt.zero_grad(set_to_none=True)
+            total, task = self.loss(data.batch(idx))
+            total.backward()
+            if record_grad_norms:
+                grads = [p.grad for p in self.state.params.values() if p.grad is not None]
+                norms.append(
+                    float(
+                        torch.linalg.vector_norm(
+                            torch.stack([torch.linalg.vector_norm(g) for g in grads])
+                        )
+                    )
+                )
+            opt.step()
+            losses.append(float(task.detach()))
+        state = opt.state_dict() if self.optimizer == "adam" else None
+        return LocalResult(self.state.snapshot(), float(np.mean(losses)), state, norms)
+
+
+def measure_step_flops(model: nn.Module, loss_fn: Callable, data, batch_size: int) -> float:
+    """FLOPs of one training step (forward + backward) on a batch, counted by torch.
+
+    Uses ``torch.utils.flop_counter.FlopCounterMode`` on the real model; returns 0.0 if the
+    counter is unavailable. Gradients are cleared afterwards; parameters are not changed.
+    """
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return 0.0
+    idx = torch.arange(min(batch_size, len(data)))
+    batch = data.batch(idx)
+    counter = FlopCounterMode(display=False)
+    try:
+        with counter:
+            loss, _ = loss_fn(model, batch)
+            loss.backward()
+    except Exception:  # noqa: BLE001 - an unsupported op only loses the measurement
+        return 0.0
+    finally:
+        model.zero_grad(set_to_none=True)
+    flops = float(counter.get_total_flops())
+    return flops * batch_size / max(1, len(idx))
