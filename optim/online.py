@@ -11,6 +11,7 @@ signature of :func:`_solve_exact` plus one registry line.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -40,7 +41,9 @@ class SlotSolution:
         delay_s: planned round delay D^t [s]; with eq. (31) every scheduled client finishes then.
         bound: gamma^t (eq. 14) at (r, O^t, K).
         objective: Q^t D^t + V gamma^t, the P3 objective (eq. 29a) at the decision.
-        method: the solver that produced the decision (``"exact"`` or ``"cvxpy"``).
+        method: the solver that produced the decision (``"exact"`` or ``"cvxpy"``). A
+            ``"cvxpy"`` request with Q c = 0 or V a = 0 (closed-form optimum O = 1 or O_min, a
+            degenerate conic problem) is answered by the exact solver and reports ``"exact"``.
         fell_back: True when ``"cvxpy"`` was asked for, did not report optimal, and the exact
             solver answered instead.
         queue_before: Q^t [s] the decision was made with.
@@ -71,6 +74,10 @@ def _solve_exact(qc: float, va: float, o_min: float, problem: object) -> tuple[f
 def _solve_cvxpy(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, bool]:
     from optim import p3_cvxpy  # lazy: importing cvxpy costs ~1 s and the exact path needs none
 
+    if qc <= 0.0 or va <= 0.0:
+        # A zero weight makes P3 monotone (optimum O = 1 for Q c = 0, O_min for V a = 0) and the
+        # conic problem degenerate (a cost-free epigraph variable); answer in closed form.
+        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", False
     prob = problem if problem is not None else p3_cvxpy.default_problem()
     assert isinstance(prob, p3_cvxpy.P3CvxpyProblem)
     res = prob.solve(qc=qc, va=va, o_min=o_min)
@@ -106,10 +113,29 @@ def check_slot_config(
     Returns:
         ``(rank, n_clients, params_per_rank, bits_per_value, bandwidth_hz, o_min)``.
     """
-    if not isinstance(constants, BoundConstants):
-        raise ValueError(f"constants must be a BoundConstants; got {type(constants).__name__}")
     if method not in SLOT_METHODS:
         raise ValueError(f"method must be one of {sorted(SLOT_METHODS)}; got {method!r}")
+    try:  # the per-run arguments rarely change between rounds: memoise their validation
+        return _check_run_args_cached(
+            rank, n_clients, params_per_rank, bits_per_value, bandwidth_hz, o_min, constants
+        )
+    except TypeError:  # unhashable argument: validate directly (raises a ValueError)
+        return _check_run_args(
+            rank, n_clients, params_per_rank, bits_per_value, bandwidth_hz, o_min, constants
+        )
+
+
+def _check_run_args(
+    rank: object,
+    n_clients: object,
+    params_per_rank: object,
+    bits_per_value: object,
+    bandwidth_hz: object,
+    o_min: object,
+    constants: object,
+) -> tuple[int, int, float, float, float, float]:
+    if not isinstance(constants, BoundConstants):
+        raise ValueError(f"constants must be a BoundConstants; got {type(constants).__name__}")
     return (
         check_int("rank", rank, low=1, high=constants.r_max),
         check_int("n_clients", n_clients, low=1),
@@ -118,6 +144,16 @@ def check_slot_config(
         check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True),
         check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True),
     )
+
+
+# typed=True: True and 1 (or 8 and 8.0) are cached separately, so a bool rank is still rejected.
+# Exceptions are never cached; NaN never equals itself, so it always misses and is re-checked.
+_check_run_args_cached = functools.lru_cache(maxsize=64, typed=True)(_check_run_args)
+_bound_parts_cached = functools.lru_cache(maxsize=256)(
+    lambda r, k, n, constants: scalar_bound_parts(
+        rank=r, n_scheduled=k, n_clients=n, constants=constants
+    )
+)
 
 
 def solve_slot(
@@ -201,7 +237,7 @@ def _solve_checked(
     shares = inv_se / sum_inv  # eq. (31): b_k = (1/log2(1+SNR_k)) / A'
     # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (DESIGN 4.5).
     c = v * r * p * sum_inv / bw
-    offset, a = scalar_bound_parts(rank=r, n_scheduled=k, n_clients=n, constants=constants)
+    offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
     o, used, fell_back = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)
     delay = c * o
     bound = offset + a * (1.0 - o) ** 2 / o**4  # gamma^t, eq. (14)

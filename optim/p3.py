@@ -102,26 +102,34 @@ def solve_p3_exact(*, qc: float, va: float, o_min: float) -> float:
         return 1.0  # f'(O) <= 0 on (0, 1]: no queue pressure, keep everything
     if va <= 0.0:
         return o_min  # pure delay minimisation
+    # Work with psi = phi / (2 V a) = x^3 (x - 1)(2x - 1) - kappa, kappa = Q c / (2 V a).
+    kappa = qc / (2.0 * va)
     x_max = 1.0 / o_min
-    two_va = 2.0 * va
-    if two_va * x_max**3 * (x_max - 1.0) * (2.0 * x_max - 1.0) <= qc:
+    if x_max * x_max * x_max * (x_max - 1.0) * (2.0 * x_max - 1.0) <= kappa:
         return o_min  # phi(1/O_min) <= 0: f is decreasing in x up to the bound
     # Start right of the root: phi(x) >= 2 V a (x - 1) - Q c and phi(x) >= 4 V a (x - 1)^5 - Q c
     # on x >= 1, so both 1 + Q c / (2 V a) and 1 + (Q c / (4 V a))^(1/5) bound x* from above.
-    u = qc / (4.0 * va)
-    x = min(x_max, 1.0 + 2.0 * u, 1.0 + u**0.2)
+    x = 1.0 + kappa
+    x5 = 1.0 + (0.5 * kappa) ** 0.2
+    if x5 < x:
+        x = x5
+    if x_max < x:
+        x = x_max
     for _ in range(_MAX_NEWTON):
-        phi = two_va * x**3 * (x - 1.0) * (2.0 * x - 1.0) - qc
-        if phi <= 0.0:
+        x2 = x * x
+        psi = x2 * x * (x - 1.0) * (2.0 * x - 1.0) - kappa
+        if psi <= 0.0:
             break  # at the root to round-off (Newton from the right never overshoots)
-        step = phi / (two_va * x * x * (10.0 * x * x - 12.0 * x + 3.0))
-        x = max(1.0, x - step)
+        step = psi / (x2 * (10.0 * x2 - 12.0 * x + 3.0))
+        x -= step
         if step <= 1e-15 * x:
             break
     else:  # pragma: no cover - Newton converges in far fewer steps; kept as a safeguard
-        x = _bisect_phi(qc, two_va, 1.0, x_max)
+        x = _bisect_phi(qc, 2.0 * va, 1.0, x_max)
+    if x <= 1.0:
+        return 1.0
     o = 1.0 / x
-    return min(1.0, max(o_min, o))
+    return o_min if o < o_min else o
 
 
 def _bisect_phi(qc: float, two_va: float, lo: float, hi: float) -> float:  # pragma: no cover

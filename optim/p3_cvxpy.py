@@ -1,26 +1,28 @@
 """P3 (eq. 29) as a disciplined-parametrized (DPP) CVXPY problem, built once and re-solved.
 
-The per-slot objective Q c O + V a (1 - O)^2 / O^4 (see :mod:`optim.p3`) is convex in O but not
-DCP as written. With x = 1/O in [1, 1/O_min], (1 - O)^2 / O^4 = (x^2 - x)^2 and x^2 - x >= 0 on
-x >= 1, so
+With x = 1/O in [1, 1/O_min] the per-slot objective Q c O + V a (1 - O)^2 / O^4 (see
+:mod:`optim.p3`) becomes
 
-    minimize_x  qc * inv_pos(x) + va * square(t),   t >= square(x) - x,  t >= 0,  1 <= x <= x_max
+    minimize_x  w_q * inv_pos(x) + w_v * square(pos(square(x) - x))
+    subject to  1 <= x <= x_max,
 
-is an equivalent DCP problem (epigraph of the non-negative convex x^2 - x; square is increasing on
-t >= 0). For conditioning it is solved in y = O_min x = O_min / O in [O_min, 1], which keeps the
-variable of order one however small O_min is:
+because (1 - O)^2 / O^4 = (x^2 - x)^2 and x^2 - x >= 0 on x >= 1, so wrapping it in ``pos``
+changes nothing on the feasible set while making the composition DCP (square of a non-negative
+convex expression). ``w_q``, ``w_v`` and ``x_max`` are :class:`cvxpy.Parameter` objects, so the
+problem is canonicalised once and every later call only re-solves (``problem.is_dpp()`` is
+asserted).
 
-    minimize_y  w_q * inv_pos(y) + w_v * square(t)
-    subject to  t >= square(y) - o_min * y,  t >= 0,  o_min <= y <= 1,
+Numerics, so that the answer matches the exact solver to ~1e-8 on the objective:
 
-with w_q = qc O_min and w_v = va / O_min^4, both divided by max(w_q, w_v) (the argmin does not
-change and the solver sees weights of order one). A weight that is exactly 0 (Q = 0 or V = 0)
-leaves an epigraph variable with no cost, a degenerate problem CLARABEL flags as inaccurate, so
-each scaled weight is floored at 1e-12: the objective moves by at most 1e-12 (the larger weight is
-1 and both penalties are at most 1 / O_min and 1 on the feasible set).
-
-``w_q``, ``w_v`` and ``o_min`` are :class:`cvxpy.Parameter` objects, so the problem is canonicalised
-once and every later call only re-solves (``problem.is_dpp()`` is asserted).
+- scaling: w_q = qc / f_ref and w_v = va / f_ref with f_ref the smallest objective value among
+  x = 1, x = x_max and x = (qc / va)^(1/5) (where the two terms balance). f_ref >= f*, and it
+  makes the optimal value of order one, so CLARABEL's absolute tolerances act as relative ones;
+- boundary snap: an x within a relative 1e-5 of a bound is moved onto it (the interior-point
+  iterate stays strictly inside; for an optimum that is truly interior but that close to the
+  bound the objective changes only at second order, ~1e-10 relative);
+- a zero weight (Q c = 0 or V a = 0) leaves an epigraph variable without cost, a degenerate
+  problem CLARABEL reports as inaccurate; such instances have closed-form optima (O = 1 or O_min)
+  and :func:`optim.online.solve_slot` answers them without calling this class.
 """
 
 from __future__ import annotations
@@ -34,7 +36,18 @@ __all__ = ["P3CvxpyProblem", "P3CvxpyResult", "default_problem", "reset_default_
 
 logger = logging.getLogger(__name__)
 
-_WEIGHT_FLOOR = 1e-12
+_SNAP = 1e-5  # relative distance to a bound below which x is put on the bound
+
+
+def _reference_value(qc: float, va: float, x_max: float) -> float:
+    """An upper bound on the optimal value, of the same order (for scaling the objective)."""
+
+    def f(x: float) -> float:
+        return qc / x + va * (x * x - x) ** 2
+
+    x_bal = min(x_max, max(1.0, (qc / va) ** 0.2)) if va > 0.0 else x_max
+    ref = min(f(1.0), f(x_max), f(x_bal))
+    return ref if ref > 0.0 else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +82,17 @@ class P3CvxpyProblem:
                 f"solvers must name at least one installed CVXPY solver; got {solvers}, "
                 f"installed: {sorted(installed)}"
             )
-        self._y = cp.Variable(name="o_min_over_sparsification")
-        self._t = cp.Variable(nonneg=True, name="epigraph")
+        self._x = cp.Variable(name="inv_sparsification")
         self._wq = cp.Parameter(nonneg=True, name="queue_weight")
         self._wv = cp.Parameter(nonneg=True, name="penalty_weight")
-        self._o_min = cp.Parameter(pos=True, name="o_min")
-        y, t = self._y, self._t
-        # eq. (29a) in y = O_min / O, up to the O-independent constant V * offset and a scale:
-        #   Q D^t = qc O = (qc O_min) / y,   V a (1 - O)^2 / O^4 = (va / O_min^4) (y^2 - O_min y)^2.
-        objective = cp.Minimize(self._wq * cp.inv_pos(y) + self._wv * cp.square(t))
-        constraints = [
-            t >= cp.square(y) - self._o_min * y,
-            y >= self._o_min,  # eq. (29b): O <= 1
-            y <= 1.0,  # eq. (29b): O >= O_min
-        ]
+        self._x_max = cp.Parameter(pos=True, name="inv_o_min")
+        x = self._x
+        # eq. (29a) in x = 1/O, up to the O-independent constant V * offset and the scale f_ref:
+        #   Q D^t = qc O = qc / x,   V a (1 - O)^2 / O^4 = va (x^2 - x)^2.
+        objective = cp.Minimize(
+            self._wq * cp.inv_pos(x) + self._wv * cp.square(cp.pos(cp.square(x) - x))
+        )
+        constraints = [x >= 1.0, x <= self._x_max]  # eq. (29b): O_min <= O <= 1
         self.problem = cp.Problem(objective, constraints)
         assert self.problem.is_dpp(), "P3 must be DPP so that re-solves skip canonicalisation"
 
@@ -92,14 +102,11 @@ class P3CvxpyProblem:
         Returns:
             :class:`P3CvxpyResult`; ``sparsification`` is ``None`` if every solver failed.
         """
-        wq = qc * o_min
-        wv = va / o_min**4
-        scale = max(wq, wv)
-        if scale <= 0.0:
-            scale = 1.0
-        self._wq.value = max(wq / scale, _WEIGHT_FLOOR)
-        self._wv.value = max(wv / scale, _WEIGHT_FLOOR)
-        self._o_min.value = o_min
+        x_max = 1.0 / o_min
+        scale = _reference_value(qc, va, x_max)
+        self._wq.value = qc / scale
+        self._wv.value = va / scale
+        self._x_max.value = x_max
         status, solver = "not solved", ""
         for solver in self.solvers:
             kwargs: dict[str, object] = {}
@@ -112,9 +119,13 @@ class P3CvxpyProblem:
                 logger.warning("P3: CVXPY solver %s failed: %s", solver, err)
                 continue
             status = str(self.problem.status)
-            if status == cp.OPTIMAL and self._y.value is not None:
-                y = float(self._y.value)
-                o = min(1.0, max(o_min, o_min / y)) if y > 0 else o_min
+            if status == cp.OPTIMAL and self._x.value is not None:
+                x = float(self._x.value)
+                if x >= x_max * (1.0 - _SNAP):
+                    x = x_max
+                elif x <= 1.0 + _SNAP:
+                    x = 1.0
+                o = min(1.0, max(o_min, 1.0 / x))
                 return P3CvxpyResult(sparsification=o, status=status, solver=solver)
             logger.warning("P3: CVXPY solver %s returned status %r", solver, status)
         return P3CvxpyResult(sparsification=None, status=status, solver=solver)

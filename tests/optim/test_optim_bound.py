@@ -61,10 +61,13 @@ def test_vectorised_matches_scalar_loop():
     c = BoundConstants()
     ranks = np.arange(1, 65)
     o = np.linspace(0.05, 1.0, 64)
-    vec = convergence_bound(rank=ranks, sparsification=o, n_scheduled=10, n_clients=100, constants=c)
+    vec = convergence_bound(
+        rank=ranks, sparsification=o, n_scheduled=10, n_clients=100, constants=c
+    )
     loop = [
-        convergence_bound(rank=int(r), sparsification=float(x), n_scheduled=10, n_clients=100,
-                          constants=c)
+        convergence_bound(
+            rank=int(r), sparsification=float(x), n_scheduled=10, n_clients=100, constants=c
+        )
         for r, x in zip(ranks, o, strict=True)
     ]
     np.testing.assert_allclose(vec, loop, rtol=1e-14)
@@ -97,8 +100,9 @@ def test_offset_and_coefficient_split():
         off2, a2 = scalar_bound_parts(rank=r, n_scheduled=3, n_clients=30, constants=c)
         assert off2 == pytest.approx(off, rel=1e-14) and a2 == pytest.approx(a, rel=1e-14)
         for o in (0.1, 0.6, 1.0):
-            g = convergence_bound(rank=r, sparsification=o, n_scheduled=3, n_clients=30,
-                                  constants=c)
+            g = convergence_bound(
+                rank=r, sparsification=o, n_scheduled=3, n_clients=30, constants=c
+            )
             assert g == pytest.approx(off + a * (1 - o) ** 2 / o**4, rel=1e-13)
 
 
@@ -142,8 +146,9 @@ def test_constants_reject_bad_values(kwargs, name):
     ],
 )
 def test_bound_rejects_bad_arguments(kwargs, name):
-    args = dict(rank=8, sparsification=0.5, n_scheduled=10, n_clients=100,
-                constants=BoundConstants())
+    args = dict(
+        rank=8, sparsification=0.5, n_scheduled=10, n_clients=100, constants=BoundConstants()
+    )
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         convergence_bound(**args)

@@ -54,16 +54,30 @@ def test_lemma2_matches_root_of_delay_constraint(seed):
             o_min=o_min,
         )
         assert got == pytest.approx(want, rel=1e-10)
-        d = average_delay_s(rank=r, sparsification=got, mean_snr=snr, n_scheduled=k,
-                            params_per_rank=P, bits_per_value=V_BITS, bandwidth_hz=B_HZ)
+        d = average_delay_s(
+            rank=r,
+            sparsification=got,
+            mean_snr=snr,
+            n_scheduled=k,
+            params_per_rank=P,
+            bits_per_value=V_BITS,
+            bandwidth_hz=B_HZ,
+        )
         assert d == pytest.approx(_expected_delay(got, r, snr, k), rel=1e-12)
 
 
 def test_lemma2_is_dimensionally_consistent():
     # the erratum: O^0 scales with D_th (the printed N / (A K r) does not depend on it)
     snr = _mean_snr(50)
-    kw = dict(rank=4, mean_snr=snr, n_scheduled=5, params_per_rank=P, bits_per_value=V_BITS,
-              bandwidth_hz=B_HZ, o_min=1e-6)
+    kw = dict(
+        rank=4,
+        mean_snr=snr,
+        n_scheduled=5,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=1e-6,
+    )
     o1 = offline_sparsification(d_th_s=0.01, **kw)
     o2 = offline_sparsification(d_th_s=0.02, **kw)
     assert o1 < 1 and o2 < 1
@@ -79,15 +93,25 @@ def test_rank_search_matches_brute_force(seed):
     n, k = 100, 10
     snr = _mean_snr(n, seed)
     consts = BoundConstants(
-        S=float(rng.uniform(0.5, 2)), H=float(rng.uniform(0.5, 2)), W=float(rng.uniform(0.3, 1)),
-        phi=float(rng.uniform(0.01, 0.3)), r_max=32,
+        S=float(rng.uniform(0.5, 2)),
+        H=float(rng.uniform(0.5, 2)),
+        W=float(rng.uniform(0.3, 1)),
+        phi=float(rng.uniform(0.01, 0.3)),
+        r_max=32,
     )
     o_min = 0.05
     # a budget that makes the full payload fit only for the first few ranks
     d_th = _expected_delay(1.0, int(rng.integers(2, 10)), snr, k)
-    res = offline_rank_search(mean_snr=snr, n_scheduled=k, d_th_s=d_th, params_per_rank=P,
-                              bits_per_value=V_BITS, bandwidth_hz=B_HZ, o_min=o_min,
-                              constants=consts)
+    res = offline_rank_search(
+        mean_snr=snr,
+        n_scheduled=k,
+        d_th_s=d_th,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=o_min,
+        constants=consts,
+    )
     grid = np.linspace(o_min, 1.0, 20001)
     best = (np.inf, None)
     for r in range(1, consts.r_max + 1):
@@ -96,8 +120,9 @@ def test_rank_search_matches_brute_force(seed):
         if not feas.any():
             assert not res.feasible[r - 1] and np.isinf(res.bounds[r - 1])
             continue
-        g = convergence_bound(rank=r, sparsification=grid[feas], n_scheduled=k, n_clients=n,
-                              constants=consts)
+        g = convergence_bound(
+            rank=r, sparsification=grid[feas], n_scheduled=k, n_clients=n, constants=consts
+        )
         # the Lemma 2 point is at least as good as any feasible grid point, and no better than
         # the next (infeasible) grid point: it lies in the last grid cell of the feasible set
         step = grid[1] - grid[0]
@@ -105,8 +130,9 @@ def test_rank_search_matches_brute_force(seed):
         o_last = grid[feas].max()
         assert o_last - 1e-12 <= res.sparsifications[r - 1] <= o_last + step
         if o_last < 1.0:
-            g_next = convergence_bound(rank=r, sparsification=o_last + step, n_scheduled=k,
-                                       n_clients=n, constants=consts)
+            g_next = convergence_bound(
+                rank=r, sparsification=o_last + step, n_scheduled=k, n_clients=n, constants=consts
+            )
             assert res.bounds[r - 1] >= g_next * (1 - 1e-12)
         if g.min() < best[0]:
             best = (g.min(), r)
@@ -122,18 +148,32 @@ def test_infeasible_ranks_are_inf_and_all_infeasible_raises():
     snr = _mean_snr(100)
     o_min = 0.1
     d_r3 = _expected_delay(o_min, 3, snr, 10)
-    res = offline_rank_search(mean_snr=snr, n_scheduled=10, d_th_s=d_r3, params_per_rank=P,
-                              bits_per_value=V_BITS, bandwidth_hz=B_HZ, o_min=o_min,
-                              constants=BoundConstants())
+    res = offline_rank_search(
+        mean_snr=snr,
+        n_scheduled=10,
+        d_th_s=d_r3,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=o_min,
+        constants=BoundConstants(),
+    )
     assert res.feasible[:3].all() and not res.feasible[3:].any()
     assert np.isinf(res.bounds[3:]).all() and np.isfinite(res.bounds[:3]).all()
     assert res.rank <= 3
 
     d_r1 = _expected_delay(o_min, 1, snr, 10)
     with pytest.raises(InfeasibleError) as err:
-        offline_rank_search(mean_snr=snr, n_scheduled=10, d_th_s=0.5 * d_r1, params_per_rank=P,
-                            bits_per_value=V_BITS, bandwidth_hz=B_HZ, o_min=o_min,
-                            constants=BoundConstants())
+        offline_rank_search(
+            mean_snr=snr,
+            n_scheduled=10,
+            d_th_s=0.5 * d_r1,
+            params_per_rank=P,
+            bits_per_value=V_BITS,
+            bandwidth_hz=B_HZ,
+            o_min=o_min,
+            constants=BoundConstants(),
+        )
     msg = str(err.value)
     assert f"{d_r1:.6g}" in msg and "d_th_s" in msg and "o_min=0.1" in msg
     assert isinstance(err.value, ValueError)
@@ -141,17 +181,31 @@ def test_infeasible_ranks_are_inf_and_all_infeasible_raises():
 
 def test_ties_go_to_the_smaller_rank():
     # S = 0 zeroes every term of the bound: all ranks tie at gamma = 0
-    res = offline_rank_search(mean_snr=_mean_snr(20), n_scheduled=4, d_th_s=100.0,
-                              params_per_rank=P, bits_per_value=V_BITS, bandwidth_hz=B_HZ,
-                              o_min=0.05, constants=BoundConstants(S=0.0, r_max=10))
+    res = offline_rank_search(
+        mean_snr=_mean_snr(20),
+        n_scheduled=4,
+        d_th_s=100.0,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=0.05,
+        constants=BoundConstants(S=0.0, r_max=10),
+    )
     assert res.rank == 1
     assert np.all(res.bounds == 0.0)
 
 
 def test_generous_budget_prefers_high_rank():
-    res = offline_rank_search(mean_snr=_mean_snr(100), n_scheduled=10, d_th_s=1e6,
-                              params_per_rank=P, bits_per_value=V_BITS, bandwidth_hz=B_HZ,
-                              o_min=0.05, constants=BoundConstants())
+    res = offline_rank_search(
+        mean_snr=_mean_snr(100),
+        n_scheduled=10,
+        d_th_s=1e6,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=0.05,
+        constants=BoundConstants(),
+    )
     assert res.rank == 64 and res.sparsification == 1.0  # no delay pressure: full rank, no loss
 
 
@@ -173,9 +227,16 @@ def test_generous_budget_prefers_high_rank():
     ],
 )
 def test_rank_search_rejects_bad_arguments(kwargs, name):
-    args = dict(mean_snr=_mean_snr(100), n_scheduled=10, d_th_s=1.0, params_per_rank=P,
-                bits_per_value=V_BITS, bandwidth_hz=B_HZ, o_min=0.05,
-                constants=BoundConstants())
+    args = dict(
+        mean_snr=_mean_snr(100),
+        n_scheduled=10,
+        d_th_s=1.0,
+        params_per_rank=P,
+        bits_per_value=V_BITS,
+        bandwidth_hz=B_HZ,
+        o_min=0.05,
+        constants=BoundConstants(),
+    )
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         offline_rank_search(**args)

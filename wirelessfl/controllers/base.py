@@ -24,6 +24,7 @@ class ControllerContext:
     mean_snr: np.ndarray  # (N,) average linear SNR (the offline stage's "average channel")
     params_per_rank: int  # sum over adapted layers of (d + l)
     bits_per_value: int  # v
+    fixed_values: int  # values every client sends dense each round (task head), 0 in the paper
     bandwidth_hz: float  # B
     constants: BoundConstants
     settings: Any  # the scenario's ControllerConfig
@@ -77,6 +78,19 @@ class Controller(ABC):
         self._queue = float(state["queue"])
 
     def planned_bits(self, sparsification: float) -> float:
-        """v * O * r * sum(d + l): the payload the paper's delay model assumes [bits]."""
+        """v * (O * r * sum(d + l) + fixed values): the payload the delay model assumes [bits]."""
         c = self.ctx
-        return c.bits_per_value * sparsification * self.rank * c.params_per_rank
+        return c.bits_per_value * (sparsification * self.rank * c.params_per_rank + c.fixed_values)
+
+    def fixed_delay_s(self, snr: np.ndarray) -> float:
+        """Upload time of the fixed (dense) values with eq. (31) shares [s].
+
+        With equal payloads and eq. (31) shares every client finishes together, so a fixed part
+        adds c0 = v * h * sum_j 1 / (B log2(1 + SNR_j)) to D^t(O). That is a constant in P3's
+        objective Q D^t(O) + V gamma^t(O): the optimal O^t is unchanged, only D^t shifts.
+        """
+        c = self.ctx
+        if c.fixed_values == 0:
+            return 0.0
+        inv_rate = 1.0 / (c.bandwidth_hz * np.log2(1.0 + np.asarray(snr, dtype=float)))
+        return float(c.bits_per_value * c.fixed_values * inv_rate.sum())

@@ -41,7 +41,7 @@ class OnlineLyapunov(Controller):
         return Decision(
             sparsification=float(slot.sparsification),
             shares=np.asarray(slot.shares, dtype=float),
-            planned_delay_s=float(slot.delay_s),
+            planned_delay_s=float(slot.delay_s) + self.fixed_delay_s(snr),
             bound=float(slot.bound),
             fell_back=bool(slot.fell_back),
         )

@@ -26,6 +26,7 @@ class ModelGeometry:
     base_params: int  # frozen parameters
     batch_size: int
     seq_len: int  # tokens per sample (1 for non-sequence models)
+    fixed_values: int = 0  # values sent dense every round whatever O and r (e.g. a task head)
 
     @property
     def params_per_rank(self) -> int:

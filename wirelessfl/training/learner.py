@@ -101,7 +101,23 @@ class LoraLearner(Learner):
         base = sum(p.numel() for p in self.bundle.model.parameters())
         seq = int(self.train.x.shape[1]) if self.data.kind != "image" else 1
         return ModelGeometry(
-            tuple(self.layer_shapes), int(base), self.scenario.learner.batch_size, seq
+            tuple(self.layer_shapes),
+            int(base),
+            self.scenario.learner.batch_size,
+            seq,
+            fixed_values=self._head_values(),
+        )
+
+    def _head_values(self) -> int:
+        """Parameters of the task head (trained and sent dense every round)."""
+        heads = set(self.bundle.head_modules)
+        return int(
+            sum(
+                p.numel()
+                for name, module in self.bundle.model.named_modules()
+                if name in heads or name.rsplit(".", 1)[-1] in heads
+                for p in module.parameters()
+            )
         )
 
     def expected_flops(self, rank: int) -> float:

@@ -88,7 +88,7 @@ class LocalTrainer:
     ) -> LocalResult:
         """Start from ``global_state``, take ``steps`` optimizer steps on ``data``."""
         self.state.load(global_state)
-        self.model.train()
+        train_mode(self.model)
         opt = self._make_optimizer()
         if optimizer_state is not None:
             opt.load_state_dict(optimizer_state)
@@ -117,6 +117,19 @@ class LocalTrainer:
             losses.append(float(task.detach()))
         state = opt.state_dict() if self.optimizer == "adam" else None
         return LocalResult(self.state.snapshot(), float(np.mean(losses)), state, norms)
+
+
+def train_mode(model: nn.Module) -> None:
+    """Training mode with batch-norm statistics frozen.
+
+    The base model is shared by every client and its buffers are not part of the federated
+    state, so running statistics updated by one client would leak into the next; frozen
+    statistics (standard when fine-tuning a frozen backbone) keep clients independent.
+    """
+    model.train()
+    for module in model.modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
+            module.eval()
 
 
 def measure_step_flops(model: nn.Module, loss_fn: Callable, data, batch_size: int) -> float:

@@ -1,0 +1,45 @@
+"""Summary numbers of one run's ``rounds`` table (the study index and the frontier plots)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The summary columns of ``index.csv``, in order, with what each holds.
+SUMMARY_COLUMNS: dict[str, str] = {
+    "rounds_done": "rows in rounds.csv",
+    "final_accuracy": "last non-NaN accuracy",
+    "mean_delay_s": "mean of delay_s (D^t)",
+    "mean_sparsification": "mean of sparsification (O^t)",
+    "total_bits_up": "sum of bits_up",
+    "virtual_time_s": "t_end_s of the last round",
+    "final_queue": "queue_after of the last round (Q^T)",
+    "rank": "rank of the last round",
+}
+
+
+def final_accuracy(rounds: pd.DataFrame) -> float:
+    """The last evaluated accuracy (``accuracy`` column), NaN if no round was evaluated."""
+    evaluated = rounds["accuracy"].dropna()
+    return float(evaluated.iloc[-1]) if len(evaluated) else math.nan
+
+
+def summarize(rounds: pd.DataFrame | None) -> dict[str, float]:
+    """``SUMMARY_COLUMNS`` for one run; reads accuracy, delay_s, sparsification, bits_up,
+    t_end_s, queue_after and rank. All NaN (``rounds_done`` 0) for a missing or empty table."""
+    if rounds is None or len(rounds) == 0:
+        return {key: (0 if key == "rounds_done" else math.nan) for key in SUMMARY_COLUMNS}
+    last = rounds.iloc[-1]
+    return {
+        "rounds_done": len(rounds),
+        "final_accuracy": final_accuracy(rounds),
+        "mean_delay_s": float(rounds["delay_s"].mean()),
+        "mean_sparsification": float(rounds["sparsification"].mean()),
+        "total_bits_up": float(rounds["bits_up"].sum()),
+        "virtual_time_s": float(last["t_end_s"]),
+        "final_queue": float(last["queue_after"]),
+        "rank": int(last["rank"]),
+    }
