@@ -122,6 +122,7 @@ def check_nonneg_array(
         raise ValueError(f"{name} must be a non-empty 1-D array; got shape {arr.shape}")
     if length is not None and arr.size != length:
         raise ValueError(f"{name} must have length {length}; got length {arr.size}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0.0):
-        raise ValueError(f"{name} must hold finite values >= 0; got min {np.min(arr)!r}")
+    if not (arr.min() >= 0.0 and arr.max() < math.inf):  # NaN fails both comparisons
+        bad = arr[~(np.isfinite(arr) & (arr >= 0.0))][0]
+        raise ValueError(f"{name} must hold finite values >= 0; got {bad!r}")
     return arr

@@ -103,35 +103,37 @@ def _minmax(
     # w_k = bits_k / (B log2(1 + SNR_k)): the upload time on the whole band [s].
     w = b[active] / (bw * np.log2(1.0 + s[active]))
     ca = c[active]
-    # b_k(T) = w_k / (T - c_k); find T with g(T) = sum_k b_k(T) - 1 = 0. g is decreasing and
-    # convex on T > max c_k. Bracket: at T = max_k(c_k + w_k) one term alone is >= 1 (g >= 0); at
-    # T = max c_k + sum w_k every term is <= w_k / sum w (g <= 0).
+    # b_k(T) = w_k / (T - c_k); find T with S(T) = sum_k b_k(T) = 1 on T > max c_k. S is convex
+    # and decreasing there, and h(T) = 1 / S(T) - 1 is concave and increasing (1/S is the
+    # "parallel sum" of the linear (T - c_k) / w_k), and exactly linear when all c_k are equal.
+    # Newton on a concave increasing h started left of the root never overshoots: the iterates
+    # rise monotonically to T*. Start: at T = max_k(c_k + w_k) one term alone is >= 1, so S >= 1
+    # (left of the root); T = max c_k + sum w_k has S <= 1 (right of it) and caps the bracket.
     lo = float(np.max(ca + w))
     hi = float(np.max(ca) + np.sum(w))
     t = lo
     for _ in range(200):
         gaps = t - ca
         terms = w / gaps
-        g = float(terms.sum()) - 1.0
-        if g == 0.0:
-            break
-        if g > 0.0:
-            lo = t
-        else:
+        s_val = float(terms.sum())
+        if s_val <= 1.0:
             hi = t
-        # Newton step (from the left of the root it is monotone for a convex decreasing g);
-        # fall back to bisection whenever it leaves the bracket.
-        dg = -float((terms / gaps).sum())
-        t_new = t - g / dg
-        if not (lo < t_new < hi) or not math.isfinite(t_new):
-            t_new = 0.5 * (lo + hi)
-        if abs(t_new - t) <= 1e-15 * abs(t) or hi - lo <= 4e-16 * abs(hi):
+            if s_val == 1.0:
+                break
+        else:
+            lo = t
+        # Newton on h: h / h' = (1/S - 1) S^2 / D = S (1 - S) / D, with D = -S'(T) = sum w/gap^2
+        d = float((terms / gaps).sum())
+        t_new = t - s_val * (1.0 - s_val) / d
+        if not (lo <= t_new <= hi) or not math.isfinite(t_new):
+            t_new = 0.5 * (lo + hi)  # safeguard (round-off only): bisect the bracket
+        if abs(t_new - t) <= 1e-15 * abs(t):
             t = t_new
             break
         t = t_new
     shares = np.zeros(k)
     alloc = w / (t - ca)
-    shares[active] = alloc / alloc.sum()  # remove the last round-off so that sum(b) = 1 exactly-ish
+    shares[active] = alloc / alloc.sum()  # renormalise away the last round-off: sum(b) = 1
     return shares, t
 
 
@@ -142,8 +144,9 @@ def minmax_bandwidth(
 
     s.t. sum_k b_k = 1, b_k >= 0. At the optimum every client with bits > 0 finishes at the same
     deadline T*, b_k = bits_k / ((T* - c_k) B log2(1 + SNR_k)), and T* is the root of
-    sum_k b_k(T) = 1 on T > max c_k; it is found by safeguarded Newton on a bracket (bisection
-    whenever a Newton step leaves it) to machine precision.
+    sum_k b_k(T) = 1 on T > max c_k, found to machine precision by Newton's method on the
+    concave 1/S(T) - 1 (monotone from the left, ~5 iterations; a bracket with bisection guards
+    against round-off).
 
     Args:
         compute_s: (K,) or scalar compute time of each client before its upload [s], >= 0.

@@ -1,0 +1,208 @@
+"""Real federated LoRA training on digits: learning, determinism, resume, memory, bad input."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from wirelessfl.config import scenario_from_dict
+from wirelessfl.errors import ConfigError, SimulationError
+from wirelessfl.learners.base import RoundPlan
+from wirelessfl.sim import resume_run, run_scenario
+from wirelessfl.sim.runner import Run
+from wirelessfl.training.aggregation import aggregation_weights, apply_updates
+
+
+def digits_scenario(**overrides):
+    data = {
+        "name": "digits",
+        "seed": 1,
+        "n_clients": 8,
+        "n_scheduled": 4,
+        "rounds": 12,
+        "eval_every": 4,
+        "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
+        "devices": {"flops_per_s": 1.0e9},
+        "controller": {"name": "fixed", "rank": 4, "sparsification": 0.5, "r_max": 16},
+        "strategy": {"sparsifier": "soft"},
+        "learner": {
+            "kind": "lora",
+            "model": "tiny_mlp",
+            "dataset": "digits",
+            "local_steps": 8,
+            "batch_size": 16,
+            "lr": 0.1,
+            "zeta": 0.01,
+        },
+        "output": {"clients": True, "checkpoint_every": 1},
+    }
+    for key, value in overrides.items():
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return scenario_from_dict(data)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _rounds(result):
+    return result.rounds.drop(columns=["wall_s"])
+
+
+def test_loss_falls_and_accuracy_beats_chance(tmp_path):
+    res = run_scenario(digits_scenario(rounds=20), tmp_path / "run")
+    r = res.rounds
+    assert r.loss.iloc[-3:].mean() < 0.6 * r.loss.iloc[:3].mean()
+    final = r.accuracy.dropna().iloc[-1]
+    assert final > 0.5  # chance is 0.1 on 10 classes
+    assert (r.n_arrived == 4).all()
+    # cov term and orthogonality residual are measured
+    assert r.cov_norm.notna().all() and (r.cov_norm > 0).all()
+    assert r.orth_residual.between(0, 1).all()
+
+
+def test_payload_is_the_sparse_update_plus_dense_head(tmp_path):
+    res = run_scenario(digits_scenario(rounds=2), tmp_path / "run")
+    cl = res.clients
+    # tiny_mlp: fc1 (64 -> 64), fc2 (64 -> 64) adapted at r = 4; head 64 x 10 + 10 dense
+    lora_kept = 2 * round(0.5 * 4 * (64 + 64))
+    head = 64 * 10 + 10
+    assert (cl.bits == 32 * (lora_kept + head)).all()
+
+
+def test_same_seed_same_run_and_client_order_does_not_matter(tmp_path):
+    a = run_scenario(digits_scenario(rounds=4), tmp_path / "a")
+    b = run_scenario(digits_scenario(rounds=4), tmp_path / "b")
+    pd.testing.assert_frame_equal(_rounds(a), _rounds(b))
+
+    sc = digits_scenario(rounds=1)
+    runs = [Run(sc, tmp_path / f"order{i}") for i in range(2)]
+    clients = np.array([0, 3, 5, 6])
+    ups = []
+    for run, order in zip(runs, (clients, clients[::-1]), strict=True):
+        learner = run.learner
+        learner.local_round(RoundPlan(0, order, 4, 0.5, 1.0, 4))
+        ups.append({c: learner._pending[c]["update"] for c in clients.tolist()})
+    for c in clients.tolist():
+        for name, value in ups[0][c].items():
+            torch.testing.assert_close(value, ups[1][c][name], rtol=0, atol=0)
+
+
+def test_training_run_resumes_to_the_same_table(tmp_path):
+    full = run_scenario(digits_scenario(rounds=6), tmp_path / "full")
+    run = Run(digits_scenario(rounds=6), tmp_path / "cut")
+    original = run.sim.run_round
+
+    def dying(t):
+        if t == 4:
+            raise KeyboardInterrupt
+        return original(t)
+
+    run.sim.run_round = dying
+    with pytest.raises(KeyboardInterrupt):
+        run.execute()
+    resumed = resume_run(tmp_path / "cut")
+    pd.testing.assert_frame_equal(_rounds(full), _rounds(resumed))
+
+
+def _tensor_bytes(obj) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return sum(_tensor_bytes(v) for v in obj)
+    return 0
+
+
+def _live_parameters() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is torch.nn.Parameter)
+
+
+def test_no_per_client_model_copies(tmp_path):
+    """A run with N = 1,000 clients holds no more parameters or state than one with N = 10."""
+    sizes, new_params, runs = [], [], []
+    for n in (10, 1000):
+        before = _live_parameters()
+        run = Run(digits_scenario(n_clients=n, n_scheduled=4, rounds=2), tmp_path / f"n{n}")
+        run.execute()
+        runs.append(run)  # keep it alive while counting the next one
+        new_params.append(_live_parameters() - before)
+        learner = run.learner
+        sizes.append(_tensor_bytes(learner.global_state) + _tensor_bytes(learner.memory))
+        assert len(learner.memory) <= 8  # only clients that trained hold an error memory
+    assert new_params[0] == new_params[1] > 0
+    assert sizes[0] == pytest.approx(sizes[1], rel=0.5)
+
+
+def test_aggregation_weights_by_hand():
+    p = [0.1, 0.3]
+    assert aggregation_weights(p, rule="weighted_mean", n_clients=10, n_scheduled=2) == [
+        pytest.approx(0.25),
+        pytest.approx(0.75),
+    ]
+    assert aggregation_weights(p, rule="unbiased", n_clients=10, n_scheduled=2) == [
+        pytest.approx(0.5),
+        pytest.approx(1.5),
+    ]
+    state = {"w": torch.zeros(2)}
+    apply_updates(
+        state, [{"w": torch.tensor([1.0, 0.0])}, {"w": torch.tensor([0.0, 2.0])}], [0.25, 0.75]
+    )
+    torch.testing.assert_close(state["w"], torch.tensor([0.25, 1.5]))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("learner.model", "resnet999", "learner: unknown model 'resnet999'"),
+        ("learner.dataset", "cifar1000", "learner: unknown dataset 'cifar1000'"),
+        ("learner.target_modules", ["fc9"], "fc9"),
+        ("strategy.sparsifier", "magic", "strategy.sparsifier: unknown sparsifier 'magic'"),
+        ("controller.rank", 65, "controller.rank"),
+        ("n_clients", 5000, "learner.partition"),
+    ],
+)
+def test_bad_training_input_is_one_clear_line(tmp_path, key, value, needle):
+    overrides = {key: value}
+    if key == "controller.rank":
+        overrides["controller.r_max"] = 128
+    if key == "n_clients":
+        overrides["n_scheduled"] = 4
+    with pytest.raises(ConfigError) as err:
+        Run(digits_scenario(**overrides), tmp_path / "bad")
+    assert needle in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_non_finite_loss_stops_the_round_with_client_and_round(tmp_path):
+    run = Run(digits_scenario(rounds=5, **{"output.checkpoint_every": 1}), tmp_path / "nan")
+    learner = run.learner
+    original = learner.trainer.loss_fn
+    calls = {"n": 0}
+
+    def poisoned(model, batch):
+        loss, logits = original(model, batch)
+        calls["n"] += 1
+        if calls["n"] > 8 * 4 * 2:  # from round 2 on
+            loss = loss * float("nan")
+        return loss, logits
+
+    learner.trainer.loss_fn = poisoned
+    with pytest.raises(SimulationError, match=r"round 2: client \d+ has a non-finite"):
+        run.execute()
+    written = pd.read_csv(tmp_path / "nan" / "rounds.csv")
+    assert written["round"].tolist() == [0, 1]  # state written before the failure is intact
