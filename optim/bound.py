@@ -84,7 +84,7 @@ class BoundConstants:
         return asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class BoundTerms:
     """The six terms of gamma^t (eq. 14), each a float or an array of the broadcast shape.
 

@@ -42,9 +42,9 @@ class InfeasibleError(ValueError):
     """No rank meets the delay budget (16c) even at O = O_min."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class OfflineResult:
-    """Outcome of :func:`offline_rank_search` (Algorithm 2).
+    """Outcome of :func:`offline_rank_search` (Algorithm 2); immutable, ``==`` is identity.
 
     Attributes:
         rank: the chosen rank r-bar (argmin of gamma^0; ties go to the smaller rank).

@@ -31,9 +31,9 @@ logger = logging.getLogger(__name__)
 _LN2 = math.log(2.0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class SlotSolution:
-    """Decision for one round (slot) of the online stage.
+    """Decision for one round (slot) of the online stage (immutable; ``==`` is identity).
 
     Attributes:
         sparsification: O^t in [O_min, 1], fraction of LoRA entries each client uploads.
@@ -79,7 +79,8 @@ def _solve_cvxpy(qc: float, va: float, o_min: float, problem: object) -> tuple[f
         # conic problem degenerate (a cost-free epigraph variable); answer in closed form.
         return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", False
     prob = problem if problem is not None else p3_cvxpy.default_problem()
-    assert isinstance(prob, p3_cvxpy.P3CvxpyProblem)
+    if not isinstance(prob, p3_cvxpy.P3CvxpyProblem):
+        raise ValueError(f"cvxpy_problem must be a P3CvxpyProblem; got {type(prob).__name__}")
     res = prob.solve(qc=qc, va=va, o_min=o_min)
     if res.sparsification is None:
         logger.warning(
@@ -113,7 +114,7 @@ def check_slot_config(
     Returns:
         ``(rank, n_clients, params_per_rank, bits_per_value, bandwidth_hz, o_min)``.
     """
-    if method not in SLOT_METHODS:
+    if not isinstance(method, str) or method not in SLOT_METHODS:
         raise ValueError(f"method must be one of {sorted(SLOT_METHODS)}; got {method!r}")
     try:  # the per-run arguments rarely change between rounds: memoise their validation
         return _check_run_args_cached(

@@ -97,9 +97,7 @@ def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
     """Group by config without seed/name/output; labels name the keys that differ."""
     keyed: dict[str, tuple[dict[str, Any], list[RunResult]]] = {}
     for run in runs:
-        flat = {
-            k: v for k, v in _flat(run.config).items() if k.split(".")[0] not in _IGNORED and k
-        }
+        flat = {k: v for k, v in _flat(run.config).items() if k.split(".")[0] not in _IGNORED and k}
         key = json.dumps(flat, sort_keys=True, default=str)
         keyed.setdefault(key, (flat, []))[1].append(run)
     flats = [flat for flat, _ in keyed.values()]
@@ -123,6 +121,27 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def _distinguishing_labels(sets: Sequence[Sequence[RunResult]]) -> list[str]:
+    """For sets of runs: the config keys constant within each set that differ between sets."""
+    flats = [[_flat(run.config) for run in members] for members in sets]
+    keys = sorted({k for fs in flats for f in fs for k in f if k.split(".")[0] not in _IGNORED})
+
+    def const(fs: list[dict[str, Any]], key: str) -> str | None:
+        vals = {json.dumps(f.get(key), default=str) for f in fs}
+        return vals.pop() if len(vals) == 1 else None
+
+    chosen = []
+    for key in keys:
+        per_set = [const(fs, key) for fs in flats]
+        if None not in per_set and len(set(per_set)) > 1:
+            chosen.append(key)
+    labels = []
+    for fs in flats:
+        parts = [f"{k.rsplit('.', 1)[-1]}={_fmt(fs[0].get(k))}" for k in chosen]
+        labels.append(", ".join(parts))
+    return labels
 
 
 def _seed(run: RunResult) -> Any:
@@ -238,36 +257,77 @@ def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def pareto_front(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Indices of the points not dominated by another one (lower x and higher y), by x."""
+    order = np.lexsort((-ys, xs))
+    keep, best = [], -np.inf
+    for i in order:
+        if ys[i] > best:
+            keep.append(i)
+            best = ys[i]
+    return np.asarray(keep, dtype=int)
+
+
 def frontier(
     results: Results, *, x: str = "bits", by: str | None = None, ax: Axes | None = None
 ) -> Figure:
     """Final accuracy vs ``x`` across a study: one point per group (mean over seeds, min–max
     error bar). ``x``: ``bits`` (sum of rounds.bits_up), ``time`` (last rounds.t_end_s),
     ``delay`` (mean rounds.delay_s), ``d_th`` (config controller.d_th_s) or any dotted config
-    key. Reads ``rounds``: accuracy (last evaluated), bits_up, t_end_s, delay_s. Points are
-    joined in order of x; ``by`` (a varying config key) draws one line per value of it."""
+    key; y: the last non-NaN rounds.accuracy. For a config ``x`` the points are joined in order
+    of x, one line per combination of the other varying keys; for an outcome ``x`` they are
+    drawn as markers with the Pareto front (less x, more accuracy) dashed. ``by`` (a varying
+    config key) draws one joined line per value of it instead. ``ax.lines[0]`` holds the first
+    series' points."""
     table = frontier_table(results, x=x)
-    if by is not None and by not in table.columns:
-        varying = [c for c in table.columns if c not in _FRONTIER_FIXED]
+    source, column = _x_source(x)
+    params = [c for c in table.columns if c not in _FRONTIER_FIXED]
+    if by is not None and by not in params:
         raise UserError(
             f"plot frontier: by={by!r} is not a key that varies between the runs "
-            f"(varying: {', '.join(varying) or 'none'})"
+            f"(varying: {', '.join(params) or 'none'})"
         )
+    if by is not None:
+        keys = [by]
+    elif source == "config":
+        keys = [k for k in params if k != column]
+    else:
+        keys = []
+    short = {k: k.rsplit(".", 1)[-1] for k in keys}
+    series = list(table.groupby(keys, sort=True)) if keys else [((), table)]
+    joined = bool(keys) or source == "config"
     fig, ax = _new_axes(ax)
-    series = [("", table)] if by is None else list(table.groupby(by, sort=True))
-    for value, part in series:
+    for values, part in series:
         part = part.sort_values("x")
-        label = "final accuracy" if by is None else f"{by.rsplit('.', 1)[-1]}={_fmt(value)}"
-        (line,) = ax.plot(part["x"], part["accuracy"], marker="o", label=label)
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{short[k]}={_fmt(v)}" for k, v in zip(keys, values, strict=True))
+        (line,) = ax.plot(
+            part["x"],
+            part["accuracy"],
+            marker="o",
+            ls="-" if joined else "none",
+            label=label or "final accuracy",
+        )
         if (part["n"] > 1).any():
-            yerr = np.vstack([part["accuracy"] - part["acc_min"], part["acc_max"] - part["accuracy"]])
+            yerr = np.vstack(
+                [part["accuracy"] - part["acc_min"], part["acc_max"] - part["accuracy"]]
+            )
             ax.errorbar(part["x"], part["accuracy"], yerr=yerr, fmt="none", color=line.get_color())
-        if by is None and len(part) <= 12 and len(part) > 1:
-            for _, row in part.iterrows():
-                ax.annotate(
-                    row["label"], (row["x"], row["accuracy"]), fontsize="x-small", alpha=0.7
-                )
-    column = _x_source(x)[1]
+        if not joined:
+            front = pareto_front(part["x"].to_numpy(), part["accuracy"].to_numpy())
+            ax.plot(
+                part["x"].to_numpy()[front],
+                part["accuracy"].to_numpy()[front],
+                ls="--",
+                color="k",
+                lw=1,
+                label="Pareto front",
+            )
+            if 1 < len(part) <= 12:
+                for _, row in part.iterrows():
+                    ax.annotate(
+                        row["label"], (row["x"], row["accuracy"]), fontsize="x-small", alpha=0.7
+                    )
     ax.set_xlabel(_X_LABELS.get(column, column))
     ax.set_ylabel("final test accuracy")
     ax.grid(alpha=0.3)
@@ -298,32 +358,42 @@ def _run_labels(runs: Sequence[RunResult]) -> list[str]:
 
 
 def queue_delay(results: Results, *, x: str = "round") -> Figure:
-    """Top: D^t (rounds.delay_s), its running mean and D_th (config controller.d_th_s);
-    bottom: the virtual queue Q^t (rounds.queue). One line per run; x is rounds.round or
-    rounds.t_end_s (``x="time"``). Line order per run on the top axes: D^t, running mean."""
+    """Top: D^t (rounds.delay_s, thin), its running mean (thick) and D_th (config
+    controller.d_th_s, dashed); bottom: the virtual queue Q^t (rounds.queue). One colour per
+    run; x is rounds.round, or rounds.t_end_s with ``x="time"``. On the top axes each run adds
+    two lines in that order (D^t, running mean); the bottom axes hold one Q^t line per run."""
+    from matplotlib.lines import Line2D
+
     runs = as_runs(results)
     fig = Figure(figsize=(7.0, 5.6), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    alpha = 0.8 if len(runs) == 1 else 0.5
     thresholds = set()
     for run, label in zip(runs, _run_labels(runs), strict=True):
         xs, delay = _xs(run, x), run.rounds["delay_s"]
-        (line,) = top.plot(xs, delay, lw=0.8, alpha=alpha, label=f"$D^t$ {label}".strip())
+        (line,) = top.plot(xs, delay, lw=0.7, alpha=0.6, label="_delay")
         running = delay.cumsum() / np.arange(1, len(delay) + 1)
-        top.plot(xs, running, lw=1.6, color=line.get_color(), label=f"running mean {label}".strip())
+        top.plot(xs, running, lw=1.8, color=line.get_color(), label="_running mean")
         bottom.plot(xs, run.rounds["queue"], color=line.get_color(), label=label or "$Q^t$")
         d_th = config_value(run, "controller.d_th_s")
         if isinstance(d_th, int | float) and math.isfinite(d_th):
             thresholds.add(float(d_th))
-    for d_th in sorted(thresholds):
-        top.axhline(d_th, color="k", ls="--", lw=1, label=f"$D_{{th}}$ = {d_th:.3g} s")
+    styles = ["--", "-.", ":"]
+    handles = [
+        Line2D([], [], color="0.4", lw=0.7, label="$D^t$"),
+        Line2D([], [], color="0.4", lw=1.8, label="running mean of $D^t$"),
+    ]
+    for i, d_th in enumerate(sorted(thresholds)):
+        handles.append(
+            top.axhline(d_th, color="k", ls=styles[i % 3], lw=1, label=f"$D_{{th}}$ = {d_th:.3g} s")
+        )
     top.set_ylabel("round delay $D^t$ [s]")
     bottom.set_ylabel("virtual queue $Q^t$")
     bottom.set_xlabel(_xlabel(x))
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
-    top.legend(fontsize="small")
-    _legend(bottom)
+    top.legend(handles=handles, fontsize="small")
+    if len(runs) > 1:
+        bottom.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -383,13 +453,17 @@ def offline_bound(results: Results) -> Figure:
     chosen rank (meta controller.rank) marked; bottom, the offline O*(r) (controller.
     offline_sparsifications). Identical curves of several runs are drawn once."""
     runs = as_runs(results)
-    curves: dict[str, tuple[str, dict[str, Any]]] = {}
-    for run, label in zip(runs, _run_labels(runs), strict=True):
+    members: dict[str, list[RunResult]] = {}
+    for run in runs:
         ctrl = run.meta.get("controller") or {}
-        if not ctrl.get("offline_bounds"):
-            continue
-        key = json.dumps([ctrl.get("offline_bounds"), ctrl.get("rank")])
-        curves.setdefault(key, (label, ctrl))
+        if ctrl.get("offline_bounds"):
+            key = json.dumps([ctrl.get("offline_bounds"), ctrl.get("rank")])
+            members.setdefault(key, []).append(run)
+    labels = _distinguishing_labels(list(members.values()))
+    curves = {
+        key: (label, runs_[0].meta["controller"])
+        for (key, runs_), label in zip(members.items(), labels, strict=True)
+    }
     if not curves:
         raise UserError(
             "plot offline: no run has an offline stage (meta.json controller.offline_bounds; "
@@ -400,7 +474,7 @@ def offline_bound(results: Results) -> Figure:
     for label, ctrl in curves.values():
         bounds = np.asarray(ctrl["offline_bounds"], dtype=float)
         ranks = np.arange(1, len(bounds) + 1)
-        (line,) = top.plot(ranks, bounds, label=label or r"$\gamma^0(r)$")
+        (line,) = top.plot(ranks, bounds, label=label if len(curves) > 1 else r"$\gamma^0(r)$")
         rank = ctrl.get("rank")
         if rank is not None and 1 <= int(rank) <= len(bounds):
             r = int(rank)
@@ -432,9 +506,7 @@ def share_table(run: RunResult) -> pd.DataFrame:
     return table.reindex(run.rounds["round"]) if len(run.rounds) else table
 
 
-def bandwidth_shares(
-    results: Results, *, style: str = "heatmap", ax: Axes | None = None
-) -> Figure:
+def bandwidth_shares(results: Results, *, style: str = "heatmap", ax: Axes | None = None) -> Figure:
     """Per-client bandwidth shares b_k^t from the ``clients`` table (round, client, share).
     ``heatmap``: clients × rounds image (blank where a client is not scheduled); ``area``: the
     shares stacked per round, one band per client ever scheduled. Plots the first run given."""
