@@ -77,3 +77,21 @@ def test_accuracy_only_on_evaluated_rounds(result):
     r = result.rounds
     evaluated = r.dropna(subset=["accuracy"])["round"].to_list()
     assert evaluated == [4, 9, 14, 19, 24, 29, 34, 39]
+
+
+def test_surrogate_payload_matches_channels_index_overhead():
+    """The surrogate's cached payload arithmetic equals channels.index_overhead_bits."""
+    from channels import index_overhead_bits
+    from wirelessfl.learners.base import ModelGeometry
+    from wirelessfl.learners.surrogate import SurrogateLearner
+
+    shapes = ((768, 768), (64, 32), (5, 3), (512, 1024))
+    learner = SurrogateLearner(geometry=ModelGeometry(shapes, 0, 1, 1))
+    rng = np.random.default_rng(0)
+    for rank in (1, 3, 8):
+        for o in [0.0, 1.0, 0.5, *rng.uniform(0, 1, 20)]:
+            kept, total, index = learner._payload(rank, float(o))
+            n = [rank * (d + ell) for d, ell in shapes]
+            k = [round(o * x) for x in n]
+            assert kept == sum(k) and total == sum(n)
+            assert index == sum(int(index_overhead_bits(a, b)) for a, b in zip(k, n, strict=True))

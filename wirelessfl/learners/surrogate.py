@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from channels import index_overhead_bits, lora_training_flops
+from channels import lora_training_flops
 from wirelessfl.learners.base import ClientUpload, Learner, ModelGeometry, RoundPlan
 from wirelessfl.results.store import atomic_write_text
 
@@ -47,8 +47,7 @@ class SurrogateLearner(Learner):
         self.local_steps = local_steps
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
-        self._payload_key: tuple[int, float] | None = None
-        self._payload_value = (0, 0, 0)
+        self._payload_rank: int | None = None
 
     def geometry(self) -> ModelGeometry:
         return self._geometry
@@ -69,18 +68,21 @@ class SurrogateLearner(Learner):
         return float(self._flops)
 
     def _payload(self, rank: int, sparsification: float) -> tuple[int, int, int]:
-        """(values kept, dense values, index bits) of one client's sparse payload."""
-        key = (rank, sparsification)
-        if key != self._payload_key:
-            d = np.array([s[0] for s in self._geometry.layer_shapes], dtype=np.int64)
-            ell = np.array([s[1] for s in self._geometry.layer_shapes], dtype=np.int64)
-            n_layer = rank * (d + ell)
-            kept = np.array([round(sparsification * n) for n in n_layer.tolist()], np.int64)
-            # one index over the layer's [B^T A] block (as wirelessfl.compress counts it)
-            index = index_overhead_bits(kept, n_layer)
-            self._payload_key = key
-            self._payload_value = (int(kept.sum()), int(n_layer.sum()), int(np.sum(index)))
-        return self._payload_value
+        """(values kept, dense values, index bits) of one client's sparse payload.
+
+        Per layer round(O r (d + l)) values are kept; the index costs
+        min(bitmask, coordinates) over the layer's [B^T A] block, as ``wirelessfl.compress``
+        counts it (``channels.index_overhead_bits``; its per-rank constants are cached here).
+        """
+        if rank != self._payload_rank:
+            n_layer = np.array([rank * (d + ell) for d, ell in self._geometry.layer_shapes])
+            # ceil(log2 n): the bits of one coordinate in a layer of n entries
+            self._coordinate_bits = np.array([int(n - 1).bit_length() for n in n_layer])
+            self._n_layer, self._payload_rank = n_layer, rank
+        n_layer = self._n_layer
+        kept = np.round(sparsification * n_layer).astype(np.int64)  # half to even, as round()
+        index = np.where(kept == n_layer, 0, np.minimum(n_layer, kept * self._coordinate_bits))
+        return int(kept.sum()), int(n_layer.sum()), int(index.sum())
 
     def local_round(self, plan: RoundPlan) -> dict[int, ClientUpload]:
         self._last_plan = plan

@@ -326,7 +326,12 @@ def frontier(
             if 1 < len(part) <= 12:
                 for _, row in part.iterrows():
                     ax.annotate(
-                        row["label"], (row["x"], row["accuracy"]), fontsize="x-small", alpha=0.7
+                        row["label"],
+                        (row["x"], row["accuracy"]),
+                        xytext=(4, 4),
+                        textcoords="offset points",
+                        fontsize="x-small",
+                        alpha=0.7,
                     )
     ax.set_xlabel(_X_LABELS.get(column, column))
     ax.set_ylabel("final test accuracy")
@@ -532,7 +537,7 @@ def bandwidth_shares(results: Results, *, style: str = "heatmap", ax: Axes | Non
         fig.colorbar(image, ax=ax, label="bandwidth share $b_k^t$")
     elif style == "area":
         filled = table.fillna(0.0)
-        ax.stackplot(rounds, filled.to_numpy().T, linewidth=0)
+        ax.stackplot(rounds, filled.to_numpy().T, linewidth=0, step="mid")
         ax.set_ylabel("bandwidth share $b_k^t$ (stacked)")
         ax.set_ylim(0, max(1.0, float(filled.sum(axis=1).max())) * 1.02)
     else:

@@ -164,10 +164,11 @@ class Simulator:
             self.average_rate = average_rate
 
     # ---- one round --------------------------------------------------------------------
-    def _select(self, t: int, snr_all: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Scheduled client ids (ascending) and every client's full-band rate [bit/s]."""
+    def _select(self, t: int, snr_all: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Scheduled client ids (ascending) and, for proportional fair, full-band rates [bit/s]."""
         sc = self.scenario
-        rate = rate_bps(1.0, sc.channel.bandwidth_hz, snr_all)
+        pf = sc.selection.method == "proportional_fair"
+        rate = rate_bps(1.0, sc.channel.bandwidth_hz, snr_all) if pf else None
         scheduled = select_clients(
             round_generator(sc.seed, stream="selection", round_index=t),
             n_clients=sc.n_clients,
@@ -206,8 +207,10 @@ class Simulator:
         outage = np.zeros(k, bool)
         if sc.faults.outage_snr_db is not None:
             outage = 10.0 * np.log10(np.maximum(snr, 1e-300)) < sc.faults.outage_snr_db
-        fault_rng = round_generator(sc.seed, stream="faults", round_index=t)
-        dropped = (fault_rng.random(k) < sc.faults.dropout_prob) & ~outage
+        dropped = np.zeros(k, bool)
+        if sc.faults.dropout_prob > 0:
+            fault_rng = round_generator(sc.seed, stream="faults", round_index=t)
+            dropped = (fault_rng.random(k) < sc.faults.dropout_prob) & ~outage
         allocated = ~outage
         compute_s = np.zeros(k)
         active = allocated & ~dropped
@@ -291,10 +294,10 @@ class Simulator:
         timing = round_timing(events)
         queue_after = self.controller.observe(timing["delay_s"])
 
-        # proportional-fair tracker (only matters for selection.method = proportional_fair)
-        served = np.zeros(sc.n_clients)
-        served[scheduled[active]] = inst_rate[scheduled[active]]
-        self.average_rate = (1 - PF_SMOOTHING) * self.average_rate + PF_SMOOTHING * served
+        if inst_rate is not None:  # proportional-fair average-throughput tracker
+            served = np.zeros(sc.n_clients)
+            served[scheduled[active]] = inst_rate[scheduled[active]]
+            self.average_rate = (1 - PF_SMOOTHING) * self.average_rate + PF_SMOOTHING * served
 
         evaluate = (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1
         ev = self.learner.evaluate(t) if evaluate else {}

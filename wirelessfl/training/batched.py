@@ -335,9 +335,7 @@ class BatchedTrainer:
             y = _grouped_linear(h, ctx.views[site.b_param], None, ctx.n_samples, site.name)
             factor = ctx.factors.get(site.name)
             if factor is not None:  # rank-padded clients: alpha / r_k instead of alpha / r
-                y = (y.reshape(ctx.n_groups, -1, y.shape[-1]) * factor.to(y.dtype)).reshape(
-                    y.shape
-                )
+                y = (y.reshape(ctx.n_groups, -1, y.shape[-1]) * factor.to(y.dtype)).reshape(y.shape)
             return y
 
         return forward
@@ -467,9 +465,8 @@ class BatchedTrainer:
         n_steps = [int(steps[k]) for k in order]
 
         ref = next(iter(self.state.params.values()))
-        device, dtype = ref.device, ref.dtype
         stacks = self._init_stacks(global_state, order, ranks)
-        factors = self._rank_factors(order, ranks, device)
+        factors = self._rank_factors(order, ranks, ref.device)
         adam = self.optimizer == "adam"
         opt = _StackedAdam(self, order, optimizer_states, stacks) if adam else None
 
@@ -502,15 +499,11 @@ class BatchedTrainer:
                 else:
                     cnt = torch.tensor(counts, device=per_sample.device)
                     valid = torch.arange(width, device=per_sample.device) < cnt.unsqueeze(1)
-                    task = torch.where(valid, per_sample, 0.0).sum(dim=1) / cnt.to(
-                        per_sample.dtype
-                    )
+                    task = torch.where(valid, per_sample, 0.0).sum(dim=1) / cnt.to(per_sample.dtype)
                 total = task.sum()
                 if self.zeta != 0.0:
                     reg = sum(
-                        orthogonality_penalty(
-                            views[site.a_param].mT, views[site.b_param].reshape(g, -1, site.rank).mT
-                        )
+                        orthogonality_penalty(views[site.a_param].mT, views[site.b_param].mT)
                         for site in self.lora_sites
                     )
                     total = total + self.zeta * reg.sum()  # type: ignore[union-attr]
@@ -532,13 +525,13 @@ class BatchedTrainer:
                         self._sgd_step(stacks, grads, g)
                 losses.append(task.detach())
 
-        per_elem = sum(s.numel() for s in stacks.values()) * dtype.itemsize
+        per_elem = sum(s.numel() for s in stacks.values()) * ref.dtype.itemsize
         self.last_client_state_bytes = per_elem * (4 if adam else 2)
         for s in stacks.values():
             s.grad = None
 
-        loss_rows = [v.float().cpu().tolist() for v in losses]
-        norm_rows = [v.float().cpu().tolist() for v in norms]
+        loss_rows = [v.double().cpu().tolist() for v in losses]
+        norm_rows = [v.double().cpu().tolist() for v in norms]
         results: list[LocalResult | None] = [None] * k_all
         for p, k in enumerate(order):
             step_losses = [loss_rows[t][p] for t in range(n_steps[p])]
@@ -547,7 +540,6 @@ class BatchedTrainer:
             state = opt.state_dict(p) if opt is not None else None
             grad_norms = [norm_rows[t][p] for t in range(n_steps[p])] if record_grad_norms else []
             results[k] = LocalResult(local, mean, state, grad_norms)
-        del device
         return [r for r in results if r is not None]
 
     # ---- pieces --------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""Network-only simulation speed: rounds per second, and what SimPy's event machinery costs.
+
+For (N, K) = (100, 10), (10,000, 100) and (10,000, 1,000), with the exact per-slot solver and
+the surrogate learner:
+
+- ``simulator``: ``Simulator.run_round`` (SimPy processes, event log, records), no disk;
+- ``run``: a whole run into a results folder (checkpoints and CSV tables included);
+- ``plain loop``: the same numbers (selection, controller decision, upload times, D^t, queue)
+  computed in a plain Python loop without SimPy or an event log — the baseline whose ratio shows
+  what the event machinery costs.
+
+Prints figures and ratios; asserts nothing about absolute time. Goal: 1,000 paper-setting rounds
+(N = 100, K = 10) in well under a second of wall time.
+
+    python benchmarks/bench_sim.py [--rounds 1000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from channels import rate_bps
+from channels.streams import round_generator
+from optim import select_clients
+from wirelessfl.config import load_scenario
+from wirelessfl.learners import make_learner
+from wirelessfl.learners.base import RoundPlan
+from wirelessfl.sim.runner import Run
+from wirelessfl.sim.simulator import Simulator
+
+
+def scenario_for(n: int, k: int, rounds: int, events: bool):
+    return load_scenario(
+        "paper",
+        [
+            f"n_clients={n}",
+            f"n_scheduled={k}",
+            f"rounds={rounds}",
+            f"output.events={str(events).lower()}",
+            "output.clients=false",
+            "channel.block_rounds=1000",
+        ],
+    )
+
+
+def time_simulator(sc, rounds: int) -> float:
+    sim = Simulator(sc, make_learner(sc))
+    t0 = time.perf_counter()
+    for t in range(rounds):
+        sim.run_round(t)
+    return time.perf_counter() - t0
+
+
+def time_run(sc) -> float:
+    folder = Path(tempfile.mkdtemp(prefix="bench_sim_"))
+    try:
+        run = Run(sc, folder / "run")
+        t0 = time.perf_counter()
+        run.execute()
+        return time.perf_counter() - t0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def time_plain_loop(sc, rounds: int) -> float:
+    """The same per-round numbers without SimPy, events or records."""
+    sim = Simulator(sc, make_learner(sc))  # reuse the cell, controller and learner set-up
+    ctrl, learner, bw = sim.controller, sim.learner, sc.channel.bandwidth_hz
+    v = sc.payload.bits_per_value
+    t0 = time.perf_counter()
+    for t in range(rounds):
+        snr_all = sim.channel.snr(t)
+        rng = round_generator(sc.seed, stream="selection", round_index=t)
+        chosen = select_clients(rng, n_clients=sc.n_clients, n_scheduled=sc.n_scheduled)
+        snr = snr_all[chosen]
+        decision = ctrl.decide(snr, np.zeros(len(chosen)))
+        plan = RoundPlan(t, chosen, ctrl.rank, decision.sparsification, decision.bound, len(chosen))
+        up = learner.local_round(plan)[int(chosen[0])]
+        uploads = up.n_values * v / rate_bps(decision.shares, bw, snr)
+        delay = float(uploads.max())
+        learner.aggregate(t, chosen)
+        ctrl.observe(delay)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds for large N")
+    args = parser.parse_args()
+    print(
+        f"bench_sim: {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}, exact solver, surrogate learner, CPU only"
+    )
+    print(
+        f"{'N':>6} {'K':>5} {'rounds':>6} | {'simulator r/s':>13} {'+events r/s':>11} "
+        f"{'run r/s':>9} {'plain loop r/s':>14} | {'sim/plain cost':>14}"
+    )
+    for n, k in ((100, 10), (10_000, 100), (10_000, 1_000)):
+        rounds = args.rounds if n == 100 else max(50, args.rounds // (10 if args.quick else 5))
+        sc = scenario_for(n, k, rounds, events=False)
+        sc_ev = scenario_for(n, k, rounds, events=True)
+        t_plain = time_plain_loop(sc, rounds)
+        t_sim = time_simulator(sc, rounds)
+        t_sim_ev = time_run(sc_ev)
+        t_run = time_run(sc)
+        print(
+            f"{n:6d} {k:5d} {rounds:6d} | {rounds / t_sim:13.0f} {rounds / t_sim_ev:11.0f} "
+            f"{rounds / t_run:9.0f} {rounds / t_plain:14.0f} | {t_sim / t_plain:13.2f}x"
+        )
+        if n == 100:
+            print(
+                f"       1,000 paper-setting rounds: {1000 * t_run / rounds:.3f} s as a whole run "
+                f"(tables + checkpoints), {1000 * t_sim / rounds:.3f} s in the simulator alone"
+            )
+
+
+if __name__ == "__main__":
+    main()

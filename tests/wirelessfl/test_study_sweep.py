@@ -1,0 +1,255 @@
+"""Sweeps: one folder per grid point × seed, finished runs skipped, unfinished ones resumed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wirelessfl.config import load_scenario
+from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.results import load
+from wirelessfl.sim.runner import run_scenario
+from wirelessfl.study import load_study, parse_grid, run_name, run_sweep, summarize
+from wirelessfl.study.sweep import add_sweep_command, plan_sweep
+
+SMALL = ["rounds=30", "n_clients=20", "n_scheduled=5", "eval_every=5"]
+GRID = {"controller.V": [1e-4, 1e-2], "controller.d_th_s": [1.5, 2.5]}
+NAMES = [
+    "controller.V=0.0001,controller.d_th_s=1.5,seed=0",
+    "controller.V=0.0001,controller.d_th_s=2.5,seed=0",
+    "controller.V=0.01,controller.d_th_s=1.5,seed=0",
+    "controller.V=0.01,controller.d_th_s=2.5,seed=0",
+]
+
+
+@pytest.fixture(scope="module")
+def base_study(tmp_path_factory) -> Path:
+    """A finished 2×2 sweep of the paper scenario (network only, 30 rounds); copy to modify."""
+    out = tmp_path_factory.mktemp("study") / "base"
+    run_sweep("paper", grid=GRID, seeds=1, out_dir=out, overrides=SMALL)
+    return out
+
+
+@pytest.fixture
+def study_copy(base_study, tmp_path) -> Path:
+    out = tmp_path / "study"
+    shutil.copytree(base_study, out)
+    return out
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+def _table(path: Path) -> pd.DataFrame:
+    return load(path).rounds.drop(columns=["wall_s"])
+
+
+# -- grid parsing and naming --------------------------------------------------------------------
+def test_grid_values_parse_like_set_values():
+    grid = parse_grid(
+        [
+            "controller.V=1e-4,0.01,3",
+            "payload.index_overhead=true,false",
+            "controller.method=exact,cvxpy",
+            "learner.shape.layer_shapes=[[8,8]],[[8,8],[4,8]]",
+        ]
+    )
+    assert grid["controller.V"] == [0.0001, 0.01, 3]
+    assert grid["payload.index_overhead"] == [True, False]
+    assert grid["controller.method"] == ["exact", "cvxpy"]
+    assert grid["learner.shape.layer_shapes"] == [[[8, 8]], [[8, 8], [4, 8]]]
+
+
+@pytest.mark.parametrize(
+    "items",
+    [["controller.V"], ["controller.V="], ["=1,2"], ["controller.V=1,,2"], ["a=1", "a=2"]],
+)
+def test_bad_grid_syntax_is_a_user_error(items):
+    with pytest.raises(UserError, match="--grid"):
+        parse_grid(items)
+
+
+def test_seed_in_grid_and_repeated_values_are_refused():
+    with pytest.raises(UserError, match="--seeds"):
+        plan_sweep({"seed": [1, 2]}, [0])
+    with pytest.raises(UserError, match="share the folder"):
+        plan_sweep({"controller.V": [0.1, 0.1]}, [0])
+
+
+def test_run_names_are_deterministic_and_safe():
+    assert run_name({"controller.V": 1e-4, "b": True}, 1) == "b=true,controller.V=0.0001,seed=1"
+    assert run_name({"b": True, "controller.V": 1e-4}, 1) == run_name(
+        {"controller.V": 1e-4, "b": True}, 1
+    )
+    a, b = run_name({"data.path": "x/y"}, 0), run_name({"data.path": "x_y"}, 0)
+    assert "/" not in a and a != b
+    long = run_name({"k": "v" * 500}, 0)
+    assert len(long) <= 150 and long != run_name({"k": "v" * 499}, 0)
+
+
+def test_points_carry_the_overrides_and_the_seed():
+    (point,) = plan_sweep({"controller.V": [1e-5]}, [7], ["rounds=3"])
+    assert point.name == "controller.V=1e-05,seed=7"
+    assert point.overrides == ("rounds=3", "controller.V=1e-05", "seed=7")
+    assert load_scenario("paper", list(point.overrides)).controller.V == 1e-5
+
+
+# -- running ------------------------------------------------------------------------------------
+def test_sweep_runs_every_point_and_indexes_it(base_study):
+    study = load_study(base_study)
+    index = study.index
+    assert list(index["run"]) == NAMES
+    assert list(index.columns[:5]) == ["run", "controller.V", "controller.d_th_s", "seed", "finished"]
+    assert index["finished"].all() and (index["status"] == "started").all()
+    assert study.grid == GRID and study.seeds == [0] and study.overrides == SMALL
+    runs = study.runs()
+    assert len(runs) == 4
+    for (_, row), run in zip(index.iterrows(), runs, strict=True):
+        assert run.finished and len(run.rounds) == 30
+        assert run.config["controller"]["V"] == row["controller.V"]
+        assert run.config["controller"]["d_th_s"] == row["controller.d_th_s"]
+        assert run.config["seed"] == row["seed"] == 0
+        expected = summarize(run.rounds)
+        for key in ("final_accuracy", "mean_delay_s", "mean_sparsification", "total_bits_up"):
+            assert row[key] == pytest.approx(expected[key], rel=1e-12)
+    assert not (base_study / "index.csv.tmp").exists()
+
+
+def test_rerun_touches_nothing(study_copy):
+    before = {name: _mtimes(study_copy / name) for name in NAMES}
+    study = run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=SMALL)
+    assert (study.index["status"] == "skipped").all() and study.index["finished"].all()
+    assert {name: _mtimes(study_copy / name) for name in NAMES} == before
+
+
+def test_only_the_unfinished_run_is_resumed(study_copy, base_study):
+    victim = study_copy / NAMES[2]
+    meta = json.loads((victim / "meta.json").read_text())
+    meta["finished"] = False
+    (victim / "meta.json").write_text(json.dumps(meta))
+    (victim / "state.json").unlink()  # killed before its first checkpoint
+    shutil.rmtree(victim / "checkpoints")
+    lines = (victim / "rounds.csv").read_text().splitlines()
+    (victim / "rounds.csv").write_text("\n".join(lines[:11]) + "\n" + lines[11][:7])
+    others = {name: _mtimes(study_copy / name) for name in NAMES if name != NAMES[2]}
+
+    study = run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=SMALL)
+    status = dict(zip(study.index["run"], study.index["status"], strict=True))
+    assert status == {name: "resumed" if name == NAMES[2] else "skipped" for name in NAMES}
+    assert study.index["finished"].all() and (study.index["rounds_done"] == 30).all()
+    assert {name: _mtimes(study_copy / name) for name in others} == others
+    pd.testing.assert_frame_equal(_table(victim), _table(base_study / NAMES[2]))
+    assert load(victim).meta["resumed"]
+
+
+def test_a_failed_run_is_recorded_and_resumed_from_its_checkpoint(tmp_path, monkeypatch):
+    from wirelessfl.sim.simulator import Simulator
+
+    overrides = [*SMALL, "output.checkpoint_every=10", "output.checkpoint_interval_s=1e6"]
+    grid = {"controller.V": [1e-2]}
+    original = Simulator.run_round
+    calls = {"n": 0}
+
+    def dying(self, t):
+        if self.scenario.seed == 1 and t == 17:
+            # the index was rewritten when the seed-0 run completed
+            partial = pd.read_csv(tmp_path / "s" / "index.csv")
+            assert list(partial["status"]) == ["started", "pending"]
+            raise SimulationError("non-finite update (injected)")
+        return original(self, t)
+
+    monkeypatch.setattr(Simulator, "run_round", dying)
+    study = run_sweep("paper", grid=grid, seeds=2, out_dir=tmp_path / "s", overrides=overrides)
+    name = "controller.V=0.01,seed=1"
+    assert study.failed == {name: "non-finite update (injected)"}
+    row = study.index.set_index("run").loc[name]
+    assert row["status"] == "failed" and not row["finished"] and row["rounds_done"] == 10
+    assert load_study(tmp_path / "s").failed == study.failed
+
+    def counting(self, t):
+        calls["n"] += 1
+        return original(self, t)
+
+    monkeypatch.setattr(Simulator, "run_round", counting)
+    study = run_sweep("paper", grid=grid, seeds=2, out_dir=tmp_path / "s", overrides=overrides)
+    assert calls["n"] == 20  # rounds 10..29 of the failed run; seed 0 is skipped
+    assert list(study.index["status"]) == ["skipped", "resumed"] and not study.failed
+    reference = run_scenario(
+        load_scenario("paper", [*overrides, "controller.V=0.01", "seed=1"]), tmp_path / "ref"
+    )
+    pd.testing.assert_frame_equal(
+        _table(tmp_path / "s" / name), reference.rounds.drop(columns=["wall_s"])
+    )
+
+
+def test_parallel_jobs_give_the_serial_tables(tmp_path, base_study):
+    grid = {"controller.V": [1e-4, 1e-2], "controller.d_th_s": [1.5]}
+    study = run_sweep("paper", grid=grid, seeds=1, out_dir=tmp_path / "p", jobs=2, overrides=SMALL)
+    assert list(study.index["run"]) == [NAMES[0], NAMES[2]]
+    assert study.index["finished"].all()
+    for name in study.index["run"]:
+        pd.testing.assert_frame_equal(_table(tmp_path / "p" / name), _table(base_study / name))
+
+
+def test_a_changed_scenario_does_not_reuse_old_runs(study_copy):
+    with pytest.raises(UserError, match="rounds"):
+        run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=[*SMALL, "rounds=31"])
+
+
+def test_load_study_needs_an_index(tmp_path):
+    with pytest.raises(UserError, match="not a study folder"):
+        load_study(tmp_path)
+
+
+# -- command line -------------------------------------------------------------------------------
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="wirelessfl")
+    add_sweep_command(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["paper", "--grid", "controller.V"], "--grid"),
+        (["no_such_scenario", "--grid", "controller.V=1"], "no_such_scenario"),
+        (["paper", "--grid", "controller.nokey=1,2"], "nokey"),
+        (["paper", "--grid", "controller.V=abc"], "controller.V"),
+        (["paper", "--seeds", "two"], "--seeds"),
+        (["paper", "--jobs", "0"], "--jobs"),
+    ],
+)
+def test_cli_user_mistakes_raise_user_errors(argv, match, tmp_path):
+    with pytest.raises(UserError, match=match):
+        _cli(["sweep", *argv, "--out", str(tmp_path / "s"), "--quiet"])
+    assert not (tmp_path / "s" / "index.csv").exists()
+
+
+def test_cli_sweep(tmp_path, capsys):
+    argv = ["sweep", "paper", "--grid", "controller.V=1e-4,1e-2", "--seeds", "3,5", "--quiet"]
+    small = [x for s in ["rounds=10", "n_clients=20", "n_scheduled=5"] for x in ("--set", s)]
+    assert _cli([*argv, *small, "--out", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "4 started" in out and "load_study" in out
+    index = load_study(tmp_path / "s").index
+    assert list(index["seed"]) == [3, 5, 3, 5]
+    assert list(index["controller.V"]) == [1e-4, 1e-4, 1e-2, 1e-2]
+
+
+def test_registering_the_commands_is_cheap():
+    code = (
+        "import sys, argparse; from wirelessfl.study import add_study_commands; "
+        "add_study_commands(argparse.ArgumentParser().add_subparsers()); "
+        "print(sorted(m for m in ('pandas', 'matplotlib', 'cvxpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
