@@ -124,8 +124,8 @@ def sequential(trainer, g, datasets, steps, batch_size, round_index=0, states=No
     ]
 
 
-def assert_same(seq, bat, dtype, *, optimizer):
-    tol = TOL[dtype]
+def assert_same(seq, bat, dtype, *, optimizer, tol=None):
+    tol = tol or TOL[dtype]
     assert len(seq) == len(bat)
     for a, b in zip(seq, bat, strict=True):
         assert list(a.local) == list(b.local)  # same peft names, same order
@@ -188,7 +188,9 @@ def test_adam_states_interchangeable_across_rounds(digits):
     data = client_sets(digits.train, [37, 50, 64, 12], dtype)
     steps1, steps2 = [5, 3, 7, 5], [6, 2, 4, 1]
     seq1 = sequential(local, g, data, steps1, 16)
-    bat1 = batched.train_many(g, data, steps=steps1, batch_size=16, generators=gens(4))
+    bat1 = batched.train_many(
+        g, data, steps=steps1, batch_size=16, generators=gens(4), record_grad_norms=True
+    )
     assert_same(seq1, bat1, dtype, optimizer="adam")
     seq_states = [r.optimizer_state for r in seq1]
     bat_states = [r.optimizer_state for r in bat1]
@@ -215,12 +217,16 @@ def test_zero_steps_and_lone_client(digits):
     data = client_sets(digits.train, [20, 30], dtype)
     with pytest.warns(RuntimeWarning):  # np.mean of no losses, in LocalTrainer
         seq = sequential(local, g, data, [0, 3], 8)
-    bat = batched.train_many(g, data, steps=[0, 3], batch_size=8, generators=gens(2))
+    bat = batched.train_many(
+        g, data, steps=[0, 3], batch_size=8, generators=gens(2), record_grad_norms=True
+    )
     assert_same(seq, bat, dtype, optimizer="adam")
     assert bat[0].optimizer_state["state"] == {}
     for n in g:
         assert torch.equal(bat[0].local[n], g[n])
-    one = batched.train_many(g, data[1:], steps=[3], batch_size=8, generators=gens(2)[1:])
+    one = batched.train_many(
+        g, data[1:], steps=[3], batch_size=8, generators=gens(2)[1:], record_grad_norms=True
+    )
     assert_same(seq[1:], one, dtype, optimizer="adam")
     assert batched.train_many(g, [], steps=[], batch_size=8, generators=[]) == []
 
@@ -259,8 +265,10 @@ def test_vit_tiny_matches_sequential(dtype):
     assert_same(seq, bat, dtype, optimizer="adam")
 
 
-def test_minilm_two_layers_matches_sequential():
-    """Text path (token ids + attention mask) on the real MiniLM cut to 2 layers."""
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_minilm_two_layers_matches_sequential(dtype):
+    """Text path (token ids + attention mask) on the real MiniLM cut to 2 layers. In float32
+    Adam's normalised step amplifies rounding in near-zero gradients: looser tolerance."""
     pytest.importorskip("transformers")
     try:
         bundle = build_model("minilm", n_classes=2, seed=0, dropout=0.0)
@@ -270,7 +278,6 @@ def test_minilm_two_layers_matches_sequential():
     for m in bundle.model.modules():
         if isinstance(m, nn.Dropout):
             m.p = 0.0
-    dtype = torch.float32
     model, state = wrap(bundle, rank=4, alpha=8, dtype=dtype)
     g = nonzero_start(state, dtype)
     gen = torch.Generator().manual_seed(0)
@@ -286,7 +293,8 @@ def test_minilm_two_layers_matches_sequential():
     bat = batched.train_many(
         g, data, steps=steps, batch_size=8, generators=gens(3), record_grad_norms=True
     )
-    assert_same(seq, bat, dtype, optimizer="adam")
+    tol = TOL[dtype] if dtype == torch.float64 else dict(rtol=1e-3, atol=1e-5)
+    assert_same(seq, bat, dtype, optimizer="adam", tol=tol)
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,9 +314,7 @@ def test_rank_padded_client_trains_like_unpadded(digits, optimizer, rslora):
     _, batched = trainers(model, state, image_loss_and_logits, optimizer, dtype)
     data = client_sets(digits.train, [30, 41, 25], dtype)
     steps = [4, 6, 3]
-    bat = batched.train_many(
-        g, data, steps=steps, batch_size=16, generators=gens(3), ranks=ranks
-    )
+    bat = batched.train_many(g, data, steps=steps, batch_size=16, generators=gens(3), ranks=ranks)
     for c, (r, res) in enumerate(zip(ranks, bat, strict=True)):
         # the client's unpadded self: its own peft model at rank r, same base and head
         small, small_state = wrap(

@@ -102,7 +102,7 @@ def test_frontier_of_d_th_draws_one_line_per_other_key(study):
 
 def test_pareto_front():
     xs, ys = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 0.4, 0.7, 0.6])
-    assert list(plots.figures.pareto_front(xs, ys)) == [0, 2]
+    assert list(plots.pareto_front(xs, ys)) == [0, 2]
 
 
 # -- network dynamics ---------------------------------------------------------------------------

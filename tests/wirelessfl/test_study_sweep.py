@@ -107,7 +107,13 @@ def test_sweep_runs_every_point_and_indexes_it(base_study):
     study = load_study(base_study)
     index = study.index
     assert list(index["run"]) == NAMES
-    assert list(index.columns[:5]) == ["run", "controller.V", "controller.d_th_s", "seed", "finished"]
+    assert list(index.columns[:5]) == [
+        "run",
+        "controller.V",
+        "controller.d_th_s",
+        "seed",
+        "finished",
+    ]
     assert index["finished"].all() and (index["status"] == "started").all()
     assert study.grid == GRID and study.seeds == [0] and study.overrides == SMALL
     runs = study.runs()

@@ -8,45 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scenario_helpers import digits_scenario
 
-from wirelessfl.config import scenario_from_dict
 from wirelessfl.errors import ConfigError, SimulationError
 from wirelessfl.learners.base import RoundPlan
 from wirelessfl.sim import resume_run, run_scenario
 from wirelessfl.sim.runner import Run
 from wirelessfl.training.aggregation import aggregation_weights, apply_updates
-
-
-def digits_scenario(**overrides):
-    data = {
-        "name": "digits",
-        "seed": 1,
-        "n_clients": 8,
-        "n_scheduled": 4,
-        "rounds": 12,
-        "eval_every": 4,
-        "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
-        "devices": {"flops_per_s": 1.0e9},
-        "controller": {"name": "fixed", "rank": 4, "sparsification": 0.5, "r_max": 16},
-        "strategy": {"sparsifier": "soft"},
-        "learner": {
-            "kind": "lora",
-            "model": "tiny_mlp",
-            "dataset": "digits",
-            "local_steps": 8,
-            "batch_size": 16,
-            "lr": 0.1,
-            "zeta": 0.01,
-        },
-        "output": {"clients": True, "checkpoint_every": 1},
-    }
-    for key, value in overrides.items():
-        node = data
-        parts = key.split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = value
-    return scenario_from_dict(data)
 
 
 @pytest.fixture(autouse=True)

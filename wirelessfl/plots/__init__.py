@@ -24,6 +24,7 @@ _FIGURES = (
     "frontier_table",
     "group_runs",
     "offline_bound",
+    "pareto_front",
     "queue_delay",
     "share_table",
     "sparsification",

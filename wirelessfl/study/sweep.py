@@ -437,6 +437,10 @@ def _run_parallel(tasks: list[tuple[SweepPoint, _Task]], jobs: int, record: Any,
                 bar.set_postfix_str(point.name, refresh=False)
                 bar.update(1)
     except BaseException:
+        # interrupted (or a worker crashed): stop the workers now rather than waiting for their
+        # runs to end; a run killed at any instant resumes from its last checkpoint
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)

@@ -95,6 +95,7 @@ class LoraLearner(Learner):
         self.memory: dict[int, dict] = {}
         self.optimizer_state: dict[int, dict] = {}
         self._pending: dict[int, dict] = {}
+        self.recorder = None  # a calibrate.PilotRecorder during --calibrate pilots
 
     # ---- sizes ---------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
@@ -192,7 +193,10 @@ class LoraLearner(Learner):
                 batch_size=lc.batch_size,
                 generator=gen,
                 optimizer_state=opt_state,
+                record_grad_norms=self.recorder is not None,
             )
+            if self.recorder is not None:
+                self.recorder.local(result.grad_norms)
             if not math.isfinite(result.mean_loss):
                 raise SimulationError(
                     f"round {plan.round_index}: client {cid} has a non-finite training loss"
@@ -274,6 +278,8 @@ class LoraLearner(Learner):
                 as_ = [self._pending[c]["local"][i][1] for c in ids]
                 cov_sq += covariance_norm(bs, as_, weights=list(p)) ** 2
         self._pending = {}
+        if self.recorder is not None:
+            self.recorder.aggregate(self, cov_sq if len(ids) > 1 else math.nan)
         return {
             "loss": loss,
             "cov_norm": math.sqrt(cov_sq) if len(ids) > 1 else math.nan,

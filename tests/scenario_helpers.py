@@ -1,0 +1,59 @@
+"""Small scenarios shared by the tests (importable: pytest puts tests/ on sys.path)."""
+
+from __future__ import annotations
+
+from wirelessfl.config import scenario_from_dict
+
+
+def _set(data: dict, overrides: dict) -> dict:
+    for key, value in overrides.items():
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return data
+
+
+def small_scenario(**overrides):
+    """A 40-round, N=20, K=5 network-only scenario with events and clients tables."""
+    data = {
+        "name": "small",
+        "seed": 3,
+        "n_clients": 20,
+        "n_scheduled": 5,
+        "rounds": 40,
+        "eval_every": 5,
+        "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
+        "devices": {"include_compute": False},
+        "controller": {"name": "tsfa", "V": 1.0e-4, "d_th_s": 0.5, "o_min": 0.05, "r_max": 16},
+        "learner": {"kind": "surrogate", "shape": {"layer_shapes": [[64, 64], [64, 32]]}},
+        "output": {"events": True, "clients": True},
+    }
+    return scenario_from_dict(_set(data, overrides))
+
+
+def digits_scenario(**overrides):
+    data = {
+        "name": "digits",
+        "seed": 1,
+        "n_clients": 8,
+        "n_scheduled": 4,
+        "rounds": 12,
+        "eval_every": 4,
+        "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
+        "devices": {"flops_per_s": 1.0e9},
+        "controller": {"name": "fixed", "rank": 4, "sparsification": 0.5, "r_max": 16},
+        "strategy": {"sparsifier": "soft"},
+        "learner": {
+            "kind": "lora",
+            "model": "tiny_mlp",
+            "dataset": "digits",
+            "local_steps": 8,
+            "batch_size": 16,
+            "lr": 0.1,
+            "zeta": 0.01,
+        },
+        "output": {"clients": True, "checkpoint_every": 1},
+    }
+    return scenario_from_dict(_set(data, overrides))
