@@ -17,7 +17,7 @@ from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.results import load
 from wirelessfl.sim.runner import run_scenario
 from wirelessfl.study import load_study, parse_grid, run_name, run_sweep, summarize
-from wirelessfl.study.sweep import add_sweep_command, plan_sweep
+from wirelessfl.study.sweep import add_sweep_command, normalize_grid, plan_sweep
 
 SMALL = ["rounds=30", "n_clients=20", "n_scheduled=5", "eval_every=5"]
 GRID = {"controller.V": [1e-4, 1e-2], "controller.d_th_s": [1.5, 2.5]}
@@ -93,6 +93,15 @@ def test_run_names_are_deterministic_and_safe():
     assert "/" not in a and a != b
     long = run_name({"k": "v" * 500}, 0)
     assert len(long) <= 150 and long != run_name({"k": "v" * 499}, 0)
+
+
+def test_numpy_grids_and_scalars_are_plain_values():
+    import numpy as np
+
+    grid = normalize_grid({"controller.V": np.array([1e-4, 1e-3]), "rounds": np.int64(5)})
+    assert grid == {"controller.V": [1e-4, 1e-3], "rounds": [5]}
+    assert [type(v) for v in grid["controller.V"]] == [float, float]
+    assert run_name({"controller.V": np.float64(1e-4)}, 0) == "controller.V=0.0001,seed=0"
 
 
 def test_points_carry_the_overrides_and_the_seed():

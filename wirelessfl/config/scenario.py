@@ -17,14 +17,22 @@ class FadingConfig:
     """Small-scale fading model (``channels.make_fading``)."""
 
     model: str = option(
-        "rayleigh", choices=("rayleigh", "gauss_markov", "rician"), doc="fading model"
+        "rayleigh", doc="a channels.FADING_MODELS name: rayleigh | gauss_markov | rician | ..."
     )
     rho: float | None = option(None, ge=0.0, le=1.0, doc="Gauss-Markov correlation per round")
     doppler_hz: float | None = option(None, ge=0.0, doc="Doppler for rho = J0(2 pi f_d T)")
     slot_s: float | None = option(None, gt=0.0, doc="round duration T for the Jakes rho")
     k_factor: float = option(3.0, ge=0.0, doc="Rician K-factor (linear)")
+    params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered fading model"
+    )
 
     def validate(self, prefix: str) -> None:
+        from channels import FADING_MODELS
+
+        if self.model not in FADING_MODELS:
+            accepted = ", ".join(repr(name) for name in FADING_MODELS)
+            raise ConfigError(f"{prefix}.model: must be one of {accepted}, got {self.model!r}")
         if (
             self.model == "gauss_markov"
             and self.rho is None
@@ -34,14 +42,14 @@ class FadingConfig:
                 f"{prefix}.rho: gauss_markov needs rho in [0, 1], or doppler_hz and slot_s"
             )
 
-    def params(self) -> dict:
+    def model_kwargs(self) -> dict:
         if self.model == "gauss_markov":
             if self.rho is not None:
                 return {"rho": self.rho}
             return {"doppler_hz": self.doppler_hz, "slot_s": self.slot_s}
         if self.model == "rician":
             return {"k_factor": self.k_factor}
-        return {}
+        return dict(self.params)
 
 
 @dataclass

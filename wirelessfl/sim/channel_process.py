@@ -19,7 +19,10 @@ class ChannelProcess:
     def __init__(self, cell: Cell, block_rounds: int):
         self.cell = cell
         self.block_rounds = block_rounds
-        self.correlated = isinstance(cell.fading, GaussMarkovRayleigh)
+        # time-correlated models continue each block from the previous one's last row
+        self.correlated = isinstance(cell.fading, GaussMarkovRayleigh) or bool(
+            getattr(cell.fading, "time_correlated", False)
+        )
         self._block = -1
         self._snr: np.ndarray | None = None
         self._last: np.ndarray | None = None

@@ -57,7 +57,7 @@ def build_cell(scenario: Scenario) -> Cell:
 
 def _build_cell(scenario: Scenario) -> Cell:
     ch = scenario.channel
-    fading = make_fading(ch.fading.model, **ch.fading.params())
+    fading = make_fading(ch.fading.model, **ch.fading.model_kwargs())
     if ch.mean_snr_db is not None:
         return Cell.from_mean_snr(
             mean_snr_db=ch.mean_snr_db,

@@ -46,8 +46,28 @@ _MAX_NAME = 150
 
 
 # -- grid values --------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as Python numbers and lists."""
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        return value.tolist()
+    return value
+
+
+def normalize_grid(grid: dict[str, Any]) -> dict[str, list]:
+    """Each key's values as a list of plain Python values (a scalar is one value; numpy arrays
+    and other iterables become lists)."""
+    out: dict[str, list] = {}
+    for key, vals in grid.items():
+        vals = _plain(vals)
+        if isinstance(vals, str | bytes | dict) or not isinstance(vals, Iterable):
+            vals = [vals]
+        out[str(key)] = [_plain(v) for v in vals]
+    return out
+
+
 def format_value(value: Any) -> str:
     """A grid value as ``--set`` text that parses back to the same value (``1e-05``, ``true``)."""
+    value = _plain(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -135,16 +155,14 @@ def plan_sweep(
     grid: dict[str, Any], seeds: Sequence[int], overrides: Sequence[str] = ()
 ) -> list[SweepPoint]:
     """Every grid point × seed, in grid order with the seed innermost."""
+    grid = normalize_grid(grid)
     keys = list(grid)
     if "seed" in keys:
         raise UserError("--grid seed: give the seeds with --seeds instead")
-    values = []
     for key in keys:
-        vals = grid[key]
-        vals = list(vals) if isinstance(vals, list | tuple) else [vals]
-        if not vals:
+        if not grid[key]:
             raise UserError(f"--grid {key}: no values")
-        values.append(vals)
+    values = [grid[key] for key in keys]
     points, seen = [], set()
     for combo in itertools.product(*values):
         params = dict(zip(keys, combo, strict=True))
@@ -161,6 +179,7 @@ def plan_sweep(
 
 
 def _seed_list(seeds: int | Sequence[int], base: int) -> list[int]:
+    seeds = _plain(seeds)
     if isinstance(seeds, int):
         if seeds < 1:
             raise UserError(f"--seeds: expected at least 1, got {seeds}")
@@ -341,7 +360,7 @@ def run_sweep(
         "scenario": str(scenario),
         "scenario_path": str(scenario_path),
         "overrides": fixed,
-        "grid": {k: list(v) if isinstance(v, list | tuple) else [v] for k, v in grid.items()},
+        "grid": normalize_grid(grid),
         "seeds": seed_list,
     }
     atomic_write_text(out / STUDY_FILE, json.dumps(spec, indent=2, default=str) + "\n")
