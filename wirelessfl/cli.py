@@ -13,6 +13,7 @@ from pathlib import Path
 
 from wirelessfl import __version__
 from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.study import add_study_commands
 
 
 def _default_out(name: str) -> Path:
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = sub.add_parser("scenario-keys", help="every scenario key with default and range")
     keys.set_defaults(func=_cmd_keys)
+    add_study_commands(sub)
     return parser
 
 

@@ -92,6 +92,7 @@ class LoraLearner(Learner):
         self.layer_shapes = self.bundle.layer_shapes(lc.target_modules)
         self.train = self.data.train.to(self.device)
         self.test = self.data.test.to(self.device)
+        self.head_values = self._head_values()  # counted before peft wraps the head
         self.memory: dict[int, dict] = {}
         self.optimizer_state: dict[int, dict] = {}
         self._pending: dict[int, dict] = {}
@@ -106,7 +107,7 @@ class LoraLearner(Learner):
             int(base),
             self.scenario.learner.batch_size,
             seq,
-            fixed_values=self._head_values(),
+            fixed_values=self.head_values,
         )
 
     def _head_values(self) -> int:
