@@ -19,7 +19,7 @@ asserts nothing about time. Goals on an H100 (bf16): (b)/(a) >= 4 at K = 10, (b)
 
 Run: ``python benchmarks/bench_trainer.py [--device cuda] [--dtype bf16|fp32] [--small]``.
 ``--small`` uses a tiny ViT (hidden 64, 2 layers, 32 px) and MiniLM cut to 2 layers with
-16-token sequences, so that it finishes on a 2-core CPU in about a minute.
+16-token sequences, and E = 2, so that it finishes on a 2-core CPU in about a minute.
 
 Imports only torch / transformers / peft and ``wirelessfl.training`` / ``models`` / ``data``
 (the GPU machine lacks simpy and cvxpy).
@@ -245,13 +245,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--small", action="store_true", help="tiny configs for a CPU")
     parser.add_argument("--K", default="1,10,50", help="clients per round, comma-separated")
     parser.add_argument("--batch", type=int, default=16, help="samples per client per step")
-    parser.add_argument("--steps", type=int, default=5, help="local steps E")
+    parser.add_argument("--steps", type=int, default=None, help="local steps E (5; 2 small)")
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     parser.add_argument("--models", default="vit_random,minilm")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: keep)")
     args = parser.parse_args(argv)
     args.K = [int(x) for x in args.K.split(",")]
+    if args.steps is None:
+        args.steps = 2 if args.small else 5
     device = torch.device(args.device)
     if args.dtype is None:
         args.dtype = "bf16" if device.type == "cuda" else "fp32"

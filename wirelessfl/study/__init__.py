@@ -31,6 +31,8 @@ __all__ = [
 def add_study_commands(subparsers: Any) -> None:
     """Register ``wirelessfl sweep`` and ``wirelessfl plot`` (cheap: no pandas/matplotlib)."""
     from wirelessfl.plots import add_plot_command
+    from wirelessfl.study.reproduce import add_reproduce_command
 
     add_sweep_command(subparsers)
     add_plot_command(subparsers)
+    add_reproduce_command(subparsers)

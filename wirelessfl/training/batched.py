@@ -685,15 +685,22 @@ class _StackedAdam:
     def step(self, g: int, grads: list[torch.Tensor | None]) -> None:
         """One Adam step for the clients at positions ``0 .. g-1`` (grads are ``(g, ...)``)."""
         buckets: dict[tuple, list[tuple[int, list[int]]]] = {}
-        for i, gr in enumerate(grads):
-            if gr is None:  # torch skips parameters without a gradient
-                continue
+        with_grad = [i for i, gr in enumerate(grads) if gr is not None]  # torch skips the rest
+        counts = self.step_count[:g, with_grad]
+        if counts.size and (counts == counts[:, :1]).all():  # usual case: one count per client
             by_key: dict[tuple, list[int]] = {}
             for pos in range(g):
-                key = (int(self.step_count[pos, i]) + 1, *self.hyper[pos])
-                by_key.setdefault(key, []).append(pos)
+                by_key.setdefault((int(counts[pos, 0]) + 1, *self.hyper[pos]), []).append(pos)
             for key, positions in by_key.items():
-                buckets.setdefault(key, []).append((i, positions))
+                buckets[key] = [(i, positions) for i in with_grad]
+        else:
+            for i in with_grad:
+                by_key = {}
+                for pos in range(g):
+                    key = (int(self.step_count[pos, i]) + 1, *self.hyper[pos])
+                    by_key.setdefault(key, []).append(pos)
+                for key, positions in by_key.items():
+                    buckets.setdefault(key, []).append((i, positions))
         for (step, lr, beta1, beta2, eps), members in buckets.items():
             params, gs, ms, vs, scatter = [], [], [], [], []
             for i, positions in members:
