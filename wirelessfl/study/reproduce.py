@@ -149,6 +149,7 @@ def reproduce(
     full: bool = False,
     jobs: int = 1,
     progress: bool = False,
+    overrides: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths."""
     import pandas as pd
@@ -172,7 +173,7 @@ def reproduce(
             out_dir=out / name,
             jobs=jobs,
             progress=progress,
-            overrides=spec.full if full else None,
+            overrides=[*(spec.full if full else []), *(overrides or [])] or None,
         )
         studies[name] = study
         runs.extend(as_runs(study))
