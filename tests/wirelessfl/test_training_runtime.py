@@ -174,3 +174,23 @@ def test_non_finite_loss_stops_the_round_with_client_and_round(tmp_path):
         run.execute()
     written = pd.read_csv(tmp_path / "nan" / "rounds.csv")
     assert written["round"].tolist() == [0, 1]  # state written before the failure is intact
+
+
+def test_kept_adam_state_is_per_client_and_survives_resume(tmp_path):
+    kw = {"learner.optimizer": "adam", "learner.lr": 0.01, "learner.keep_optimizer_state": True}
+    full = run_scenario(digits_scenario(rounds=5, **kw), tmp_path / "full")
+    run = Run(digits_scenario(rounds=5, **kw), tmp_path / "cut")
+    original = run.sim.run_round
+
+    def dying(t):
+        if t == 3:
+            raise KeyboardInterrupt
+        return original(t)
+
+    run.sim.run_round = dying
+    with pytest.raises(KeyboardInterrupt):
+        run.execute()
+    states = run.learner.optimizer_state
+    assert states and all("exp_avg" in s["state"][0] for s in states.values())
+    resumed = resume_run(tmp_path / "cut")
+    pd.testing.assert_frame_equal(_rounds(full), _rounds(resumed))
