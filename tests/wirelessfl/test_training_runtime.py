@@ -194,3 +194,22 @@ def test_kept_adam_state_is_per_client_and_survives_resume(tmp_path):
     assert states and all("exp_avg" in s["state"][0] for s in states.values())
     resumed = resume_run(tmp_path / "cut")
     pd.testing.assert_frame_equal(_rounds(full), _rounds(resumed))
+
+
+def test_stochastic_layers_do_not_depend_on_client_order(tmp_path):
+    """Dropout draws from torch's global RNG: it is seeded per (seed, client, round)."""
+    sc = digits_scenario(rounds=1)
+    runs = [Run(sc, tmp_path / f"drop{i}") for i in range(2)]
+    for run in runs:  # add dropout to the shared model, as in BERT/EfficientNet
+        run.learner.model.base_model.model.fc1.register_forward_hook(
+            lambda _m, _i, out: torch.nn.functional.dropout(out, 0.3, training=True)
+        )
+    clients = np.array([1, 2, 4, 7])
+    torch.manual_seed(123)  # a different global RNG state for each run
+    runs[0].learner.local_round(RoundPlan(0, clients, 4, 0.5, 1.0, 4))
+    torch.manual_seed(456)
+    runs[1].learner.local_round(RoundPlan(0, clients[::-1], 4, 0.5, 1.0, 4))
+    for c in clients.tolist():
+        a, b = (r.learner._pending[c]["update"] for r in runs)
+        for name in a:
+            torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)

@@ -30,7 +30,12 @@ from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientUpload, Learner, ModelGeometry, RoundPlan
 from wirelessfl.lora_math import covariance_norm, orthogonality_penalty, orthogonality_residual
 from wirelessfl.training.aggregation import aggregation_weights, apply_updates
-from wirelessfl.training.local import LocalTrainer, measure_step_flops, torch_generator
+from wirelessfl.training.local import (
+    LocalTrainer,
+    derived_seed,
+    measure_step_flops,
+    torch_generator,
+)
 from wirelessfl.training.lora_state import TrainableState
 
 
@@ -195,6 +200,7 @@ class LoraLearner(Learner):
                 generator=gen,
                 optimizer_state=opt_state,
                 record_grad_norms=self.recorder is not None,
+                model_seed=derived_seed(sc.seed, "model", cid, plan.round_index),
             )
             if self.recorder is not None:
                 self.recorder.local(result.grad_norms)

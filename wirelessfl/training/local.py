@@ -20,14 +20,18 @@ from wirelessfl.lora_math import orthogonality_penalty
 from wirelessfl.training.lora_state import TrainableState
 
 
+def derived_seed(seed: int, stream: str, client: int, round_index: int) -> int:
+    """A 63-bit seed addressed by (seed, stream, client, round): independent of call order."""
+    words = [int(seed), zlib.crc32(stream.encode()), int(client), int(round_index)]
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & (2**63 - 1)
+
+
 def torch_generator(
     seed: int, stream: str, client: int, round_index: int, device: str | torch.device = "cpu"
 ) -> torch.Generator:
     """A torch generator addressed by (seed, stream, client, round): independent of call order."""
-    words = [int(seed), zlib.crc32(stream.encode()), int(client), int(round_index)]
-    state = np.random.SeedSequence(words).generate_state(1, np.uint64)[0]
     gen = torch.Generator(device=device)
-    gen.manual_seed(int(state) & (2**63 - 1))
+    gen.manual_seed(derived_seed(seed, stream, client, round_index))
     return gen
 
 
@@ -85,8 +89,35 @@ class LocalTrainer:
         generator: torch.Generator,
         optimizer_state: dict | None = None,
         record_grad_norms: bool = False,
+        model_seed: int | None = None,
     ) -> LocalResult:
-        """Start from ``global_state``, take ``steps`` optimizer steps on ``data``."""
+        """Start from ``global_state``, take ``steps`` optimizer steps on ``data``.
+
+        ``model_seed`` seeds torch's global generator for the duration of training (in a forked
+        RNG scope), so stochastic layers (dropout, drop-connect) draw the same masks whatever
+        trained before: results do not depend on client order, and a resumed run repeats.
+        """
+        if model_seed is None:
+            return self._train(
+                global_state, data, steps, batch_size, generator, optimizer_state, record_grad_norms
+            )
+        device = generator.device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(model_seed)
+            return self._train(
+                global_state, data, steps, batch_size, generator, optimizer_state, record_grad_norms
+            )
+
+    def _train(
+        self,
+        global_state: dict[str, torch.Tensor],
+        data,
+        steps: int,
+        batch_size: int,
+        generator: torch.Generator,
+        optimizer_state: dict | None,
+        record_grad_norms: bool,
+    ) -> LocalResult:
         self.state.load(global_state)
         train_mode(self.model)
         opt = self._make_optimizer()
