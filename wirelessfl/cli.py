@@ -71,7 +71,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from wirelessfl.training.calibrate import calibrate_run
 
         return calibrate_run(run, progress=not args.quiet)
-    result = run.execute(progress=not args.quiet)
+    try:
+        result = run.execute(progress=not args.quiet)
+    except KeyboardInterrupt:
+        print(
+            f"wirelessfl: interrupted; continue with: wirelessfl run --resume {run.out}",
+            file=sys.stderr,
+        )
+        return 130
     print(_summary(result))
     return 0
 
