@@ -57,3 +57,19 @@ def digits_scenario(**overrides):
         "output": {"clients": True, "checkpoint_every": 1},
     }
     return scenario_from_dict(_set(data, overrides))
+
+
+def interrupt_at(run, round_index: int) -> None:
+    """Execute ``run`` until it is interrupted (KeyboardInterrupt) when ``round_index`` starts."""
+    import pytest
+
+    original = run.sim.run_round
+
+    def dying(t):
+        if t == round_index:
+            raise KeyboardInterrupt
+        return original(t)
+
+    run.sim.run_round = dying
+    with pytest.raises(KeyboardInterrupt):
+        run.execute()

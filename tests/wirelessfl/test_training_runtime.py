@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scenario_helpers import digits_scenario
+from scenario_helpers import digits_scenario, interrupt_at
 
 from wirelessfl.errors import ConfigError, SimulationError
 from wirelessfl.learners.base import RoundPlan
@@ -70,17 +70,7 @@ def test_same_seed_same_run_and_client_order_does_not_matter(tmp_path):
 
 def test_training_run_resumes_to_the_same_table(tmp_path):
     full = run_scenario(digits_scenario(rounds=6), tmp_path / "full")
-    run = Run(digits_scenario(rounds=6), tmp_path / "cut")
-    original = run.sim.run_round
-
-    def dying(t):
-        if t == 4:
-            raise KeyboardInterrupt
-        return original(t)
-
-    run.sim.run_round = dying
-    with pytest.raises(KeyboardInterrupt):
-        run.execute()
+    interrupt_at(Run(digits_scenario(rounds=6), tmp_path / "cut"), 4)
     resumed = resume_run(tmp_path / "cut")
     pd.testing.assert_frame_equal(_rounds(full), _rounds(resumed))
 
@@ -180,16 +170,7 @@ def test_kept_adam_state_is_per_client_and_survives_resume(tmp_path):
     kw = {"learner.optimizer": "adam", "learner.lr": 0.01, "learner.keep_optimizer_state": True}
     full = run_scenario(digits_scenario(rounds=5, **kw), tmp_path / "full")
     run = Run(digits_scenario(rounds=5, **kw), tmp_path / "cut")
-    original = run.sim.run_round
-
-    def dying(t):
-        if t == 3:
-            raise KeyboardInterrupt
-        return original(t)
-
-    run.sim.run_round = dying
-    with pytest.raises(KeyboardInterrupt):
-        run.execute()
+    interrupt_at(run, 3)
     states = run.learner.optimizer_state
     assert states and all("exp_avg" in s["state"][0] for s in states.values())
     resumed = resume_run(tmp_path / "cut")
