@@ -155,9 +155,7 @@ class StrategyConfig:
     sparsifier: str = option("soft", doc="soft | topk | random | structured | none")
     error_feedback: bool = option(True, doc="eqs. (4)-(7) error memory")
     aggregation: str = option(
-        "weighted_mean",
-        choices=("weighted_mean", "unbiased"),
-        doc="data-weighted mean of arrivals, or Algorithm 3's (N/K) sum p_k",
+        "weighted_mean", doc="weighted_mean (of arrivals) | unbiased (Algorithm 3's (N/K) p_k)"
     )
 
 

@@ -8,11 +8,26 @@ over all N clients and K the scheduled count. They coincide for equal p_k when a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
-AGGREGATIONS = ("weighted_mean", "unbiased")
+def _weighted_mean(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
+    """p_k / sum of the arrived p_k (DESIGN item 9, the default)."""
+    total = float(sum(p))
+    return [x / total for x in p] if total > 0 else []
+
+
+def _unbiased(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
+    """(N / K) p_k: Algorithm 3, lines 15-16."""
+    return [n_clients / n_scheduled * x for x in p]
+
+
+#: aggregation rule name -> weights(p_k of the arrived, N, K); one line per rule
+AGGREGATIONS: dict[str, Callable[[Sequence[float], int, int], list[float]]] = {
+    "weighted_mean": _weighted_mean,
+    "unbiased": _unbiased,
+}
 
 
 def aggregation_weights(
@@ -22,15 +37,12 @@ def aggregation_weights(
 
     Args:
         data_fractions: p_k = |D_k| / |D| of the arrived clients.
-        rule: ``weighted_mean`` or ``unbiased``.
+        rule: a name in :data:`AGGREGATIONS`.
         n_clients: N.  n_scheduled: K^t.
     """
-    if rule == "weighted_mean":
-        total = float(sum(data_fractions))
-        return [p / total for p in data_fractions] if total > 0 else []
-    if rule == "unbiased":
-        return [n_clients / n_scheduled * p for p in data_fractions]
-    raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {rule!r}")
+    if rule not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {tuple(AGGREGATIONS)}, got {rule!r}")
+    return AGGREGATIONS[rule](data_fractions, n_clients, n_scheduled)
 
 
 @torch.no_grad()

@@ -64,6 +64,13 @@ class LoraLearner(Learner):
                 f"strategy.sparsifier: unknown sparsifier {scenario.strategy.sparsifier!r} "
                 f"(accepted: {', '.join(SPARSIFIERS)})"
             )
+        from wirelessfl.training.aggregation import AGGREGATIONS
+
+        if scenario.strategy.aggregation not in AGGREGATIONS:
+            raise ConfigError(
+                f"strategy.aggregation: unknown rule {scenario.strategy.aggregation!r} "
+                f"(accepted: {', '.join(AGGREGATIONS)})"
+            )
         self.device = _pick_device(lc.device)
         try:
             self.data = load_dataset(lc.dataset, seed=scenario.seed, **dict(lc.dataset_options))
