@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+
 def _weighted_mean(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
     """p_k / sum of the arrived p_k (DESIGN item 9, the default)."""
     total = float(sum(p))
