@@ -100,9 +100,10 @@ def _cmd_channels(args: argparse.Namespace) -> int:
         f"equal shares 1/N"
     )
     keys = list(rep)
-    print("client  " + "  ".join(f"{k:>22}" for k in keys))
+    widths = [max(len(k), 10) for k in keys]
+    print("  ".join(f"{k:>{w}}" for k, w in zip(keys, widths, strict=True)))
     for i in show:
-        print(f"{i:6d}  " + "  ".join(f"{float(rep[k][i]):22.4g}" for k in keys))
+        print("  ".join(f"{float(rep[k][i]):>{w}.4g}" for k, w in zip(keys, widths, strict=True)))
     return 0
 
 
