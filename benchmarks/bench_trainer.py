@@ -249,7 +249,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     parser.add_argument("--models", default="vit_random,minilm")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: keep)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default 1 on a CPU device: a shared, oversubscribed CPU makes "
+        "multi-threaded small ops erratic; 0 keeps torch's default)",
+    )
     args = parser.parse_args(argv)
     args.K = [int(x) for x in args.K.split(",")]
     if args.steps is None:
@@ -257,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device)
     if args.dtype is None:
         args.dtype = "bf16" if device.type == "cuda" else "fp32"
+    if args.threads is None:
+        args.threads = 1 if device.type == "cpu" else 0
     if args.threads:
         torch.set_num_threads(args.threads)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()

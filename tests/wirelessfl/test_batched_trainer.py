@@ -25,7 +25,7 @@ from torch import nn  # noqa: E402
 
 from wirelessfl.data import ArrayDataset, load_dataset  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
-from wirelessfl.models.base import image_loss_and_logits, seeded  # noqa: E402
+from wirelessfl.models.base import ModelBundle, image_loss_and_logits, seeded  # noqa: E402
 from wirelessfl.training.batched import BatchedTrainer, truncate_rank  # noqa: E402
 from wirelessfl.training.local import LocalTrainer, torch_generator  # noqa: E402
 from wirelessfl.training.lora_state import TrainableState  # noqa: E402
@@ -302,14 +302,31 @@ def test_minilm_two_layers_matches_sequential(dtype):
 # --------------------------------------------------------------------------------------------
 
 
+def _mlp_bundle():
+    return build_model("tiny_mlp", n_classes=10, seed=0)
+
+
+def _conv_bundle():
+    """A small CNN with BatchNorm (frozen by train_mode) and LoRA on a 3x3 conv, a strided
+    1x1 conv and a linear layer; head ``head``."""
+    with seeded(0):
+        net = _ConvNet(norm=True)
+    return ModelBundle(
+        model=net,
+        target_modules=["conv", "pw", "fc"],
+        head_modules=["head"],
+        kind="image",
+        loss_and_logits=image_loss_and_logits,
+    )
+
+
 @pytest.mark.parametrize("rslora", [False, True], ids=["lora", "rslora"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_rank_padded_client_trains_like_unpadded(digits, optimizer, rslora):
+@pytest.mark.parametrize("make", [_mlp_bundle, _conv_bundle], ids=["mlp", "conv"])
+def test_rank_padded_client_trains_like_unpadded(digits, make, optimizer, rslora):
     dtype = torch.float64
     r_max, ranks = 4, [2, 4, 3]
-    model, state = wrap(
-        build_model("tiny_mlp", n_classes=10, seed=0), rank=r_max, dtype=dtype, rslora=rslora
-    )
+    model, state = wrap(make(), rank=r_max, dtype=dtype, rslora=rslora)
     g = nonzero_start(state, dtype)
     _, batched = trainers(model, state, image_loss_and_logits, optimizer, dtype)
     data = client_sets(digits.train, [30, 41, 25], dtype)
@@ -317,9 +334,7 @@ def test_rank_padded_client_trains_like_unpadded(digits, optimizer, rslora):
     bat = batched.train_many(g, data, steps=steps, batch_size=16, generators=gens(3), ranks=ranks)
     for c, (r, res) in enumerate(zip(ranks, bat, strict=True)):
         # the client's unpadded self: its own peft model at rank r, same base and head
-        small, small_state = wrap(
-            build_model("tiny_mlp", n_classes=10, seed=0), rank=r, dtype=dtype, rslora=rslora
-        )
+        small, small_state = wrap(make(), rank=r, dtype=dtype, rslora=rslora)
         ref_trainer, _ = trainers(small, small_state, image_loss_and_logits, optimizer, dtype)
         ref = ref_trainer.train(
             truncate_rank(g, state, r),
@@ -396,15 +411,20 @@ def test_memory_is_lora_sized_and_model_untouched():
 
 
 class _ConvNet(nn.Module):
+    """``conv`` 3x3 -> [BatchNorm] -> ReLU -> ``pw`` 1x1 stride 2 -> ``fc`` -> ``head``;
+    input ``(B, 1, 8, 8)``."""
+
     def __init__(self, norm: bool = False) -> None:
         super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.norm = nn.BatchNorm2d(4) if norm else nn.Identity()
-        self.fc = nn.Linear(4 * 8 * 8, 10)
-        self.head = nn.Linear(10, 10)
+        self.conv = nn.Conv2d(1, 6, 3, padding=1)
+        self.norm = nn.BatchNorm2d(6) if norm else nn.Identity()
+        self.pw = nn.Conv2d(6, 8, 1, stride=2)
+        self.fc = nn.Linear(8 * 4 * 4, 16)
+        self.head = nn.Linear(16, 10)
 
     def forward(self, x):
-        return self.head(self.fc(self.norm(self.conv(x)).flatten(1)))
+        h = self.pw(torch.relu(self.norm(self.conv(x))))
+        return self.head(torch.relu(self.fc(h.flatten(1))))
 
 
 def _peft(model, targets):
@@ -413,9 +433,71 @@ def _peft(model, targets):
         return peft.get_peft_model(model, config)
 
 
-def test_conv2d_lora_is_refused():
-    model = _peft(_ConvNet(), ["conv", "fc"])
-    with pytest.raises(NotImplementedError, match=r"'base_model\.model\.conv'.*Conv2d"):
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_conv2d_lora_with_batchnorm_matches_sequential(digits, optimizer):
+    """peft lora.Conv2d (3x3 and strided 1x1) as grouped convolutions; BatchNorm frozen by
+    train_mode (as LocalTrainer does), so it does not mix clients."""
+    dtype = torch.float64
+    bundle = _conv_bundle()
+    with torch.no_grad():  # non-trivial running statistics
+        bundle.model.norm.running_mean.uniform_(-0.2, 0.2)
+        bundle.model.norm.running_var.uniform_(0.5, 2.0)
+    model, state = wrap(bundle, rank=3, dtype=dtype)
+    assert [type(model.get_submodule(la.name)).__name__ for la in state.layers] == [
+        "Conv2d",
+        "Linear",
+        "Conv2d",
+    ]
+    g = nonzero_start(state, dtype)
+    local, batched = trainers(model, state, image_loss_and_logits, optimizer, dtype)
+    data = client_sets(digits.train, SIZES, dtype)
+    seq = sequential(local, g, data, STEPS, 16)
+    bat = batched.train_many(
+        g, data, steps=STEPS, batch_size=16, generators=gens(4), record_grad_norms=True
+    )
+    assert_same(seq, bat, dtype, optimizer=optimizer)
+    assert not model.get_submodule("base_model.model.norm").training
+
+
+def test_efficientnet_lite0_matches_sequential():
+    """The registry CNN: LoRA on 1x1 convs of the last block and the head conv, frozen BN;
+    dropout and drop-connect off (their masks cannot match, see the module docstring)."""
+    pytest.importorskip("efficientnet_lite_pytorch")
+    try:
+        bundle = build_model("efficientnet_lite0", n_classes=4, seed=0, n_blocks=1, dropout=0.0)
+    except Exception as err:  # noqa: BLE001 - the weights package may be absent
+        pytest.skip(f"EfficientNet-Lite0 weights unavailable: {err}")
+    net = bundle.model
+    net._global_params = net._global_params._replace(drop_connect_rate=0.0)
+    dtype = torch.float32
+    model, state = wrap(bundle, rank=4, alpha=8, dtype=dtype)
+    g = nonzero_start(state, dtype)
+    gen = torch.Generator().manual_seed(0)
+    data = [
+        ArrayDataset(torch.randn(n, 3, 32, 32, generator=gen), torch.arange(n) % 4)
+        for n in (6, 4, 5)
+    ]
+    local, batched = trainers(model, state, bundle.loss_and_logits, "adam", dtype, zeta=0.01)
+    steps = [2, 1, 2]
+    seq = sequential(local, g, data, steps, 4)
+    bat = batched.train_many(
+        g, data, steps=steps, batch_size=4, generators=gens(3), record_grad_norms=True
+    )
+    assert_same(seq, bat, dtype, optimizer="adam", tol=dict(rtol=1e-3, atol=1e-5))
+
+
+def test_embedding_lora_is_refused():
+    class Tok(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.head(self.emb(x).mean(1))
+
+    model = _peft(Tok(), ["emb"])
+    with pytest.raises(NotImplementedError, match=r"'base_model\.model\.emb'.*Embedding"):
         BatchedTrainer(
             model=model,
             state=TrainableState(model),
@@ -426,17 +508,48 @@ def test_conv2d_lora_is_refused():
         )
 
 
-def test_batchnorm_is_refused():
-    model = _peft(_ConvNet(norm=True), ["fc"])
-    with pytest.raises(NotImplementedError, match="BatchNorm2d.*mix clients"):
-        BatchedTrainer(
-            model=model,
-            state=TrainableState(model),
-            loss_fn=image_loss_and_logits,
-            optimizer="sgd",
-            lr=0.1,
-            zeta=0.0,
+def test_model_seeds_make_dropout_reproducible(digits):
+    """With dropout active, ``model_seeds`` make a call reproducible and independent of the
+    global generator, which is left as it was."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(64, 32)
+            self.drop = nn.Dropout(0.3)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.head(self.drop(torch.relu(self.fc1(x.flatten(1)))))
+
+    with seeded(0):
+        net = Net()
+    model = _peft(net, ["fc1"]).double()
+    state = TrainableState(model)
+    g = nonzero_start(state, torch.float64)
+    _, batched = trainers(model, state, image_loss_and_logits, "adam", torch.float64)
+    data = client_sets(digits.train, [30, 21, 16], torch.float64)
+
+    def run(seeds):
+        return batched.train_many(
+            g, data, steps=[3, 4, 2], batch_size=8, generators=gens(3), model_seeds=seeds
         )
+
+    torch.manual_seed(1)
+    first = run([11, 12, 13])
+    torch.manual_seed(2)
+    rng = torch.random.get_rng_state()
+    second = run([11, 12, 13])  # another global generator state: same result
+    assert torch.equal(torch.random.get_rng_state(), rng)  # left as it was
+    other = run([11, 12, 14])
+    for a, b in zip(first, second, strict=True):
+        for n in a.local:
+            assert torch.equal(a.local[n], b.local[n])
+    assert any(
+        not torch.equal(a.local[n], b.local[n])
+        for a, b in zip(first, other, strict=True)
+        for n in a.local
+    )
 
 
 def test_non_mean_loss_is_refused_and_patches_are_removed(digits):
@@ -490,33 +603,49 @@ def test_generic_head_module_via_vmap(digits):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_matches_sequential_and_memory(digits):
+def test_cuda_matches_sequential_and_memory():
+    """On CUDA: same results as the sequential trainer (CPU generators, so the batch order is
+    the CPU one), peak memory of the same order as one step over K x b samples plus the
+    per-client state, and a finite bf16-autocast run close to the fp32 one."""
     dev = torch.device("cuda")
     dtype = torch.float32
     bundle, model, state = _vit(dtype)
     model.to(dev)
-    state = TrainableState(model)
-    g = nonzero_start(state, dtype)
+    g = {n: v.to(dev) for n, v in nonzero_start(state, dtype).items()}
     gen = torch.Generator().manual_seed(0)
-    k = 8
+    k, b = 8, 8
     data = [
-        ArrayDataset(torch.randn(16, 3, 16, 16, generator=gen), torch.arange(16) % 3).to(dev)
+        ArrayDataset(torch.randn(2 * b, 3, 16, 16, generator=gen), torch.arange(2 * b) % 3).to(dev)
         for _ in range(k)
     ]
+    big = ArrayDataset(torch.cat([d.x for d in data]), torch.cat([d.y for d in data]))
     local, batched = trainers(model, state, bundle.loss_and_logits, "adam", dtype)
-    steps = [3] * k
-    seq = sequential(local, g, data, steps, 8)  # CPU generators: batch order as on CPU
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    start = torch.cuda.memory_allocated()
-    bat = batched.train_many(g, data, steps=steps, batch_size=8, generators=gens(k))
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - start
-    for a, b in zip(seq, bat, strict=True):
+    steps = [2] * k
+    seq = sequential(local, g, data, steps, b)
+
+    def peak_of(fn):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        out = fn()
+        torch.cuda.synchronize()
+        return out, torch.cuda.max_memory_allocated() - start
+
+    _, ceiling = peak_of(
+        lambda: local.train(g, big, steps=1, batch_size=k * b, generator=gens(1)[0])
+    )
+    bat, peak = peak_of(
+        lambda: batched.train_many(g, data, steps=steps, batch_size=b, generators=gens(k))
+    )
+    for a, r in zip(seq, bat, strict=True):
+        assert r.local[next(iter(r.local))].device.type == "cuda"
         for name in a.local:
-            torch.testing.assert_close(b.local[name], a.local[name], rtol=1e-3, atol=1e-5)
-        assert b.mean_loss == pytest.approx(a.mean_loss, rel=1e-4)
-    base_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    # per-client state plus activations of K x 8 tiny samples: far below one model copy per
-    # client
-    assert peak < batched.last_client_state_bytes + k * base_bytes
+            torch.testing.assert_close(r.local[name], a.local[name], rtol=1e-3, atol=1e-5)
+        assert r.mean_loss == pytest.approx(a.mean_loss, rel=1e-4)
+    assert peak <= 2 * ceiling + 2 * batched.last_client_state_bytes + 2**20
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        half = batched.train_many(g, data, steps=steps, batch_size=b, generators=gens(k))
+    for a, r in zip(bat, half, strict=True):
+        assert math.isfinite(r.mean_loss)
+        assert r.mean_loss == pytest.approx(a.mean_loss, rel=5e-2)
+        assert all(bool(torch.isfinite(v).all()) for v in r.local.values())

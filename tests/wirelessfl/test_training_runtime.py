@@ -194,3 +194,15 @@ def test_stochastic_layers_do_not_depend_on_client_order(tmp_path):
         a, b = (r.learner._pending[c]["update"] for r in runs)
         for name in a:
             torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+
+
+def test_batched_trainer_reproduces_the_sequential_run(tmp_path):
+    """trainer = batched gives the sequential peft trainer's rounds table (float tolerance)."""
+    kw = {"learner.optimizer": "adam", "learner.lr": 0.01, "learner.keep_optimizer_state": True}
+    seq = run_scenario(digits_scenario(rounds=4, **kw), tmp_path / "seq")
+    bat = run_scenario(
+        digits_scenario(rounds=4, **kw, **{"learner.trainer": "batched"}), tmp_path / "bat"
+    )
+    cols = ["loss", "accuracy", "test_loss", "cov_norm", "orth_residual"]
+    pd.testing.assert_frame_equal(_rounds(seq)[cols], _rounds(bat)[cols], rtol=1e-4, atol=1e-6)
+    pd.testing.assert_series_equal(seq.rounds.bits_up, bat.rounds.bits_up)

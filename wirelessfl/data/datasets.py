@@ -112,7 +112,10 @@ class ArrayDataset:
 
     def batch(self, indices: torch.Tensor | np.ndarray | Sequence[int]) -> dict[str, torch.Tensor]:
         """One batch dict for ``indices``: keys ``x``, ``y`` and, for text, ``attention_mask``."""
-        idx = torch.as_tensor(np.asarray(indices, dtype=np.int64)).to(self.y.device)
+        if isinstance(indices, torch.Tensor):
+            idx = indices.to(device=self.y.device, dtype=torch.int64)
+        else:
+            idx = torch.as_tensor(np.asarray(indices, dtype=np.int64)).to(self.y.device)
         out = {"x": self.x[idx], "y": self.y[idx]}
         if self.attention_mask is not None:
             out["attention_mask"] = self.attention_mask[idx]

@@ -18,10 +18,19 @@ While :meth:`BatchedTrainer.train_many` runs, the ``forward`` of every peft ``lo
 afterwards, also on errors) by a grouped version: the layer input ``x`` of shape
 ``(G * b, ..., d_in)`` (the G active clients' samples, client-major, b per client) is viewed
 as ``(G, b * ..., d_in)`` and multiplied by the client stacks with one ``torch.bmm`` /
-``torch.baddbmm``; peft's own ``lora.Linear.forward`` (base layer, dropout, dtype casts,
-``scaling``) runs unchanged around it. Gradients therefore reach each client's stack rows
-from its own samples only, and one backward pass of ``sum_k (task_k + zeta * reg_k)`` gives
-every client exactly the gradient of its own loss.
+``torch.baddbmm`` (conv LoRA: one convolution with ``groups = G`` over the batch laid out as
+``(b, G * C, H, W)``); peft's own ``lora.Linear`` / ``lora.Conv2d`` forward (base layer,
+dropout, dtype casts, ``scaling``) runs unchanged around it. Gradients therefore reach each
+client's stack rows from its own samples only, and one backward pass of
+``sum_k (task_k + zeta * reg_k)`` gives every client exactly the gradient of its own loss.
+
+Why patch the LoRA sub-layers rather than ``torch.func.vmap`` the whole model over stacked
+parameters: vmap would run the transformers forward (mask building, attention dispatch,
+data-dependent checks) under a batching transform that several of those paths do not
+support, and its result is not obviously one base GEMM; replacing only the rank-r products
+keeps peft's and transformers' code paths exactly as the sequential trainer runs them, with
+the frozen base applied once to all ``G * b`` samples. (``vmap`` is used only for head
+modules that are not ``nn.Linear``.)
 
 * **Batches**: each client's generator is used exactly as ``LocalTrainer.train`` uses it
   (``randperm`` of its data, reshuffled when exhausted), so the batch order is the same.
@@ -38,7 +47,7 @@ every client exactly the gradient of its own loss.
   ``NotImplementedError`` otherwise (then pass a matching ``sample_loss_fn``).
 * **Regularizer**: eq. (2) per client via :func:`~wirelessfl.lora_math.orthogonality_penalty`
   on the stacked paper-orientation factors ``theta_B = A^T (G, d_in, r)``, ``theta_A = B^T
-  (G, r, d_out)``.
+  (G, r, d_out)`` (conv: ``d_in = C * kh * kw``, as ``TrainableState.paper_factors``).
 * **Optimizers**: SGD and Adam are applied to the stacks with the arithmetic of
   ``torch.optim``'s single-tensor (CPU) implementation, per client: clients are grouped by
   (step count, lr, betas, eps) and each group is updated with ``torch._foreach_*`` ops over
@@ -47,6 +56,10 @@ every client exactly the gradient of its own loss.
   parameter; ``step``, ``exp_avg``, ``exp_avg_sq``), so the two trainers' states are
   interchangeable between rounds. As in ``torch.optim``, a loaded state's ``param_groups``
   hyper-parameters (lr, betas, eps) win over the trainer's.
+* **Memory**: per client, its trainable parameters (LoRA factors and head), their gradients
+  and, for Adam, two moments: ``K * n_trainable * (2 | 4)`` elements
+  (``last_client_state_bytes``), plus the activations of the concatenated batch; the base
+  model is never copied.
 * **Ranks**: clients of different LoRA ranks run by zero padding to the model's rank
   (``ranks=``): client k starts from the global state truncated to its first ``r_k``
   components, and its LoRA output is rescaled so that it uses ``lora_alpha / r_k`` (or
@@ -58,24 +71,30 @@ every client exactly the gradient of its own loss.
 
 Supported layers
 ----------------
-LoRA: peft ``lora.Linear`` (vanilla LoRA, any ``lora_dropout``; MiniLM/BERT, ViT, SmolLM2
-projections, ``tiny_mlp``'s fc layers). Any other LoRA layer type (``lora.Conv2d`` in
-EfficientNet, ``lora.Embedding``, transformers ``Conv1D``, DoRA or other variants) raises
-``NotImplementedError`` naming the layer and its type when the trainer is built: there is no
-silent sequential fallback, use :class:`~wirelessfl.training.local.LocalTrainer` for such
-models. Head parameters: ``nn.Linear`` owners use ``baddbmm``; any other module owning a
-trainable full parameter runs under ``torch.func.vmap`` over the clients. Models whose
-layers couple samples in training mode (BatchNorm: batch statistics would mix clients) are
-refused with ``NotImplementedError``. LoRA inputs must be batch-first (first dim = samples).
+LoRA: peft ``lora.Linear`` (vanilla LoRA, any ``lora_dropout``: MiniLM/BERT, ViT, SmolLM2
+projections, ``tiny_mlp``'s fc layers) and peft ``lora.Conv2d`` whose factors are plain
+``nn.Conv2d`` with zero padding (EfficientNet-Lite0's 1x1 convs, any kernel, stride,
+dilation). Any other LoRA layer (``lora.Embedding``, ``lora.Conv1d`` / ``Conv3d``,
+transformers ``Conv1D``, conv subclasses with their own padding logic, DoRA and other
+variants) raises ``NotImplementedError`` naming the layer and its type when the trainer is
+built: there is no silent sequential fallback; use
+:class:`~wirelessfl.training.local.LocalTrainer` for such models. Head parameters:
+``nn.Linear`` owners use ``baddbmm``; any other module owning a trainable full parameter runs
+under ``torch.func.vmap`` over the clients. Batch-norm layers are put in eval mode by
+:func:`~wirelessfl.training.local.train_mode` exactly as ``LocalTrainer`` does (frozen
+statistics), so no layer couples samples. LoRA inputs must be batch-first (first dim =
+samples); other layouts raise ``NotImplementedError`` at the first step.
 
 Exactness
 ---------
-With no dropout the results equal the sequential trainer's up to float rounding (different
-matmul shapes sum in different orders). With dropout > 0 (e.g. MiniLM's default 0.1) the
-masks are drawn once over the concatenated batch from torch's global generator, so results
-match the sequential trainer in distribution only, as the sequential trainer itself depends
-on the global generator's position. The model's own trainable parameters are neither read
-nor changed (the global state comes in as ``global_state``).
+Without stochastic layers the results equal the sequential trainer's up to float rounding
+(matmuls of different shapes sum in different orders). With dropout or drop-connect active
+(MiniLM's default 0.1, EfficientNet's drop-connect) the masks are drawn over the
+concatenated batch from torch's global generator, seeded from ``model_seeds`` when given:
+reproducible and order-independent, but a client's masks depend on which clients share the
+batch and differ from the sequential trainer's (same distribution). The model's own
+trainable parameters are neither read nor changed (the start state comes in as
+``global_state``).
 """
 
 from __future__ import annotations
@@ -93,7 +112,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
-from wirelessfl.training.local import LocalResult
+from wirelessfl.training.local import LocalResult, train_mode
 from wirelessfl.training.lora_state import TrainableState
 
 __all__ = [
@@ -186,6 +205,42 @@ def _grouped_linear(
     return y.reshape(*lead, weight.shape[1])
 
 
+def _grouped_conv2d(
+    x: torch.Tensor, weight: torch.Tensor, conv: nn.Conv2d, n_samples: int, where: str
+) -> torch.Tensor:
+    """Per-client 2-D convolution of client-major samples, as one grouped convolution.
+
+    Args:
+        x: ``(G * b, C, H, W)``, client g's samples at rows ``g*b .. (g+1)*b - 1``.
+        weight: ``(G, C_out, C / groups, kh, kw)``: client g's kernel.
+        conv: the layer whose stride, padding, dilation and groups apply.
+
+    Returns:
+        ``(G * b, C_out, H', W')``: client g's rows convolved with ``weight[g]``. The batch is
+        laid out as ``(b, G * C, H, W)`` and convolved with ``groups = G * conv.groups``.
+    """
+    if x.ndim != 4 or x.shape[0] != n_samples:
+        raise NotImplementedError(
+            f"BatchedTrainer: conv layer {where!r} got an input of shape {tuple(x.shape)}; "
+            f"expected (samples={n_samples}, C, H, W)"
+        )
+    g = weight.shape[0]
+    b = n_samples // g
+    xg = x.reshape(g, b, *x.shape[1:]).transpose(0, 1).reshape(b, -1, *x.shape[2:])
+    w = weight.reshape(-1, *weight.shape[2:])
+    y = F.conv2d(xg, w, None, conv.stride, conv.padding, conv.dilation, g * conv.groups)
+    return y.reshape(b, g, -1, *y.shape[2:]).transpose(0, 1).reshape(n_samples, -1, *y.shape[2:])
+
+
+def _apply(
+    module: nn.Module, x: torch.Tensor, weight: torch.Tensor, n_samples: int, where: str
+) -> torch.Tensor:
+    """``_grouped_linear`` or ``_grouped_conv2d`` by the type of the LoRA factor ``module``."""
+    if isinstance(module, nn.Conv2d):
+        return _grouped_conv2d(x, weight, module, n_samples, where)
+    return _grouped_linear(x, weight, None, n_samples, where)
+
+
 @dataclass
 class _LoraSite:
     """One adapted peft ``lora.Linear`` layer."""
@@ -258,7 +313,9 @@ class BatchedTrainer:
         zeta: float,
         sample_loss_fn: SampleLossFn | None = None,
     ):
+        from peft.tuners.lora.layer import Conv2d as LoraConv2d
         from peft.tuners.lora.layer import Linear as LoraLinear
+        from peft.tuners.tuners_utils import BaseTunerLayer
 
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
@@ -271,24 +328,32 @@ class BatchedTrainer:
         self.sample_loss_fn = sample_loss_fn or cross_entropy_per_sample
         self.last_client_state_bytes = 0
         self.names = list(state.params)  # index i of an optimizer state <-> names[i]
-
-        for name, module in model.named_modules():
-            if isinstance(module, nn.modules.batchnorm._BatchNorm):
-                raise _unsupported(
-                    name, module, "batch statistics in training mode would mix clients"
-                )
+        if not self.names:
+            raise ValueError("the model has no trainable parameters")
 
         self.lora_sites: list[_LoraSite] = []
         for layer in state.layers:
             module = model.get_submodule(layer.name)
-            if type(module) is not LoraLinear:
-                raise _unsupported(layer.name, module, "only peft lora.Linear layers are grouped")
+            if type(module) not in (LoraLinear, LoraConv2d):
+                raise _unsupported(
+                    layer.name, module, "only peft lora.Linear and lora.Conv2d layers are grouped"
+                )
             adapter = layer.a_param.split(".lora_A.")[1].split(".")[0]
             if adapter in getattr(module, "lora_variant", {}):
                 raise _unsupported(layer.name, module, "LoRA variants (e.g. DoRA) are not grouped")
             a_mod, b_mod = module.lora_A[adapter], module.lora_B[adapter]
-            if not (isinstance(a_mod, nn.Linear) and isinstance(b_mod, nn.Linear)):
-                raise _unsupported(layer.name, module, "lora_A / lora_B are not nn.Linear")
+            kinds = {type(a_mod), type(b_mod)}
+            if kinds != {nn.Linear} and kinds != {nn.Conv2d}:
+                raise _unsupported(
+                    layer.name,
+                    module,
+                    f"lora_A / lora_B are {type(a_mod).__name__} / {type(b_mod).__name__}, not "
+                    "both nn.Linear or both plain nn.Conv2d",
+                )
+            if isinstance(a_mod, nn.Conv2d) and any(
+                m.padding_mode != "zeros" for m in (a_mod, b_mod)
+            ):
+                raise _unsupported(layer.name, module, "conv padding_mode other than 'zeros'")
             if a_mod.bias is not None or b_mod.bias is not None:
                 raise _unsupported(layer.name, module, "LoRA factors with a bias")
             self.lora_sites.append(
@@ -308,6 +373,12 @@ class BatchedTrainer:
         for name in state.full_names:
             owner, _, attr = name.rpartition(".")
             owners.setdefault(owner, {})[attr] = name
+            parts = owner.split(".")
+            for i in range(len(parts), 0, -1):  # a tuner layer's own parameters (e.g.
+                path = ".".join(parts[:i])  # lora_embedding_A) are not LoRA pairs we group
+                up = model.get_submodule(path)
+                if isinstance(up, BaseTunerLayer):
+                    raise _unsupported(path, up, "this LoRA layer type is not grouped")
         self.full_sites = [
             _FullSite(owner, model.get_submodule(owner), attrs) for owner, attrs in owners.items()
         ]
@@ -324,7 +395,7 @@ class BatchedTrainer:
         def forward(x: torch.Tensor) -> torch.Tensor:
             ctx = self._ctx
             assert ctx is not None
-            return _grouped_linear(x, ctx.views[site.a_param], None, ctx.n_samples, site.name)
+            return _apply(site.a_mod, x, ctx.views[site.a_param], ctx.n_samples, site.name)
 
         return forward
 
@@ -332,10 +403,11 @@ class BatchedTrainer:
         def forward(h: torch.Tensor) -> torch.Tensor:
             ctx = self._ctx
             assert ctx is not None
-            y = _grouped_linear(h, ctx.views[site.b_param], None, ctx.n_samples, site.name)
+            y = _apply(site.b_mod, h, ctx.views[site.b_param], ctx.n_samples, site.name)
             factor = ctx.factors.get(site.name)
             if factor is not None:  # rank-padded clients: alpha / r_k instead of alpha / r
-                y = (y.reshape(ctx.n_groups, -1, y.shape[-1]) * factor.to(y.dtype)).reshape(y.shape)
+                scale = factor.to(y.dtype).reshape(ctx.n_groups, 1)
+                y = (y.reshape(ctx.n_groups, -1) * scale).reshape(y.shape)
             return y
 
         return forward
@@ -418,6 +490,7 @@ class BatchedTrainer:
         optimizer_states: Sequence[dict | None] | None = None,
         ranks: Sequence[int] | None = None,
         record_grad_norms: bool = False,
+        model_seeds: Sequence[int] | None = None,
     ) -> list[LocalResult]:
         """Train K clients from ``global_state``; result k equals ``LocalTrainer.train``'s.
 
@@ -433,6 +506,12 @@ class BatchedTrainer:
             ranks: K LoRA ranks <= the model's rank (default: all the model's rank); see the
                 module docstring for the zero-padding they imply.
             record_grad_norms: record each client's gradient norm per step.
+            model_seeds: the K ``model_seed`` values ``LocalTrainer.train`` would get. Torch's
+                global generator is seeded (in a forked RNG scope) by one seed derived from
+                all K, so stochastic layers (dropout, drop-connect) are reproducible and
+                independent of what ran before; their masks are drawn over the concatenated
+                batch, so they differ from the sequential trainer's (same distribution). No
+                effect on models without stochastic layers.
 
         Returns:
             K :class:`LocalResult`: ``local`` (peft names and shapes, detached), ``mean_loss``
@@ -456,6 +535,48 @@ class BatchedTrainer:
         for k, data in enumerate(datasets):
             if int(steps[k]) > 0 and len(data) == 0:
                 raise ValueError(f"client {k} has no data but {steps[k]} steps")
+        if model_seeds is None:
+            return self._train_many(
+                global_state,
+                datasets,
+                steps,
+                batch_size,
+                generators,
+                optimizer_states,
+                ranks,
+                record_grad_norms,
+            )
+        if len(model_seeds) != k_all:
+            raise ValueError(f"got {len(model_seeds)} model seeds for {k_all} clients")
+        words = [int(x) for x in model_seeds]
+        seed = int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & (2**63 - 1)
+        device = next(iter(self.state.params.values())).device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            return self._train_many(
+                global_state,
+                datasets,
+                steps,
+                batch_size,
+                generators,
+                optimizer_states,
+                ranks,
+                record_grad_norms,
+            )
+
+    def _train_many(
+        self,
+        global_state: dict[str, torch.Tensor],
+        datasets: Sequence[Any],
+        steps: Sequence[int],
+        batch_size: int,
+        generators: Sequence[torch.Generator],
+        optimizer_states: Sequence[dict | None] | None,
+        ranks: Sequence[int] | None,
+        record_grad_norms: bool,
+    ) -> list[LocalResult]:
+        """:meth:`train_many` after validation, in the caller's RNG scope."""
+        k_all = len(datasets)
 
         schedules = [
             batch_schedule(len(d), int(s), batch_size, g)
@@ -470,7 +591,7 @@ class BatchedTrainer:
         adam = self.optimizer == "adam"
         opt = _StackedAdam(self, order, optimizer_states, stacks) if adam else None
 
-        self.model.train()
+        train_mode(self.model)  # batch-norm statistics frozen, as LocalTrainer does
         losses: list[torch.Tensor] = []
         norms: list[torch.Tensor] = []
         checked = False
@@ -503,7 +624,7 @@ class BatchedTrainer:
                 total = task.sum()
                 if self.zeta != 0.0:
                     reg = sum(
-                        orthogonality_penalty(views[site.a_param].mT, views[site.b_param].mT)
+                        orthogonality_penalty(*self._paper_factors(views, site, g))
                         for site in self.lora_sites
                     )
                     total = total + self.zeta * reg.sum()  # type: ignore[union-attr]
@@ -543,6 +664,16 @@ class BatchedTrainer:
         return [r for r in results if r is not None]
 
     # ---- pieces --------------------------------------------------------------------------
+    @staticmethod
+    def _paper_factors(
+        views: dict[str, torch.Tensor], site: _LoraSite, g: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stacked ``(theta_B (G, d, r), theta_A (G, r, l))`` of one layer (as
+        ``TrainableState.paper_factors``, per client): ``A (G, r, d_in[, k, k])`` and
+        ``B (G, d_out, r[, 1, 1])``."""
+        a, b = views[site.a_param], views[site.b_param]
+        return a.reshape(g, site.rank, -1).mT, b.reshape(g, b.shape[1], site.rank).mT
+
     def _init_stacks(
         self,
         global_state: dict[str, torch.Tensor],

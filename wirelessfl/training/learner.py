@@ -174,6 +174,21 @@ class LoraLearner(Learner):
             lr=lc.lr,
             zeta=lc.zeta,
         )
+        self.batched = None
+        if lc.trainer == "batched":
+            from wirelessfl.training.batched import BatchedTrainer
+
+            try:
+                self.batched = BatchedTrainer(
+                    model=self.model,
+                    state=self.state,
+                    loss_fn=self.bundle.loss_and_logits,
+                    optimizer=lc.optimizer,
+                    lr=lc.lr,
+                    zeta=lc.zeta,
+                )
+            except NotImplementedError as err:
+                raise ConfigError(f"learner.trainer: {err}") from None
         self._flops_per_step = measure_step_flops(
             self.model, self.bundle.loss_and_logits, self.train, lc.batch_size
         )
@@ -194,21 +209,8 @@ class LoraLearner(Learner):
         self._pending = {}
         uploads: dict[int, ClientUpload] = {}
         new_memory: dict[int, dict] = {}
-        for cid in (int(c) for c in plan.clients):
-            indices = self.partition.indices[cid]
-            steps = self._steps_for(len(indices))
-            gen = torch_generator(sc.seed, "batches", cid, plan.round_index, self.device)
-            opt_state = self.optimizer_state.get(cid) if lc.keep_optimizer_state else None
-            result = self.trainer.train(
-                self.global_state,
-                self.train.subset(indices),
-                steps=steps,
-                batch_size=lc.batch_size,
-                generator=gen,
-                optimizer_state=opt_state,
-                record_grad_norms=self.recorder is not None,
-                model_seed=derived_seed(sc.seed, "model", cid, plan.round_index),
-            )
+        clients = [int(c) for c in plan.clients]
+        for cid, n_steps, result in zip(clients, *self._train_clients(plan, clients), strict=True):
             if self.recorder is not None:
                 self.recorder.local(result.grad_norms)
             if not math.isfinite(result.mean_loss):
@@ -231,9 +233,7 @@ class LoraLearner(Learner):
                 self.memory.get(cid),
                 sparsifier=sc.strategy.sparsifier,
                 ratio=float(plan.sparsification),
-                generator=torch_generator(sc.seed, "sparsify", cid, plan.round_index, "cpu")
-                if self.device.type == "cpu"
-                else torch_generator(sc.seed, "sparsify", cid, plan.round_index, self.device),
+                generator=torch_generator(sc.seed, "sparsify", cid, plan.round_index, self.device),
                 error_feedback=sc.strategy.error_feedback,
             )
             update: dict[str, torch.Tensor] = {}
@@ -260,7 +260,7 @@ class LoraLearner(Learner):
                 n_values=int(sent.n_kept) + n_head,
                 n_total=int(sent.n_total) + n_head,
                 index_bits=int(sent.index_bits()),
-                flops=float(self._flops_per_step * steps),
+                flops=float(self._flops_per_step * n_steps),
                 train_loss=result.mean_loss,
             )
         for cid, mem in new_memory.items():  # committed only once every client succeeded
@@ -270,6 +270,48 @@ class LoraLearner(Learner):
                 self.memory[cid] = mem
         self._n_scheduled = plan.n_scheduled
         return uploads
+
+    def _train_clients(self, plan: RoundPlan, clients: list[int]) -> tuple[list[int], list]:
+        """Local training of ``clients`` (sequential peft or batched); (steps, results).
+
+        Batch order comes from CPU generators addressed by (seed, client, round), so it is the
+        same on every device and for both trainers.
+        """
+        sc, lc = self.scenario, self.scenario.learner
+        subsets = [self.train.subset(self.partition.indices[c]) for c in clients]
+        steps = [self._steps_for(len(self.partition.indices[c])) for c in clients]
+        gens = [torch_generator(sc.seed, "batches", c, plan.round_index) for c in clients]
+        opt_states = (
+            [self.optimizer_state.get(c) for c in clients] if lc.keep_optimizer_state else None
+        )
+        seeds = [derived_seed(sc.seed, "model", c, plan.round_index) for c in clients]
+        record = self.recorder is not None
+        if self.batched is not None:
+            results = self.batched.train_many(
+                self.global_state,
+                subsets,
+                steps=steps,
+                batch_size=lc.batch_size,
+                generators=gens,
+                optimizer_states=opt_states,
+                record_grad_norms=record,
+                model_seeds=seeds,
+            )
+        else:
+            results = [
+                self.trainer.train(
+                    self.global_state,
+                    data,
+                    steps=n,
+                    batch_size=lc.batch_size,
+                    generator=gen,
+                    optimizer_state=None if opt_states is None else opt_states[i],
+                    record_grad_norms=record,
+                    model_seed=seeds[i],
+                )
+                for i, (data, n, gen) in enumerate(zip(subsets, steps, gens, strict=True))
+            ]
+        return steps, results
 
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         sc = self.scenario

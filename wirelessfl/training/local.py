@@ -101,7 +101,7 @@ class LocalTrainer:
             return self._train(
                 global_state, data, steps, batch_size, generator, optimizer_state, record_grad_norms
             )
-        device = generator.device
+        device = next(self.model.parameters()).device
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(model_seed)
             return self._train(
