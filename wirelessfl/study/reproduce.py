@@ -150,6 +150,7 @@ def reproduce(
     jobs: int = 1,
     progress: bool = False,
     overrides: list[str] | None = None,
+    seeds: int = 1,
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths."""
     import pandas as pd
@@ -170,6 +171,7 @@ def reproduce(
         study = run_sweep(
             SCENARIO_DIR / spec.scenario,
             grid=grid,
+            seeds=seeds,
             out_dir=out / name,
             jobs=jobs,
             progress=progress,
@@ -189,7 +191,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     figures = list(REPRODUCTIONS) if args.figure == "all" else [args.figure]
     for figure in figures:
         result = reproduce(
-            figure, out_dir=args.out, full=args.full, jobs=args.jobs, progress=not args.quiet
+            figure,
+            out_dir=args.out,
+            full=args.full,
+            jobs=args.jobs,
+            progress=not args.quiet,
+            seeds=args.seeds,
         )
         cols = [
             c
@@ -210,6 +217,7 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
     p.add_argument("--out", default="runs/reproduce", help="parent folder of the studies")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (mean and spread)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_reproduce)
     return p
