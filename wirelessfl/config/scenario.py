@@ -201,7 +201,11 @@ class LearnerConfig:
     keep_optimizer_state: bool = option(False, doc="keep Adam moments between a client's rounds")
     zeta: float = option(0.0, ge=0.0, doc="orthogonality regularizer weight (eq. 2)")
     eval_batch_size: int = option(256, ge=1, doc="evaluation batch size")
-    trainer: str = option("sequential", choices=("sequential", "batched"), doc="trainer")
+    trainer: str = option(
+        "auto",
+        choices=("auto", "sequential", "batched"),
+        doc="auto: batched on CUDA, sequential (the peft reference) on the CPU",
+    )
     device: str = option("auto", choices=("auto", "cpu", "cuda"), doc="torch device")
 
 

@@ -16,6 +16,7 @@ a resumed run repeats an uninterrupted one.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from pathlib import Path
@@ -175,7 +176,10 @@ class LoraLearner(Learner):
             zeta=lc.zeta,
         )
         self.batched = None
-        if lc.trainer == "batched":
+        wanted = lc.trainer
+        if wanted == "auto":
+            wanted = "batched" if self.device.type == "cuda" else "sequential"
+        if wanted == "batched":
             from wirelessfl.training.batched import BatchedTrainer
 
             try:
@@ -188,7 +192,10 @@ class LoraLearner(Learner):
                     zeta=lc.zeta,
                 )
             except NotImplementedError as err:
-                raise ConfigError(f"learner.trainer: {err}") from None
+                if lc.trainer == "batched":
+                    raise ConfigError(f"learner.trainer: {err}") from None
+                logging.getLogger(__name__).info("batched trainer unavailable (%s)", err)
+        self.trainer_name = "batched" if self.batched is not None else "sequential"
         self._flops_per_step = measure_step_flops(
             self.model, self.bundle.loss_and_logits, self.train, lc.batch_size
         )
@@ -404,6 +411,7 @@ class LoraLearner(Learner):
             "model": lc.model,
             "dataset": lc.dataset,
             "device": str(self.device),
+            "trainer": getattr(self, "trainer_name", None),
             "device_name": torch.cuda.get_device_name(0) if self.device.type == "cuda" else "cpu",
             "target_modules": self.targets,
             "adapted_layers": len(self.layer_shapes),
