@@ -197,6 +197,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=not args.quiet,
             seeds=args.seeds,
+            overrides=args.set,
         )
         cols = [
             c
@@ -218,6 +219,7 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/reproduce", help="parent folder of the studies")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel")
     p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (mean and spread)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_reproduce)
     return p
