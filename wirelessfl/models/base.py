@@ -321,6 +321,7 @@ MODELS: dict[str, Callable[..., ModelBundle]] = {
     "efficientnet_lite0": LazyBuilder("wirelessfl.models.efficientnet:build_efficientnet_lite0"),
     "minilm": LazyBuilder("wirelessfl.models.minilm:build_minilm"),
     "smollm2": LazyBuilder("wirelessfl.models.smollm2:build_smollm2"),
+    "smollm2_instruct": LazyBuilder("wirelessfl.models.smollm2:build_smollm2_instruct"),
     "vit_random": LazyBuilder("wirelessfl.models.vit:build_vit_random"),
 }
 

@@ -32,7 +32,7 @@ from wirelessfl.data.assets import (
 from wirelessfl.errors import UserError
 from wirelessfl.models.base import ModelBundle, seeded, text_loss_and_logits
 
-__all__ = ["build_smollm2", "ensure_fp32_cache", "cache_is_complete"]
+__all__ = ["build_smollm2", "build_smollm2_instruct", "ensure_fp32_cache", "cache_is_complete"]
 
 
 def cache_is_complete(folder: pathlib.Path) -> bool:
@@ -158,4 +158,63 @@ def build_smollm2(
             "pad_token_id": model.config.pad_token_id,
             "tokenizer": "smollm2",
         },
+    )
+
+
+#: answer words of the instruction-style task, by class index (rotten = 0, fresh = 1)
+INSTRUCT_ANSWERS = ("negative", "positive")
+
+
+def build_smollm2_instruct(
+    *,
+    n_classes: int,
+    seed: int = 0,
+    cache_dir: str | os.PathLike[str] | None = None,
+    gguf_path: str | os.PathLike[str] | None = None,
+    answers: tuple[str, ...] = INSTRUCT_ANSWERS,
+) -> ModelBundle:
+    """SmolLM2-135M-Instruct as an instruction-following causal LM (``LlamaForCausalLM``).
+
+    No new head: the pretrained LM head scores the answer words. For a prompt built with
+    ``load_dataset("rotten_tomatoes", tokenizer="smollm2", prompt="instruct")``, the logits of
+    class c are the next-token logits, at the last real token, of the first token of
+    ``answers[c]``. The loss is the cross-entropy over those class logits, i.e. the LM's loss
+    on the answer token renormalised over the allowed answers (a verbalizer). Only LoRA is
+    trained (``q_proj``, ``v_proj``), so the task starts from the instruct model's own
+    zero-shot ability.
+    """
+    offline_env()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if len(answers) != n_classes:
+        raise UserError(f"answers: need one answer word per class ({n_classes}), got {answers}")
+    src = ensure_fp32_cache(cache_dir, gguf_path=gguf_path)
+    tok = AutoTokenizer.from_pretrained(str(src))
+    answer_ids = [tok(word, add_special_tokens=False)["input_ids"][0] for word in answers]
+    if len(set(answer_ids)) != len(answer_ids):
+        raise UserError(f"answers: {answers} share their first token; choose distinct words")
+    with seeded(seed):
+        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32)
+    model.config.pad_token_id = _pad_token_id(src, model.config)
+    model.train()
+    index = torch.tensor(answer_ids)
+
+    def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        dev = next(m.parameters()).device
+        ids = batch["x"].to(dev)
+        mask = batch["attention_mask"].to(dev)
+        last = mask.sum(dim=1) - 1  # right padding: the assistant prompt's last token
+        out = m(input_ids=ids, attention_mask=mask)
+        next_token = out.logits[torch.arange(ids.shape[0], device=dev), last]
+        logits = next_token[:, index.to(dev)]
+        return torch.nn.functional.cross_entropy(logits, batch["y"].to(dev)), logits
+
+    return ModelBundle(
+        model=model,
+        target_modules=["q_proj", "v_proj"],
+        head_modules=[],
+        kind="text",
+        loss_and_logits=loss_and_logits,
+        name="smollm2_instruct",
+        info={"answers": list(answers), "answer_token_ids": answer_ids, "source": str(src)},
     )
