@@ -1,7 +1,8 @@
 """The SimPy co-simulator: federated rounds over an FDMA uplink.
 
-One SimPy environment per run, one server process, and one process per client that trains in a
-round (idle clients cost nothing). Per round t the server
+One SimPy environment per run. Each round is one server process (one per round, so the runner
+can checkpoint between rounds; the clock carries on across them) plus one process per client
+that trains in the round (idle clients cost nothing). Per round t the server
 
 1. reads the channel (SNR of all N clients), selects K^t clients (``optim.select_clients``);
 2. marks faults: clients in outage (SNR below ``faults.outage_snr_db``) get no bandwidth and do
