@@ -206,3 +206,44 @@ def test_batched_trainer_reproduces_the_sequential_run(tmp_path):
     cols = ["loss", "accuracy", "test_loss", "cov_norm", "orth_residual"]
     pd.testing.assert_frame_equal(_rounds(seq)[cols], _rounds(bat)[cols], rtol=1e-4, atol=1e-6)
     pd.testing.assert_series_equal(seq.rounds.bits_up, bat.rounds.bits_up)
+
+
+def test_flop_measurement_leaves_the_model_and_global_rng_alone():
+    """Counting FLOPs must not update batch-norm statistics or consume the global RNG."""
+    from wirelessfl.data.datasets import ArrayDataset
+    from wirelessfl.training.local import measure_step_flops
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.Dropout(0.5),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 3),
+    )
+    data = ArrayDataset(torch.randn(8, 1, 8, 8), torch.randint(0, 3, (8,)), None)
+
+    def loss_fn(m, batch):
+        logits = m(batch["x"])
+        return torch.nn.functional.cross_entropy(logits, batch["y"]), logits
+
+    buffers = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    flops = measure_step_flops(model, loss_fn, data, 8)
+    assert flops > 0
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, buffers[key], rtol=0, atol=0)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert model.training
+
+
+@pytest.mark.slow
+def test_efficientnet_round_is_the_same_in_any_global_rng_state(tmp_path):
+    """The default model (BN + drop-connect) trains identically whatever the global RNG held."""
+    from wirelessfl.config import load_scenario
+
+    losses = []
+    for i, global_seed in enumerate((1, 2)):
+        torch.manual_seed(global_seed)
+        sc = load_scenario("default", ["rounds=1", "n_scheduled=2", "learner.local_steps=2"])
+        losses.append(run_scenario(sc, tmp_path / f"e{i}").rounds.loss.iloc[0])
+    assert losses[0] == losses[1]

@@ -167,7 +167,9 @@ def measure_step_flops(model: nn.Module, loss_fn: Callable, data, batch_size: in
     """FLOPs of one training step (forward + backward) on a batch, counted by torch.
 
     Uses ``torch.utils.flop_counter.FlopCounterMode`` on the real model; returns 0.0 if the
-    counter is unavailable. Gradients are cleared afterwards; parameters are not changed.
+    counter is unavailable. The model is left as it was: batch-norm statistics stay frozen
+    (as in local training), stochastic layers draw from a forked, fixed-seed generator, and
+    gradients are cleared afterwards.
     """
     try:
         from torch.utils.flop_counter import FlopCounterMode
@@ -176,13 +178,19 @@ def measure_step_flops(model: nn.Module, loss_fn: Callable, data, batch_size: in
     idx = torch.arange(min(batch_size, len(data)))
     batch = data.batch(idx)
     counter = FlopCounterMode(display=False)
+    was_training = model.training
+    device = next(model.parameters()).device
     try:
-        with counter:
-            loss, _ = loss_fn(model, batch)
-            loss.backward()
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(0)
+            train_mode(model)
+            with counter:
+                loss, _ = loss_fn(model, batch)
+                loss.backward()
     except Exception:  # noqa: BLE001 - an unsupported op only loses the measurement
         return 0.0
     finally:
         model.zero_grad(set_to_none=True)
+        model.train(was_training)
     flops = float(counter.get_total_flops())
     return flops * batch_size / max(1, len(idx))
