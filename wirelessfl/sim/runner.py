@@ -175,6 +175,7 @@ class Run:
 
             bar = tqdm(total=sc.rounds, initial=start, unit="round", dynamic_ncols=True)
         last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), start
+        last_accuracy = None
         try:
             for t in range(start, sc.rounds):
                 outcome = self.sim.run_round(t)
@@ -201,8 +202,10 @@ class Run:
                 if bar is not None:
                     r = outcome.record
                     post = {"t_virtual": f"{r['t_end_s']:.3g}s", "Q": f"{r['queue_after']:.3g}"}
-                    if r["accuracy"] == r["accuracy"]:
-                        post["acc"] = f"{r['accuracy']:.3f}"
+                    if r["accuracy"] == r["accuracy"]:  # evaluated this round
+                        last_accuracy = r["accuracy"]
+                    if last_accuracy is not None:
+                        post["acc"] = f"{last_accuracy:.3f}"
                     bar.set_postfix(post, refresh=False)
                     bar.update(1)
         finally:
