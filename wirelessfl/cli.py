@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -171,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             "wirelessfl: interrupted; continue with: wirelessfl run --resume DIR", file=sys.stderr
         )
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
