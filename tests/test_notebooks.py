@@ -26,6 +26,7 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
         if cell.cell_type == "code":
             assert not cell.outputs, f"{path.name}: outputs must be stripped in git"
     monkeypatch.chdir(tmp_path)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={
-        "metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     assert os.environ["WIRELESSFL_SMALL"] == "1"
