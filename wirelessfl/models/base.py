@@ -64,10 +64,14 @@ LossFn = Callable[[nn.Module, Batch], tuple[torch.Tensor, torch.Tensor]]
 
 
 @contextlib.contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run a block with torch's CPU RNG seeded by ``seed``, restoring the global state after
-    (so building a model never shifts anyone else's random stream)."""
-    with torch.random.fork_rng(devices=[]):
+def seeded(seed: int, device: torch.device | str | None = None) -> Iterator[None]:
+    """Run a block with torch's global RNG seeded by ``seed``, restoring the state after
+    (so building a model or training a client never shifts anyone else's random stream).
+
+    With a CUDA ``device``, that device's generator is forked and seeded too.
+    """
+    dev = torch.device(device) if device is not None else None
+    with torch.random.fork_rng(devices=[dev] if dev is not None and dev.type == "cuda" else []):
         torch.manual_seed(int(seed))
         yield
 

@@ -102,7 +102,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
+from wirelessfl.models.base import seeded
 from wirelessfl.training.local import LocalResult, train_mode
 from wirelessfl.training.lora_state import TrainableState
 
@@ -535,24 +536,15 @@ class BatchedTrainer:
         for k, data in enumerate(datasets):
             if int(steps[k]) > 0 and len(data) == 0:
                 raise ValueError(f"client {k} has no data but {steps[k]} steps")
-        if model_seeds is None:
-            return self._train_many(
-                global_state,
-                datasets,
-                steps,
-                batch_size,
-                generators,
-                optimizer_states,
-                ranks,
-                record_grad_norms,
-            )
-        if len(model_seeds) != k_all:
-            raise ValueError(f"got {len(model_seeds)} model seeds for {k_all} clients")
-        words = [int(x) for x in model_seeds]
-        seed = int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & (2**63 - 1)
-        device = next(iter(self.state.params.values())).device
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(seed)
+        scope = nullcontext()
+        if model_seeds is not None:
+            if len(model_seeds) != k_all:
+                raise ValueError(f"got {len(model_seeds)} model seeds for {k_all} clients")
+            words = [int(x) for x in model_seeds]
+            seed = int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0])
+            device = next(iter(self.state.params.values())).device
+            scope = seeded(seed & (2**63 - 1), device)
+        with scope:
             return self._train_many(
                 global_state,
                 datasets,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
+from wirelessfl.models.base import seeded
 from wirelessfl.training.lora_state import TrainableState
 
 
@@ -97,57 +99,39 @@ class LocalTrainer:
         RNG scope), so stochastic layers (dropout, drop-connect) draw the same masks whatever
         trained before: results do not depend on client order, and a resumed run repeats.
         """
-        if model_seed is None:
-            return self._train(
-                global_state, data, steps, batch_size, generator, optimizer_state, record_grad_norms
-            )
         device = next(self.model.parameters()).device
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(model_seed)
-            return self._train(
-                global_state, data, steps, batch_size, generator, optimizer_state, record_grad_norms
-            )
-
-    def _train(
-        self,
-        global_state: dict[str, torch.Tensor],
-        data,
-        steps: int,
-        batch_size: int,
-        generator: torch.Generator,
-        optimizer_state: dict | None,
-        record_grad_norms: bool,
-    ) -> LocalResult:
-        self.state.load(global_state)
-        train_mode(self.model)
-        opt = self._make_optimizer()
-        if optimizer_state is not None:
-            opt.load_state_dict(optimizer_state)
-        n = len(data)
-        order = torch.randperm(n, generator=generator, device=generator.device)
-        cursor, losses, norms = 0, [], []
-        for _ in range(steps):
-            if cursor >= n:
-                order = torch.randperm(n, generator=generator, device=generator.device)
-                cursor = 0
-            idx = order[cursor : cursor + batch_size]
-            cursor += batch_size
-            opt.zero_grad(set_to_none=True)
-            total, task = self.loss(data.batch(idx))
-            total.backward()
-            if record_grad_norms:
-                grads = [p.grad for p in self.state.params.values() if p.grad is not None]
-                norms.append(
-                    float(
-                        torch.linalg.vector_norm(
-                            torch.stack([torch.linalg.vector_norm(g) for g in grads])
+        scope = seeded(model_seed, device) if model_seed is not None else nullcontext()
+        with scope:
+            self.state.load(global_state)
+            train_mode(self.model)
+            opt = self._make_optimizer()
+            if optimizer_state is not None:
+                opt.load_state_dict(optimizer_state)
+            n = len(data)
+            order = torch.randperm(n, generator=generator, device=generator.device)
+            cursor, losses, norms = 0, [], []
+            for _ in range(steps):
+                if cursor >= n:
+                    order = torch.randperm(n, generator=generator, device=generator.device)
+                    cursor = 0
+                idx = order[cursor : cursor + batch_size]
+                cursor += batch_size
+                opt.zero_grad(set_to_none=True)
+                total, task = self.loss(data.batch(idx))
+                total.backward()
+                if record_grad_norms:
+                    grads = [p.grad for p in self.state.params.values() if p.grad is not None]
+                    norms.append(
+                        float(
+                            torch.linalg.vector_norm(
+                                torch.stack([torch.linalg.vector_norm(g) for g in grads])
+                            )
                         )
                     )
-                )
-            opt.step()
-            losses.append(float(task.detach()))
-        state = opt.state_dict() if self.optimizer == "adam" else None
-        return LocalResult(self.state.snapshot(), float(np.mean(losses)), state, norms)
+                opt.step()
+                losses.append(float(task.detach()))
+            state = opt.state_dict() if self.optimizer == "adam" else None
+            return LocalResult(self.state.snapshot(), float(np.mean(losses)), state, norms)
 
 
 def train_mode(model: nn.Module) -> None:
@@ -179,10 +163,8 @@ def measure_step_flops(model: nn.Module, loss_fn: Callable, data, batch_size: in
     batch = data.batch(idx)
     counter = FlopCounterMode(display=False)
     was_training = model.training
-    device = next(model.parameters()).device
     try:
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(0)
+        with seeded(0, next(model.parameters()).device):
             train_mode(model)
             with counter:
                 loss, _ = loss_fn(model, batch)
