@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from optim import offline_rank_search
 from wirelessfl.controllers.lyapunov import OnlineLyapunov
 from wirelessfl.errors import UserError
@@ -18,10 +16,7 @@ class TwoStage(OnlineLyapunov):
         c, s = self.ctx, self.ctx.settings
         # Lemma 2 with a fixed dense part h (a task head): (K/N) sum_k v h / (B log2(1 + SNR_k))
         # of the budget D_th is spent on it, so the LoRA payload gets what remains.
-        inv_rate = 1.0 / (c.bandwidth_hz * np.log2(1.0 + c.mean_snr))
-        self.fixed_average_delay_s = float(
-            c.n_scheduled / c.n_clients * c.bits_per_value * c.fixed_values * inv_rate.sum()
-        )
+        self.fixed_average_delay_s = c.n_scheduled / c.n_clients * self.fixed_delay_s(c.mean_snr)
         d_th_lora = s.d_th_s - self.fixed_average_delay_s
         if d_th_lora <= 0:
             raise UserError(

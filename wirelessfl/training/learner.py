@@ -167,14 +167,15 @@ class LoraLearner(Learner):
             self.model = get_peft_model(self.bundle.model, config).to(self.device)
         self.state = TrainableState(self.model)
         self.global_state = self.state.snapshot()
-        self.trainer = LocalTrainer(
-            model=self.model,
-            state=self.state,
-            loss_fn=self.bundle.loss_and_logits,
-            optimizer=lc.optimizer,
-            lr=lc.lr,
-            zeta=lc.zeta,
-        )
+        trainer_args = {
+            "model": self.model,
+            "state": self.state,
+            "loss_fn": self.bundle.loss_and_logits,
+            "optimizer": lc.optimizer,
+            "lr": lc.lr,
+            "zeta": lc.zeta,
+        }
+        self.trainer = LocalTrainer(**trainer_args)
         self.batched = None
         wanted = lc.trainer
         if wanted == "auto":
@@ -183,14 +184,7 @@ class LoraLearner(Learner):
             from wirelessfl.training.batched import BatchedTrainer
 
             try:
-                self.batched = BatchedTrainer(
-                    model=self.model,
-                    state=self.state,
-                    loss_fn=self.bundle.loss_and_logits,
-                    optimizer=lc.optimizer,
-                    lr=lc.lr,
-                    zeta=lc.zeta,
-                )
+                self.batched = BatchedTrainer(**trainer_args)
             except NotImplementedError as err:
                 if lc.trainer == "batched":
                     raise ConfigError(f"learner.trainer: {err}") from None
