@@ -50,7 +50,9 @@ class FadingModel(Protocol):
     """What the cell and the simulator need from a fading model.
 
     Optional: a ``k_factor`` attribute (Rician K of the marginal; 0 for Rayleigh marginals),
-    which :func:`channels.report.channel_report` uses for the ergodic rate.
+    which :func:`channels.report.channel_report` uses for the ergodic rate, and a
+    ``time_correlated`` attribute (default False): True when a block must continue from the
+    previous block's last row (``initial``), so drawing block b needs blocks 0..b-1 first.
     """
 
     mean_power: float
@@ -111,6 +113,7 @@ class RayleighFading:
     """
 
     mean_power: float = 1.0
+    time_correlated: bool = False
     k_factor: float = 0.0
 
     def sample(
@@ -148,6 +151,7 @@ class GaussMarkovRayleigh:
     """
 
     mean_power: float = 1.0
+    time_correlated: bool = True
     k_factor: float = 0.0
 
     def __init__(
@@ -231,6 +235,7 @@ class RicianFading:
     """
 
     mean_power: float = 1.0
+    time_correlated: bool = False
 
     def __init__(self, k_factor: float) -> None:
         self.k_factor = as_float("k_factor", k_factor, lower=0.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from channels import Cell, GaussMarkovRayleigh
+from channels import Cell
 from wirelessfl.errors import SimulationError
 
 
@@ -20,9 +20,7 @@ class ChannelProcess:
         self.cell = cell
         self.block_rounds = block_rounds
         # time-correlated models continue each block from the previous one's last row
-        self.correlated = isinstance(cell.fading, GaussMarkovRayleigh) or bool(
-            getattr(cell.fading, "time_correlated", False)
-        )
+        self.correlated = bool(getattr(cell.fading, "time_correlated", False))
         self._block = -1
         self._snr: np.ndarray | None = None
         self._last: np.ndarray | None = None
