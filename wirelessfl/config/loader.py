@@ -96,15 +96,7 @@ def _numbers_in(data: Any) -> Any:
         return {k: _numbers_in(v) for k, v in data.items()}
     if isinstance(data, list):
         return [_numbers_in(v) for v in data]
-    return _number_or_value(data) if isinstance(data, str) and _looks_numeric(data) else data
-
-
-def _looks_numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return _number_or_value(data) if isinstance(data, str) else data
 
 
 def dump_scenario(scenario: Scenario, path: Path) -> None:

@@ -201,13 +201,14 @@ class Simulator:
         snr_all = self.channel.snr(t)
         scheduled, inst_rate = self._select(t, snr_all)
         snr = snr_all[scheduled]
+        snr_db = 10.0 * np.log10(np.maximum(snr, 1e-300))
         k = len(scheduled)
         log: list[Event] = [Event(t0, Kind.BROADCAST, SERVER, float(k))]
 
         # faults known at the broadcast: outage (CSI) before the decision, dropout after
         outage = np.zeros(k, bool)
         if sc.faults.outage_snr_db is not None:
-            outage = 10.0 * np.log10(np.maximum(snr, 1e-300)) < sc.faults.outage_snr_db
+            outage = snr_db < sc.faults.outage_snr_db
         dropped = np.zeros(k, bool)
         if sc.faults.dropout_prob > 0:
             fault_rng = round_generator(sc.seed, stream="faults", round_index=t)
@@ -266,7 +267,7 @@ class Simulator:
                 {
                     "round": t,
                     "client": cid,
-                    "snr_db": float(10 * np.log10(max(snr[i], 1e-300))),
+                    "snr_db": float(snr_db[i]),
                     "share": float(shares[i]),
                     "compute_s": comp,
                     "upload_s": upload_s,
@@ -310,7 +311,7 @@ class Simulator:
                 {
                     "round": t,
                     "client": int(scheduled[i]),
-                    "snr_db": float(10 * np.log10(max(snr[i], 1e-300))),
+                    "snr_db": float(snr_db[i]),
                     "share": float(shares[i]),
                     "compute_s": 0.0,
                     "upload_s": 0.0,
@@ -318,7 +319,6 @@ class Simulator:
                     "status": "outage" if outage[i] else "dropped",
                 }
             )
-        snr_db = 10 * np.log10(np.maximum(snr, 1e-300))
         record = {
             "round": t,
             **timing,
