@@ -251,6 +251,21 @@ class Simulator:
             dense_bits = sc.payload.bits_per_value * self.rank * self.params_per_rank
             downlink_s = dense_bits / ch.downlink_rate_bps
         procs, client_rows, no_rate = [], [], []
+        record_clients = sc.output.clients
+
+        def client_row(i: int, compute_s: float, upload_s: float, bits: float, status=None):
+            """One ``clients.csv`` row for scheduled position i (status filled in later)."""
+            return {
+                "round": t,
+                "client": int(scheduled[i]),
+                "snr_db": float(snr_db[i]),
+                "share": float(shares[i]),
+                "compute_s": compute_s,
+                "upload_s": upload_s,
+                "bits": bits,
+                "status": status,
+            }
+
         active_idx = np.flatnonzero(active)
         rates = rate_bps(shares[active_idx], ch.bandwidth_hz, snr[active_idx]).tolist()
         for i, rate in zip(active_idx.tolist(), rates, strict=True):
@@ -263,17 +278,8 @@ class Simulator:
                 procs.append(env.process(self._client(cid, downlink_s, comp, upload_s, bits, log)))
             else:
                 no_rate.append(cid)
-            client_rows.append(
-                {
-                    "round": t,
-                    "client": cid,
-                    "snr_db": float(snr_db[i]),
-                    "share": float(shares[i]),
-                    "compute_s": comp,
-                    "upload_s": upload_s,
-                    "bits": bits,
-                }
-            )
+            if record_clients:
+                client_rows.append(client_row(i, comp, upload_s, bits))
         if procs:
             everyone = simpy.AllOf(env, procs)
             if sc.faults.deadline_s is not None:
@@ -306,19 +312,10 @@ class Simulator:
         arrived_set = set(arrived.tolist())
         for row in client_rows:
             row["status"] = "arrived" if row["client"] in arrived_set else "straggler"
-        for i in np.flatnonzero(~active):
-            client_rows.append(
-                {
-                    "round": t,
-                    "client": int(scheduled[i]),
-                    "snr_db": float(snr_db[i]),
-                    "share": float(shares[i]),
-                    "compute_s": 0.0,
-                    "upload_s": 0.0,
-                    "bits": 0.0,
-                    "status": "outage" if outage[i] else "dropped",
-                }
-            )
+        if record_clients:
+            for i in np.flatnonzero(~active):
+                status = "outage" if outage[i] else "dropped"
+                client_rows.append(client_row(i, 0.0, 0.0, 0.0, status))
         record = {
             "round": t,
             **timing,
