@@ -1,0 +1,83 @@
+"""Today's code writes the same tables as the committed golden ones (see tests/golden/README.md).
+
+Every column of the golden ``rounds.csv``, ``clients.csv`` and ``events.csv`` is compared, all
+but the wall-clock one: integers and strings exactly, floats to 1e-6 relative. Columns the
+golden tables lack (added since) are allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wirelessfl.config import load_scenario
+from wirelessfl.sim import run_scenario
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+WALL_CLOCK = {"wall_s"}
+
+CASES = {
+    "default": ("default", ["rounds=4"]),
+    "paper": ("paper", ["rounds=300", "output.clients=true"]),
+    "fig3ab_topk": (
+        str(SCENARIOS / "paper" / "fig3ab_sparsifiers.yaml"),
+        [
+            "rounds=2",
+            "strategy.sparsifier=topk",
+            "output.clients=true",
+            "output.events=true",
+        ],
+    ),
+}
+TRAINING = {"default", "fig3ab_topk"}
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+    return a == b
+
+
+def compare_tables(golden: pd.DataFrame, fresh: pd.DataFrame, where: str) -> None:
+    """Assert every golden column but wall-clock ones is in ``fresh`` with equal values."""
+    assert len(fresh) == len(golden), f"{where}: {len(fresh)} rows, golden has {len(golden)}"
+    for column in golden.columns:
+        if column in WALL_CLOCK:
+            continue
+        assert column in fresh.columns, f"{where}: column {column!r} is gone"
+        for i, (a, b) in enumerate(zip(golden[column], fresh[column], strict=True)):
+            assert _equal(a, b), f"{where}: row {i}, column {column!r}: golden {a!r}, now {b!r}"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.train) if c in TRAINING else c for c in CASES],
+)
+def test_tables_match_golden(case, tmp_path):
+    if case in TRAINING:
+        pytest.importorskip("torch")
+    scenario, overrides = CASES[case]
+    result = run_scenario(load_scenario(scenario, overrides), tmp_path / case)
+    for table in ("rounds", "clients", "events"):
+        golden = pd.read_csv(GOLDEN / case / f"{table}.csv")
+        fresh = getattr(result, table)
+        assert fresh is not None, f"{case}: no {table}.csv written"
+        compare_tables(golden, fresh, f"{case}/{table}.csv")
+
+
+def test_comparison_catches_a_changed_value():
+    golden = pd.read_csv(GOLDEN / "paper" / "rounds.csv")
+    changed = golden.copy()
+    changed.loc[3, "sparsification"] *= 1 + 1e-5
+    with pytest.raises(AssertionError, match="sparsification"):
+        compare_tables(golden, changed, "paper/rounds.csv")
+    compare_tables(golden, golden.assign(wall_s=0.0, extra=1), "paper/rounds.csv")
