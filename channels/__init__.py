@@ -7,7 +7,8 @@ fading models and registry), :mod:`~channels.pathloss` (path loss, shadowing),
 noise, fading → SNR blocks), :mod:`~channels.fdma` (rates and upload delays),
 :mod:`~channels.capacity` (ergodic and average-channel rates), :mod:`~channels.compute`
 (device speeds, training FLOPs), :mod:`~channels.payload` (LoRA payload bits),
-:mod:`~channels.report` (per-client link summary).
+:mod:`~channels.report` (per-client link summary), :mod:`~channels.registry` (the registry
+shape every registry of the project uses).
 
 Channel convention (paper, section II-C): h = s·q^{-γ} with s the fading coefficient
 (E|s|² = 1) and q^{-γ} an *amplitude* path gain, so SNR = |s|²·q^{-2γ}·P_tx/σ².
@@ -46,6 +47,7 @@ from channels.payload import (
     payload_bits,
     sparse_payload_bits,
 )
+from channels.registry import Registry, UnknownNameError
 from channels.report import channel_report
 from channels.streams import as_client_generators, client_generators, round_generator, stream_id
 from channels.topology import annulus_distances
@@ -59,8 +61,10 @@ __all__ = [
     "FadingModel",
     "GaussMarkovRayleigh",
     "RayleighFading",
+    "Registry",
     "RicianFading",
     "SparsePayload",
+    "UnknownNameError",
     "annulus_distances",
     "as_client_generators",
     "average_channel_rate",

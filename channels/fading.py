@@ -26,6 +26,7 @@ import numpy as np
 import scipy.special
 
 from channels._validation import as_float, as_int
+from channels.registry import Registry
 from channels.streams import as_client_generators
 
 __all__ = [
@@ -265,12 +266,17 @@ class RicianFading:
         return f"RicianFading(k_factor={self.k_factor!r})"
 
 
-#: Fading models by name; a new model is one class plus one line here.
-FADING_MODELS: dict[str, type] = {
-    "rayleigh": RayleighFading,
-    "gauss_markov": GaussMarkovRayleigh,
-    "rician": RicianFading,
-}
+#: Fading models by name; a new model is one class plus one line here (or a ``register`` call,
+#: or an entry point of the group ``channels.fading_models``).
+FADING_MODELS: Registry[type] = Registry(
+    "fading model",
+    {
+        "rayleigh": RayleighFading,
+        "gauss_markov": GaussMarkovRayleigh,
+        "rician": RicianFading,
+    },
+    entry_point_group="channels.fading_models",
+)
 
 
 def make_fading(name: str, **params: Any) -> FadingModel:
@@ -279,11 +285,7 @@ def make_fading(name: str, **params: Any) -> FadingModel:
     Input: ``name`` in :data:`FADING_MODELS`; ``params`` passed to its constructor.
     Output: the model instance.
     """
-    try:
-        cls = FADING_MODELS[name]
-    except (KeyError, TypeError):
-        accepted = ", ".join(sorted(FADING_MODELS))
-        raise ValueError(f"fading name must be one of {{{accepted}}}, got {name!r}") from None
+    cls = FADING_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
     try:
         return cls(**params)
     except TypeError as exc:

@@ -10,7 +10,16 @@ a named stream, addressed so that results do not depend on the order of draws:
 - :func:`round_generator`: one generator per round, keyed by
   ``SeedSequence(entropy=seed, spawn_key=(stream_id, round_index))`` (client selection,
   faults).
+- :func:`seed_sequence` / :func:`stream_generator` / :func:`stream_seed`: one stream addressed
+  by ``SeedSequence([seed, stream_id, *address])`` (data splits and partitions, batch order,
+  random sparsification masks, stochastic layers); :func:`stream_seed` gives it as a 63-bit
+  integer for ``torch.Generator.manual_seed``, and :func:`combined_seed` folds several such
+  seeds into one.
 - :func:`as_client_generators`: turns "one Generator or one per client" into one per client.
+
+Both layouts are ``SeedSequence`` entropy words: ``[seed, 0, 0, 0, stream_id, *key]`` for the
+first two (numpy pads the entropy before a spawn key), ``[seed, stream_id, *address]`` for the
+others. This module is the only place in the project where seeds are derived.
 
 ``stream_id`` is ``zlib.crc32`` of the UTF-8 stream name (stable across processes and Python
 versions, unlike ``hash``). Client ids, blocks and rounds are limited to ``[0, 2**32)`` so every
@@ -26,7 +35,16 @@ import numpy as np
 
 from channels._validation import as_int, as_int_array
 
-__all__ = ["as_client_generators", "client_generators", "round_generator", "stream_id"]
+__all__ = [
+    "as_client_generators",
+    "client_generators",
+    "combined_seed",
+    "round_generator",
+    "seed_sequence",
+    "stream_generator",
+    "stream_id",
+    "stream_seed",
+]
 
 _KEY_LIMIT = 2**32
 
@@ -78,6 +96,45 @@ def round_generator(seed: int, *, stream: str, round_index: int) -> np.random.Ge
     seed = as_int("seed", seed, lower=0)
     round_index = as_int("round_index", round_index, lower=0, upper=_KEY_LIMIT)
     return _generator(seed, (stream_id(stream), round_index))
+
+
+def seed_sequence(seed: int, stream: str, *address: int) -> np.random.SeedSequence:
+    """The ``SeedSequence`` of ``stream`` at ``address``: entropy ``[seed, stream_id, *address]``.
+
+    Input: ``seed`` >= 0; ``stream`` name (e.g. ``"batches"``); ``address`` non-negative
+    integers (e.g. client id, round index).
+    Output: ``numpy.random.SeedSequence``; the same arguments give the same sequence in any
+    process, whatever was drawn before.
+    """
+    seed = as_int("seed", seed, lower=0)
+    words = [as_int("address", a, lower=0) for a in address]
+    return np.random.SeedSequence([seed, stream_id(stream), *words])
+
+
+def stream_generator(seed: int, stream: str, *address: int) -> np.random.Generator:
+    """A PCG64 ``Generator`` on :func:`seed_sequence` ``(seed, stream, *address)``."""
+    return np.random.Generator(np.random.PCG64(seed_sequence(seed, stream, *address)))
+
+
+_SEED_MASK = 2**63 - 1
+
+
+def stream_seed(seed: int, stream: str, *address: int) -> int:
+    """A 63-bit integer seed from :func:`seed_sequence` (for ``torch.Generator.manual_seed``)."""
+    state = seed_sequence(seed, stream, *address).generate_state(1, np.uint64)
+    return int(state[0]) & _SEED_MASK
+
+
+def combined_seed(seeds: Sequence[int]) -> int:
+    """One 63-bit seed from several (e.g. the per-client seeds of clients trained together).
+
+    Input: non-empty sequence of integers >= 0. Output: ``SeedSequence(seeds)``'s first 64-bit
+    word, masked to 63 bits; depends on the order of ``seeds``.
+    """
+    words = [as_int("seeds", s, lower=0) for s in seeds]
+    if not words:
+        raise ValueError("seeds must not be empty")
+    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & _SEED_MASK
 
 
 def as_client_generators(

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.registry import Registry
 from optim._validation import check_int, check_nonneg_array, check_real, check_snr
 
 __all__ = ["SELECTION_METHODS", "select_clients", "update_average_rate"]
@@ -78,11 +79,17 @@ def _proportional_fair(
     return _top_k(metric, k)
 
 
-SELECTION_METHODS: dict[str, SelectionMethod] = {
-    "uniform": _uniform,
-    "best_snr": _best_snr,
-    "proportional_fair": _proportional_fair,
-}
+#: Selection rules by name; a new rule is one function plus one line here (or a ``register``
+#: call, or an entry point of the group ``optim.selection_methods``).
+SELECTION_METHODS: Registry[SelectionMethod] = Registry(
+    "selection method",
+    {
+        "uniform": _uniform,
+        "best_snr": _best_snr,
+        "proportional_fair": _proportional_fair,
+    },
+    entry_point_group="optim.selection_methods",
+)
 
 
 def select_clients(
@@ -112,13 +119,12 @@ def select_clients(
         raise ValueError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     n = check_int("n_clients", n_clients, low=1)
     k = check_int("n_scheduled", n_scheduled, low=1, high=n)
-    if method not in SELECTION_METHODS:
-        raise ValueError(f"method must be one of {sorted(SELECTION_METHODS)}; got {method!r}")
+    rule = SELECTION_METHODS.load(method)  # UnknownNameError (a ValueError) lists the names
     s = None if snr is None else check_snr("snr", snr, length=n, strictly_positive=False)
     avg = (
         None if average_rate is None else check_nonneg_array("average_rate", average_rate, length=n)
     )
-    return np.sort(SELECTION_METHODS[method](rng, n, k, s, avg))
+    return np.sort(rule(rng, n, k, s, avg))
 
 
 def update_average_rate(

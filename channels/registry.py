@@ -1,0 +1,175 @@
+"""Named plug-ins of one kind: the one registry shape every registry of the project uses.
+
+It lives in ``channels``, the lowest package, so that ``channels`` (fading models), ``optim``
+(selection rules) and ``wirelessfl`` (learners, algorithms, controllers, sparsifiers, ...) share
+it. A registry maps names to objects (classes or functions). An entry is either the object
+itself or a lazy target ``"package.module:attribute"`` imported on first use, so that listing
+or validating names never imports heavy modules (torch). Names come from three sources:
+
+- the built-in entries given when the registry is made (one line each);
+- :meth:`Registry.register` calls (a decorator, or a plain call, from any code);
+- the installed packages' entry points of the registry's group (``[project.entry-points.
+  "<group>"]`` in a plug-in's ``pyproject.toml``: ``name = "module:attribute"``), read once,
+  on first lookup, without importing them.
+
+Example::
+
+    SPARSIFIERS = Registry("sparsifier", {"topk": "wirelessfl.compress.topk:TopKSparsifier"})
+
+    @SPARSIFIERS.register("my_rule")
+    class MyRule(Sparsifier): ...
+
+    SPARSIFIERS.load("my_rule")  # -> MyRule
+    "topk" in SPARSIFIERS        # True, without importing wirelessfl.compress.topk
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from importlib import metadata
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Registry", "UnknownNameError"]
+
+T = TypeVar("T")
+
+
+class UnknownNameError(ValueError):
+    """A name that no entry of the registry has; the message lists the accepted names."""
+
+
+def _resolve(target: str) -> Any:
+    """The object named by ``"package.module:attribute[.attribute...]"``."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"lazy registry target must look like 'module:attribute', got {target!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Name -> plug-in of one ``kind`` (see the module docstring).
+
+    Args:
+        kind: what the entries are, for messages (``"sparsifier"``, ``"fading model"``).
+        builtins: name -> object or lazy ``"module:attribute"`` target.
+        entry_point_group: the entry-point group read for plug-ins from installed packages,
+            e.g. ``"wirelessfl.algorithms"``; ``None`` for none.
+
+    A ``Registry`` is a read-only ``Mapping``: ``name in r``, ``list(r)``, ``r[name]`` (the
+    loaded object) work as on a dict. Add entries with :meth:`register`.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        builtins: Mapping[str, T | str] | None = None,
+        *,
+        entry_point_group: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.entry_point_group = entry_point_group
+        self._entries: dict[str, T | str] = dict(builtins or {})
+        self._loaded: dict[str, T] = {}
+        self._entry_points_read = entry_point_group is None
+
+    # -- adding --------------------------------------------------------------------------
+    def register(
+        self, name: str, obj: T | str | None = None, *, replace: bool = False
+    ) -> T | str | Callable[[T], T]:
+        """Add ``obj`` (an object or a lazy ``"module:attribute"``) under ``name``.
+
+        Without ``obj`` it returns a decorator: ``@registry.register("name")``. Registering
+        the same object again is allowed; a different object under a taken name raises
+        ``ValueError`` unless ``replace=True``.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{self.kind} name must be a non-empty string, got {name!r}")
+        if obj is None:
+
+            def decorator(target: T) -> T:
+                self.register(name, target, replace=replace)
+                return target
+
+            return decorator
+        self._read_entry_points()
+        current = self._entries.get(name)
+        if current is not None and not replace and not self._same(name, current, obj):
+            raise ValueError(f"{self.kind} name {name!r} is already registered to {current!r}")
+        self._entries[name] = obj
+        self._loaded.pop(name, None)
+        return obj
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (tests and notebooks that register temporary entries)."""
+        self._read_entry_points()
+        self._entries.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def _same(self, name: str, current: T | str, new: T | str) -> bool:
+        if current is new or current == new:
+            return True
+        loaded = self._loaded.get(name, current)
+        if isinstance(loaded, str) or isinstance(new, str):
+            return False
+        ident = [
+            (getattr(x, "__module__", None), getattr(x, "__qualname__", None))
+            for x in (loaded, new)
+        ]
+        return ident[0] == ident[1] and ident[0][1] is not None  # the same class, re-imported
+
+    def _read_entry_points(self) -> None:
+        if self._entry_points_read:
+            return
+        self._entry_points_read = True
+        for ep in metadata.entry_points(group=self.entry_point_group):
+            self._entries.setdefault(ep.name, ep.value)
+
+    # -- looking up ----------------------------------------------------------------------
+    def names(self) -> list[str]:
+        """Every name, built-ins first, in registration order (nothing is imported)."""
+        self._read_entry_points()
+        return list(self._entries)
+
+    def accepted(self) -> str:
+        """The names as one quoted, comma-separated string (for error messages)."""
+        return ", ".join(repr(n) for n in self.names())
+
+    def unknown(self, name: object) -> UnknownNameError:
+        """The error for a name that is not registered (one line listing the names)."""
+        return UnknownNameError(f"unknown {self.kind} {name!r}; accepted: {self.accepted()}")
+
+    def load(self, name: str) -> T:
+        """The object registered as ``name``, importing a lazy target on first use.
+
+        Raises:
+            UnknownNameError: ``name`` is not registered (the message lists the names).
+        """
+        if not isinstance(name, str) or name not in self:
+            raise self.unknown(name)
+        if name not in self._loaded:
+            entry = self._entries[name]
+            self._loaded[name] = _resolve(entry) if isinstance(entry, str) else entry
+        return self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._read_entry_points()
+        return isinstance(name, str) and name in self._entries
+
+    def __getitem__(self, name: str) -> T:
+        try:
+            return self.load(name)
+        except UnknownNameError as err:
+            raise KeyError(str(err)) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, names={self.names()!r})"

@@ -1,0 +1,121 @@
+"""Every registry of ``wirelessfl``, with one line per built-in entry.
+
+Entries are lazy ``"module:attribute"`` targets: listing or validating names (the scenario
+schema takes its choices from here) imports nothing, so a network-only run never imports torch.
+Adding a plug-in is one file plus one line here; code outside the package calls
+``REGISTRY.register(name, obj)`` instead, and an installed package can declare an entry point
+in the group shown (``[project.entry-points."wirelessfl.algorithms"]`` in its
+``pyproject.toml``: ``my_algo = "my_package.my_algo:MyAlgorithm"``).
+
+The fading models (``channels.FADING_MODELS``) and client-selection rules
+(``optim.SELECTION_METHODS``) are registries of the same shape in their own packages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.registry import Registry
+
+__all__ = [
+    "AGGREGATIONS",
+    "ALGORITHMS",
+    "CONTROLLERS",
+    "DATASETS",
+    "LEARNERS",
+    "MODELS",
+    "PARTITIONERS",
+    "SPARSIFIERS",
+]
+
+#: ``learner.kind``: ``(scenario) -> Learner``, the side that produces the model updates.
+LEARNERS: Registry[Any] = Registry(
+    "learner",
+    {
+        "surrogate": "wirelessfl.learners.surrogate:SurrogateLearner.from_scenario",
+        "lora": "wirelessfl.learners.federated:FederatedLearner",
+    },
+    entry_point_group="wirelessfl.learners",
+)
+
+#: ``algorithm.name``: a ``wirelessfl.algorithms.base.FederatedAlgorithm`` subclass.
+ALGORITHMS: Registry[Any] = Registry(
+    "algorithm",
+    {"soft": "wirelessfl.algorithms.soft:SoftFamily"},
+    entry_point_group="wirelessfl.algorithms",
+)
+
+#: ``controller.name``: a ``wirelessfl.controllers.base.Controller`` subclass.
+CONTROLLERS: Registry[Any] = Registry(
+    "controller",
+    {
+        "tsfa": "wirelessfl.controllers.tsfa:TwoStage",
+        "osfa": "wirelessfl.controllers.lyapunov:OnlineLyapunov",
+        "fixed": "wirelessfl.controllers.fixed:Fixed",
+    },
+    entry_point_group="wirelessfl.controllers",
+)
+
+#: ``strategy.sparsifier``: a ``wirelessfl.compress.base.Sparsifier`` subclass.
+SPARSIFIERS: Registry[Any] = Registry(
+    "sparsifier",
+    {
+        "soft": "wirelessfl.compress.soft:SoftSparsifier",
+        "topk": "wirelessfl.compress.topk:TopKSparsifier",
+        "random": "wirelessfl.compress.random_k:RandomKSparsifier",
+        "structured": "wirelessfl.compress.structured:StructuredSparsifier",
+        "none": "wirelessfl.compress.dense:DenseSparsifier",
+    },
+    entry_point_group="wirelessfl.sparsifiers",
+)
+
+#: ``strategy.aggregation``: weights ``(p_k of the arrived, N, K) -> list of weights``.
+AGGREGATIONS: Registry[Any] = Registry(
+    "aggregation rule",
+    {
+        "weighted_mean": "wirelessfl.algorithms.aggregation:weighted_mean_weights",
+        "unbiased": "wirelessfl.algorithms.aggregation:unbiased_weights",
+    },
+    entry_point_group="wirelessfl.aggregations",
+)
+
+#: ``learner.dataset``: ``(*, seed, **options) -> TaskData``; ``hub:<name-or-path>`` as well.
+DATASETS: Registry[Any] = Registry(
+    "dataset",
+    {
+        "digits": "wirelessfl.data.digits:load_digits",
+        "mnist5k": "wirelessfl.data.mnist5k:load_mnist5k",
+        "rotten_tomatoes": "wirelessfl.data.rotten_tomatoes:load_rotten_tomatoes",
+        "chatterbot_topic": "wirelessfl.data.chatterbot:load_chatterbot_topic",
+    },
+    entry_point_group="wirelessfl.datasets",
+)
+
+#: ``learner.model``: ``(*, n_classes, seed, **options) -> ModelBundle``; ``hub:<name-or-path>``.
+MODELS: Registry[Any] = Registry(
+    "model",
+    {
+        "tiny_mlp": "wirelessfl.models.tiny:build_tiny_mlp",
+        "efficientnet_lite0": "wirelessfl.models.efficientnet:build_efficientnet_lite0",
+        "minilm": "wirelessfl.models.minilm:build_minilm",
+        "smollm2": "wirelessfl.models.smollm2:build_smollm2",
+        "smollm2_instruct": "wirelessfl.models.smollm2:build_smollm2_instruct",
+        "vit_random": "wirelessfl.models.vit:build_vit_random",
+    },
+    entry_point_group="wirelessfl.models",
+)
+
+#: ``learner.partition``: ``(labels, n_clients, rng, *, groups, **options) -> index arrays``.
+PARTITIONERS: Registry[Any] = Registry(
+    "partitioner",
+    {
+        "iid": "wirelessfl.data.partition:iid_split",
+        "shards": "wirelessfl.data.partition:shard_split",
+        "dirichlet": "wirelessfl.data.partition:dirichlet_split",
+        "by_key": "wirelessfl.data.partition:key_split",
+    },
+    entry_point_group="wirelessfl.partitioners",
+)
+
+#: Names that mean "load from a hub or a local folder" (``learner.model``/``learner.dataset``).
+HUB_PREFIX = "hub:"
