@@ -36,15 +36,23 @@ from channels.fading import (
     jakes_rho,
     make_fading,
 )
-from channels.fdma import rate_bps, upload_delay_s
+from channels.fdma import (
+    equal_delay_shares,
+    full_band_upload_s,
+    rate_bps,
+    spectral_efficiency,
+    upload_delay_s,
+)
 from channels.noise import noise_power_w
 from channels.pathloss import path_gain, path_power_gain, shadowing_power_gain
 from channels.payload import (
     SparsePayload,
     index_overhead_bits,
+    kept_values,
     lora_param_count,
     params_per_rank,
     payload_bits,
+    planned_payload_bits,
     sparse_payload_bits,
 )
 from channels.registry import Registry, UnknownNameError
@@ -73,11 +81,14 @@ __all__ = [
     "compute_delay_s",
     "db_to_linear",
     "dbm_to_watt",
+    "equal_delay_shares",
     "ergodic_rate_rayleigh",
     "ergodic_rate_rician",
     "exp_e1",
+    "full_band_upload_s",
     "index_overhead_bits",
     "jakes_rho",
+    "kept_values",
     "linear_to_db",
     "lora_param_count",
     "lora_training_flops",
@@ -87,10 +98,12 @@ __all__ = [
     "path_gain",
     "path_power_gain",
     "payload_bits",
+    "planned_payload_bits",
     "rate_bps",
     "round_generator",
     "shadowing_power_gain",
     "sparse_payload_bits",
+    "spectral_efficiency",
     "stream_id",
     "upload_delay_s",
     "watt_to_dbm",

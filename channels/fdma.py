@@ -1,7 +1,10 @@
-"""FDMA uplink rates and upload delays (paper section II-C).
+"""FDMA uplink rates, shares and upload delays (paper section II-C): the one place they are
+computed (``optim``'s solvers and the simulator call these).
 
 Client k on share b_k of the band B with SNR_k = |h_k|²/σ² gets
-r_k = b_k · B · log2(1 + SNR_k) [bit/s] and needs D_k = bits_k / r_k [s] to upload.
+r_k = b_k · B · log2(1 + SNR_k) [bit/s] and needs D_k = bits_k / r_k [s] to upload. The
+equal-delay shares of eq. (31), b_k ∝ 1 / log2(1 + SNR_k), make every client that sends the
+same payload finish together.
 
 Conventions for :func:`upload_delay_s` (the paper: a_k = 0 ⇒ D_k = 0):
 
@@ -24,7 +27,13 @@ from numpy.typing import ArrayLike
 
 from channels._validation import as_float, as_float_array, check_shares, scalar_or_array
 
-__all__ = ["rate_bps", "upload_delay_s"]
+__all__ = [
+    "equal_delay_shares",
+    "full_band_upload_s",
+    "rate_bps",
+    "spectral_efficiency",
+    "upload_delay_s",
+]
 
 _LN2 = math.log(2.0)
 
@@ -40,6 +49,33 @@ def rate_bps(share: ArrayLike, bandwidth_hz: float, snr: ArrayLike) -> float | n
     bw = as_float("bandwidth_hz", bandwidth_hz, lower=0.0, lower_op=">")
     s = as_float_array("snr", snr, lower=0.0)
     return scalar_or_array(_rate(b, bw, s))
+
+
+def spectral_efficiency(snr: ArrayLike) -> np.ndarray:
+    """log2(1 + SNR) [bit/s/Hz] of linear SNRs (no validation: callers validate).
+
+    Input: ``snr`` >= 0, any shape. Output: float64 array of the same shape.
+    """
+    return np.log1p(np.asarray(snr, dtype=np.float64)) / _LN2
+
+
+def full_band_upload_s(bits: ArrayLike, bandwidth_hz: float, snr: ArrayLike) -> np.ndarray:
+    """bits / (B log2(1 + SNR)) [s]: the upload time on the whole band (no validation).
+
+    Input: ``bits`` >= 0 and ``snr`` > 0, broadcast together; ``bandwidth_hz`` B > 0 [Hz].
+    Output: float64 array of the broadcast shape.
+    """
+    return np.asarray(bits, dtype=np.float64) / (bandwidth_hz * spectral_efficiency(snr))
+
+
+def equal_delay_shares(snr: ArrayLike) -> np.ndarray:
+    """Eq. (31): b_k = (1 / log2(1 + SNR_k)) / sum_j 1 / log2(1 + SNR_j) (no validation).
+
+    Input: ``snr`` (K,) > 0. Output: (K,) shares summing to 1 (the ln 2 cancels: computed
+    from 1 / ln(1 + SNR)).
+    """
+    inv = 1.0 / np.log1p(np.asarray(snr, dtype=np.float64))
+    return inv / inv.sum()
 
 
 def _rate(share: np.ndarray, bandwidth_hz: float, snr: np.ndarray) -> np.ndarray:

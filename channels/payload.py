@@ -23,9 +23,11 @@ from channels._validation import as_float, as_int_array
 __all__ = [
     "SparsePayload",
     "index_overhead_bits",
+    "kept_values",
     "lora_param_count",
     "params_per_rank",
     "payload_bits",
+    "planned_payload_bits",
     "sparse_payload_bits",
 ]
 
@@ -71,6 +73,19 @@ def lora_param_count(
     return _int_or_array(r * per_rank)
 
 
+def kept_values(ratio: float, n_total: int) -> int:
+    """Values a sparse payload keeps: round(O · n) (the paper's O·r(d+ℓ) per layer).
+
+    Input: ``ratio`` O, a finite number in [0, 1]; ``n_total`` n >= 0 entries.
+    Output: int in [0, n]. Python's ``round`` (half to even): O = 0.5, n = 5 keeps 2.
+    """
+    o = as_float("ratio", ratio, lower=0.0)
+    if o > 1.0:
+        raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
+    n = int(as_int_array("n_total", n_total, lower=0))
+    return min(n, max(0, round(o * n)))
+
+
 def payload_bits(n_values: ArrayLike, bits_per_value: float) -> int | np.ndarray:
     """Bits for ``n_values`` values of ``bits_per_value`` bits each, ceil(n·v).
 
@@ -83,6 +98,23 @@ def payload_bits(n_values: ArrayLike, bits_per_value: float) -> int | np.ndarray
     if float(v).is_integer():
         return _int_or_array(n * int(v))
     return _int_or_array(np.ceil(n * v).astype(np.int64))
+
+
+def planned_payload_bits(
+    ratio: float,
+    rank: float,
+    params_per_rank: float,
+    bits_per_value: float,
+    *,
+    dense_values: float = 0,
+) -> float:
+    """The payload a delay model plans with: v · (O · r · Σ_l (d_l + ℓ_l) + h) [bit].
+
+    The paper's v·O·r(d+ℓ) (eqs. 15-31), continuous in O (no rounding), plus ``dense_values``
+    h sent in full every round (a task head). The bits actually sent are counted from the
+    message (:func:`payload_bits`, :func:`kept_values`, :func:`index_overhead_bits`).
+    """
+    return bits_per_value * (ratio * rank * params_per_rank + dense_values)
 
 
 def _ceil_log2(n: np.ndarray) -> np.ndarray:

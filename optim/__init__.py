@@ -20,7 +20,7 @@ from optim.bandwidth import (
 )
 from optim.bound import BoundConstants, BoundTerms, bound_terms, convergence_bound
 from optim.calibration import PilotRecord, calibrate_constants
-from optim.controller import LyapunovController, queue_update
+from optim.controller import LyapunovController, VirtualQueue, queue_update
 from optim.offline import (
     InfeasibleError,
     OfflineResult,
@@ -41,6 +41,7 @@ __all__ = [
     "OfflineResult",
     "PilotRecord",
     "SlotSolution",
+    "VirtualQueue",
     "average_delay_s",
     "bound_terms",
     "calibrate_constants",

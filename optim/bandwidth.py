@@ -21,6 +21,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.fdma import equal_delay_shares, full_band_upload_s, spectral_efficiency
 from optim._validation import check_nonneg_array, check_real, check_snr
 
 __all__ = ["completion_times_s", "equal_delay_bandwidth", "minmax_bandwidth", "minmax_deadline_s"]
@@ -38,9 +39,7 @@ def equal_delay_bandwidth(snr: ArrayLike) -> NDArray[np.float64]:
     Raises:
         ValueError: if ``snr`` is not a non-empty 1-D array of finite positive values.
     """
-    s = check_snr("snr", snr)
-    inv = 1.0 / np.log1p(s)  # proportional to 1 / log2(1 + SNR_k); the ln 2 cancels
-    return inv / inv.sum()
+    return equal_delay_shares(check_snr("snr", snr))
 
 
 def completion_times_s(
@@ -70,7 +69,7 @@ def completion_times_s(
     s = check_snr("snr", snr, length=k, strictly_positive=False)
     sh = check_nonneg_array("shares", shares, length=k)
     bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
-    rate = sh * bw * np.log2(1.0 + s)
+    rate = sh * bw * spectral_efficiency(s)
     with np.errstate(divide="ignore", invalid="ignore"):
         upload = np.where(b > 0.0, b / rate, 0.0)
     return c + upload
@@ -101,7 +100,7 @@ def _minmax(
             f"{s[i]!r} at index {i}"
         )
     # w_k = bits_k / (B log2(1 + SNR_k)): the upload time on the whole band [s].
-    w = b[active] / (bw * np.log2(1.0 + s[active]))
+    w = full_band_upload_s(b[active], bw, s[active])
     ca = c[active]
     # b_k(T) = w_k / (T - c_k); find T with S(T) = sum_k b_k(T) = 1 on T > max c_k. S is convex
     # and decreasing there, and h(T) = 1 / S(T) - 1 is concave and increasing (1/S is the

@@ -30,7 +30,7 @@ from optim._validation import check_real, check_snr
 from optim.bound import BoundConstants
 from optim.online import SlotSolution, _solve_checked, check_slot_config
 
-__all__ = ["LyapunovController", "queue_update"]
+__all__ = ["LyapunovController", "VirtualQueue", "queue_update"]
 
 _STATE_FORMAT = "optim.LyapunovController/1"
 _HISTORY_KEYS = (
@@ -46,6 +46,27 @@ _HISTORY_KEYS = (
 def queue_update(queue: float, delay_s: float, d_th_s: float) -> float:
     """Virtual-queue recursion of eq. (21): Q^{t+1} = max(Q^t + D^t - D_th, 0) [s]."""
     return max(queue + delay_s - d_th_s, 0.0)
+
+
+class VirtualQueue:
+    """The virtual queue Q^t of eq. (21), the one place it is kept.
+
+    Args:
+        d_th_s: delay budget D_th [s], > 0.
+        value: Q^0 [s], >= 0 (0 in the paper).
+
+    Attributes:
+        value: the current Q^t [s].
+    """
+
+    def __init__(self, d_th_s: float, value: float = 0.0) -> None:
+        self.d_th_s = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
+        self.value = check_real("value", value, low=0.0)
+
+    def update(self, delay_s: float) -> float:
+        """Q <- max(Q + D^t - D_th, 0) with the observed delay D^t [s]; returns the new Q."""
+        self.value = queue_update(self.value, delay_s, self.d_th_s)
+        return self.value
 
 
 class LyapunovController:
@@ -64,6 +85,8 @@ class LyapunovController:
         o_min: O_min in (0, 1).
         constants: Theorem 1 constants.
         method: ``"exact"`` or ``"cvxpy"`` (the CVXPY problem is built once per controller).
+        queue: the :class:`VirtualQueue` to update (shared with a caller that reads Q^t);
+            a new one at Q = 0 by default. Its ``d_th_s`` must equal ``d_th_s``.
 
     Attributes:
         queue: Q^t [s] (read-only property; starts at 0).
@@ -83,6 +106,7 @@ class LyapunovController:
         o_min: float,
         constants: BoundConstants,
         method: str = "exact",
+        queue: VirtualQueue | None = None,
     ) -> None:
         (
             self._rank,
@@ -110,7 +134,11 @@ class LyapunovController:
             from optim.p3_cvxpy import P3CvxpyProblem
 
             self._cvxpy_problem = P3CvxpyProblem()
-        self._queue = 0.0
+        self._q = queue if queue is not None else VirtualQueue(self._d_th_s)
+        if self._q.d_th_s != self._d_th_s:
+            raise ValueError(
+                f"queue.d_th_s ({self._q.d_th_s}) differs from d_th_s ({self._d_th_s})"
+            )
         self._pending: SlotSolution | None = None
         self._hist: dict[str, list[float]] = {key: [] for key in _HISTORY_KEYS}
 
@@ -118,7 +146,7 @@ class LyapunovController:
     @property
     def queue(self) -> float:
         """Current virtual queue Q^t [s]."""
-        return self._queue
+        return self._q.value
 
     @property
     def V(self) -> float:  # noqa: N802 - the paper's symbol
@@ -165,7 +193,7 @@ class LyapunovController:
         if s.size > self._n_clients:
             raise ValueError(f"len(snr) (K) must be <= n_clients={self._n_clients}; got {s.size}")
         sol = _solve_checked(
-            self._queue,
+            self._q.value,
             self._V,
             s,
             self._rank,
@@ -188,8 +216,8 @@ class LyapunovController:
             delay_s: D^t [s], finite and >= 0 (faults can make it differ from the plan).
         """
         d = check_real("delay_s", delay_s, low=0.0)
-        q_before = self._queue
-        self._queue = queue_update(q_before, d, self._d_th_s)
+        q_before = self._q.value
+        self._q.update(d)
         pending = self._pending
         self._pending = None
         h = self._hist
@@ -198,8 +226,8 @@ class LyapunovController:
         h["planned_delay_s"].append(pending.delay_s if pending else math.nan)
         h["delay_s"].append(d)
         h["bound"].append(pending.bound if pending else math.nan)
-        h["queue_after"].append(self._queue)
-        return self._queue
+        h["queue_after"].append(self._q.value)
+        return self._q.value
 
     def step(self, snr: ArrayLike) -> SlotSolution:
         """:meth:`decide`, then :meth:`update` with the planned delay.
@@ -235,7 +263,7 @@ class LyapunovController:
         """
         return {
             "format": _STATE_FORMAT,
-            "queue": self._queue,
+            "queue": self._q.value,
             "config": self._config(),
             "history": {
                 key: [None if math.isnan(x) else x for x in vals]
@@ -274,6 +302,6 @@ class LyapunovController:
             hist[key] = [math.nan if x is None else float(x) for x in vals]
         if len({len(v) for v in hist.values()}) > 1:
             raise ValueError("state['history'] lists must all have the same length")
-        self._queue = queue
+        self._q.value = queue
         self._hist = hist
         self._pending = None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.fdma import full_band_upload_s
 from optim._validation import check_int, check_real, check_snr
 from optim.bound import BoundConstants, convergence_bound
 
@@ -84,7 +85,7 @@ def _delay_coefficient(
     v = check_real("bits_per_value", bits_per_value, low=0.0, low_open=True)
     bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
     # A = sum_k v p / (B log2(1 + SNR_bar_k))  (Lemma 2)
-    a_coef = float(np.sum(v * p / (bw * np.log2(1.0 + s))))
+    a_coef = float(np.sum(full_band_upload_s(v * p, bw, s)))
     return k / n * a_coef, k, n
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.fdma import equal_delay_shares, spectral_efficiency
 from optim._validation import check_int, check_real, check_snr
 from optim.bound import BoundConstants, scalar_bound_parts
 from optim.p3 import solve_p3_exact
@@ -27,8 +27,6 @@ from optim.p3 import solve_p3_exact
 __all__ = ["SLOT_METHODS", "SlotSolution", "solve_slot"]
 
 logger = logging.getLogger(__name__)
-
-_LN2 = math.log(2.0)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -233,9 +231,8 @@ def _solve_checked(
     cvxpy_problem: object | None,
 ) -> SlotSolution:
     k = s.size
-    inv_se = _LN2 / np.log1p(s)  # 1 / log2(1 + SNR_j) [s Hz / bit]
-    sum_inv = float(inv_se.sum())
-    shares = inv_se / sum_inv  # eq. (31): b_k = (1/log2(1+SNR_k)) / A'
+    sum_inv = float((1.0 / spectral_efficiency(s)).sum())  # sum_j 1 / log2(1 + SNR_j)
+    shares = equal_delay_shares(s)  # eq. (31)
     # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (DESIGN 4.5).
     c = v * r * p * sum_inv / bw
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K

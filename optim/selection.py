@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.fdma import spectral_efficiency
 from channels.registry import Registry
 from optim._validation import check_int, check_nonneg_array, check_real, check_snr
 
@@ -73,7 +74,7 @@ def _proportional_fair(
             "snr and average_rate are required for method='proportional_fair' "
             "(two (n_clients,) arrays)"
         )
-    inst = np.log2(1.0 + snr)
+    inst = spectral_efficiency(snr)
     with np.errstate(divide="ignore", invalid="ignore"):
         metric = np.where(avg > 0.0, inst / np.where(avg > 0.0, avg, 1.0), np.inf)
     return _top_k(metric, k)

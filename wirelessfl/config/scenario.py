@@ -7,18 +7,28 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from wirelessfl.config.schema import option
+from channels import FADING_MODELS
+from optim import SELECTION_METHODS
+from wirelessfl.config.schema import option, settings_option
 from wirelessfl.errors import ConfigError
+from wirelessfl.registries import (
+    ALGORITHMS,
+    CONTROLLERS,
+    DATASETS,
+    HUB_PREFIX,
+    LEARNERS,
+    MODELS,
+    PARTITIONERS,
+)
 
 
 @dataclass
 class FadingConfig:
     """Small-scale fading model (``channels.make_fading``)."""
 
-    model: str = option(
-        "rayleigh", doc="a channels.FADING_MODELS name: rayleigh | gauss_markov | rician | ..."
-    )
+    model: str = option("rayleigh", choices=FADING_MODELS, doc="a channels.FADING_MODELS name")
     rho: float | None = option(None, ge=0.0, le=1.0, doc="Gauss-Markov correlation per round")
     doppler_hz: float | None = option(None, ge=0.0, doc="Doppler for rho = J0(2 pi f_d T)")
     slot_s: float | None = option(None, gt=0.0, doc="round duration T for the Jakes rho")
@@ -28,11 +38,6 @@ class FadingConfig:
     )
 
     def validate(self, prefix: str) -> None:
-        from channels import FADING_MODELS
-
-        if self.model not in FADING_MODELS:
-            accepted = ", ".join(repr(name) for name in FADING_MODELS)
-            raise ConfigError(f"{prefix}.model: must be one of {accepted}, got {self.model!r}")
         if (
             self.model == "gauss_markov"
             and self.rho is None
@@ -116,7 +121,7 @@ class ConstantsConfig:
 class ControllerConfig:
     """How rank r, sparsification O^t and shares b_k^t are chosen (registry name)."""
 
-    name: str = option("tsfa", doc="tsfa | osfa | fixed, or a registered controller")
+    name: str = option("tsfa", choices=CONTROLLERS, doc="a controller registry name")
     V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
     d_th_s: float = option(1.0, gt=0.0, doc="average upload-delay threshold D_th")
     o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
@@ -134,7 +139,7 @@ class SelectionConfig:
     """Which K of N clients are scheduled each round (``optim.select_clients``)."""
 
     method: str = option(
-        "uniform", choices=("uniform", "best_snr", "proportional_fair"), doc="selection rule"
+        "uniform", choices=SELECTION_METHODS, doc="an optim.SELECTION_METHODS name"
     )
 
 
@@ -149,14 +154,10 @@ class PayloadConfig:
 
 
 @dataclass
-class StrategyConfig:
-    """What clients send and how the server aggregates."""
+class AlgorithmConfig:
+    """The federated algorithm (``wirelessfl.algorithms``); its settings are ``strategy.*``."""
 
-    sparsifier: str = option("soft", doc="soft | topk | random | structured | none")
-    error_feedback: bool = option(True, doc="eqs. (4)-(7) error memory")
-    aggregation: str = option(
-        "weighted_mean", doc="weighted_mean (of arrivals) | unbiased (Algorithm 3's (N/K) p_k)"
-    )
+    name: str = option("soft", choices=ALGORITHMS, doc="an algorithm registry name")
 
 
 @dataclass
@@ -176,7 +177,9 @@ class ModelShapeConfig:
 class LearnerConfig:
     """The learning side: a surrogate (network-only) or real federated LoRA training."""
 
-    kind: str = option("surrogate", choices=("surrogate", "lora"), doc="learner")
+    kind: str = option(
+        "surrogate", choices=LEARNERS, doc="surrogate (network-only) | lora (real training)"
+    )
     # surrogate
     initial_loss: float = option(2.3, gt=0.0, doc="surrogate: loss at round 0")
     progress_rate: float = option(0.02, gt=0.0, le=1.0, doc="surrogate: progress per round")
@@ -186,10 +189,14 @@ class LearnerConfig:
     n_classes: int = option(10, ge=2, doc="surrogate: classes (chance accuracy)")
     shape: ModelShapeConfig = field(default_factory=ModelShapeConfig)
     # real training (kind = lora)
-    model: str = option("tiny_mlp", doc="model registry name (kind=lora)")
-    dataset: str = option("digits", doc="dataset registry name (kind=lora)")
+    model: str = option(
+        "tiny_mlp", choices=MODELS, prefixes=(HUB_PREFIX,), doc="model registry name (kind=lora)"
+    )
+    dataset: str = option(
+        "digits", choices=DATASETS, prefixes=(HUB_PREFIX,), doc="dataset name (kind=lora)"
+    )
     dataset_options: dict[str, object] = option(default_factory=dict, doc="loader options")
-    partition: str = option("iid", doc="iid | shards | dirichlet | by_key")
+    partition: str = option("iid", choices=PARTITIONERS, doc="partitioner registry name")
     partition_options: dict[str, object] = option(default_factory=dict, doc="partitioner options")
     target_modules: list[str] | None = option(None, doc="LoRA targets (null: model default)")
     lora_alpha: float = option(16.0, gt=0.0, doc="LoRA alpha (scaling alpha/r)")
@@ -255,7 +262,10 @@ class Scenario:
     constants: ConstantsConfig = field(default_factory=ConstantsConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     payload: PayloadConfig = field(default_factory=PayloadConfig)
-    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    strategy: Any = settings_option(
+        "algorithm", ALGORITHMS, doc="the settings of the algorithm named by algorithm.name"
+    )
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     faults: FaultsConfig = field(default_factory=FaultsConfig)
     output: OutputConfig = field(default_factory=OutputConfig)

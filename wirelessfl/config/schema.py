@@ -3,6 +3,13 @@
 A config section is a dataclass whose fields carry constraints in their metadata, built with
 :func:`option`. :func:`build` turns a plain dict (from YAML/TOML) into the dataclass, rejecting
 unknown keys, wrong types and out-of-range values with a :class:`~wirelessfl.errors.ConfigError`.
+
+``choices`` may be a fixed tuple or a :class:`channels.registry.Registry`: the accepted names
+are then read from the registry when a scenario is validated, so a plug-in registered by user
+code is accepted like a built-in one. ``prefixes`` accepts names such as ``hub:<path>`` too.
+A field made with :func:`settings_option` is a *settings section*: its dataclass is the
+``Settings`` of the plug-in named by another field (``strategy`` holds the settings of the
+algorithm named by ``algorithm.name``).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from wirelessfl.errors import ConfigError
@@ -26,15 +33,53 @@ def option(
     gt: float | None = None,
     le: float | None = None,
     lt: float | None = None,
-    choices: Sequence[Any] | None = None,
+    choices: Collection[Any] | None = None,
+    prefixes: Sequence[str] = (),
     doc: str = "",
     default_factory: Any = dataclasses.MISSING,
 ) -> Any:
-    """A dataclass field with validation metadata (bounds, allowed values, one-line doc)."""
-    meta = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices, "doc": doc}
+    """A dataclass field with validation metadata (bounds, allowed values, one-line doc).
+
+    ``choices`` is a tuple or a registry (read at validation time); ``prefixes`` are accepted
+    prefixes besides (``"hub:"``: any ``hub:<name-or-path>``).
+    """
+    meta = {
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "lt": lt,
+        "choices": choices,
+        "prefixes": tuple(prefixes),
+        "doc": doc,
+    }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def settings_option(owner: str, registry: Mapping[str, Any], *, doc: str = "") -> Any:
+    """A settings section: the ``Settings`` dataclass of ``registry[<owner>.name]``.
+
+    ``owner`` is the sibling field naming the plug-in (built first: declare it earlier); the
+    plug-in class must have a ``Settings`` dataclass attribute.
+    """
+    meta = {"settings_of": owner, "registry": registry, "doc": doc}
+    return dataclasses.field(default=None, metadata=meta)
+
+
+def settings_class(registry: Mapping[str, Any], name: str) -> type:
+    """The ``Settings`` dataclass of plug-in ``name`` in ``registry``."""
+    plugin = registry[name]
+    settings = getattr(plugin, "Settings", None)
+    if not (isinstance(settings, type) and dataclasses.is_dataclass(settings)):
+        raise TypeError(f"{plugin!r} has no Settings dataclass")
+    return settings
+
+
+def _choices_text(meta: Mapping[str, Any]) -> str:
+    names = [repr(c) for c in meta["choices"]]
+    names += [repr(f"{p}<name-or-path>") for p in meta.get("prefixes", ())]
+    return ", ".join(names)
 
 
 def _range_text(meta: Mapping[str, Any]) -> str:
@@ -125,9 +170,12 @@ def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
     if value is None:
         return
     choices = meta.get("choices")
-    if choices is not None and value not in choices:
-        accepted = ", ".join(repr(c) for c in choices)
-        raise ConfigError(f"{key}: must be one of {accepted}, got {value!r}")
+    prefixed = any(
+        isinstance(value, str) and value.startswith(p) and len(value) > len(p)
+        for p in meta.get("prefixes", ())
+    )
+    if choices is not None and value not in choices and not prefixed:
+        raise ConfigError(f"{key}: must be one of {_choices_text(meta)}, got {value!r}")
     bounds = _range_text(meta)
     if not bounds or not isinstance(value, int | float):
         return
@@ -151,9 +199,17 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
         where = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
         accepted = ", ".join(sorted(fields))
         raise ConfigError(f"{where}: unknown key (accepted here: {accepted})")
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for name, f in fields.items():
         key = f"{prefix}.{name}" if prefix else name
+        if "settings_of" in f.metadata:
+            owner = kwargs[f.metadata["settings_of"]]
+            section = settings_class(f.metadata["registry"], owner.name)
+            raw = data.get(name, {})
+            if not isinstance(raw, Mapping):
+                raise ConfigError(f"{key}: expected a table of settings, got {raw!r}")
+            kwargs[name] = build(section, raw, prefix=key)
+            continue
         if name in data:
             value = _coerce(data[name], hints[name], key)
         elif f.default is not dataclasses.MISSING:
@@ -192,12 +248,21 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
         if dataclasses.is_dataclass(tp):
             rows.extend(describe(tp, key))
             continue
+        if "settings_of" in f.metadata:
+            registry = f.metadata["registry"]
+            for plugin in registry:
+                sub = describe(settings_class(registry, plugin), key)
+                owner = (
+                    f"{prefix}.{f.metadata['settings_of']}" if prefix else f.metadata["settings_of"]
+                )
+                rows.extend((k, d, f"[{owner}.name = {plugin}] {doc}") for k, d, doc in sub)
+            continue
         default = f.default if f.default is not dataclasses.MISSING else "(required)"
         if f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         doc = f.metadata.get("doc", "")
         bounds = _range_text(f.metadata)
-        if f.metadata.get("choices"):
-            bounds = "one of " + ", ".join(map(str, f.metadata["choices"]))
+        if f.metadata.get("choices") is not None:
+            bounds = "one of " + _choices_text(f.metadata).replace("'", "")
         rows.append((key, repr(default), f"{doc} {('[' + bounds + ']') if bounds else ''}".strip()))
     return rows

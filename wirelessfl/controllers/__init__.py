@@ -1,28 +1,17 @@
-"""Controller registry: name -> class. A new controller is one file plus one line here."""
+"""Controllers: how the rank r, the sparsification O^t and the shares b_k^t are chosen.
+
+Looked up by ``controller.name`` in ``wirelessfl.registries.CONTROLLERS``; a new controller is
+one file with a :class:`Controller` subclass plus one line there.
+"""
 
 from __future__ import annotations
 
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
-from wirelessfl.controllers.fixed import Fixed
-from wirelessfl.controllers.lyapunov import OnlineLyapunov
-from wirelessfl.controllers.tsfa import TwoStage
-from wirelessfl.errors import ConfigError
+from wirelessfl.registries import CONTROLLERS
 
-CONTROLLERS: dict[str, type[Controller]] = {
-    "tsfa": TwoStage,
-    "osfa": OnlineLyapunov,
-    "fixed": Fixed,
-}
+__all__ = ["CONTROLLERS", "Controller", "ControllerContext", "Decision", "make_controller"]
 
 
 def make_controller(ctx: ControllerContext) -> Controller:
     """Instantiate the controller named by ``ctx.settings.name``."""
-    name = ctx.settings.name
-    if name not in CONTROLLERS:
-        raise ConfigError(
-            f"controller.name: unknown controller {name!r} (accepted: {', '.join(CONTROLLERS)})"
-        )
-    return CONTROLLERS[name](ctx)
-
-
-__all__ = ["CONTROLLERS", "Controller", "ControllerContext", "Decision", "make_controller"]
+    return CONTROLLERS.load(ctx.settings.name)(ctx)

@@ -1,7 +1,9 @@
 """Controllers choose the rank r (before round 0) and, per round, O^t and the shares b_k^t.
 
 A controller is one file with a subclass of :class:`Controller` plus one line in
-``wirelessfl/controllers/__init__.py``'s registry.
+``wirelessfl.registries.CONTROLLERS``. Its :class:`Decision` may give every client its own rank
+and ratio (arrays over the clients it decided for); TSFA, OSFA and ``fixed`` give all clients
+the same (the arrays are then left ``None`` and filled with the scalar).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from optim import BoundConstants
+from channels.fdma import full_band_upload_s
+from channels.payload import planned_payload_bits
+from optim import BoundConstants, VirtualQueue
 
 
 @dataclass(frozen=True)
@@ -32,13 +36,38 @@ class ControllerContext:
 
 @dataclass(frozen=True)
 class Decision:
-    """One round's decision for the clients that get bandwidth."""
+    """One round's decision for the K' clients that get bandwidth.
 
-    sparsification: float  # O^t
-    shares: np.ndarray  # (K',) bandwidth shares b_k^t, summing to <= 1
-    planned_delay_s: float  # D^t the controller expects with these shares
-    bound: float  # gamma^t
-    fell_back: bool = False  # CVXPY failed and the exact solver answered
+    Attributes:
+        sparsification: O^t (the round's ratio; the ``sparsification`` column).
+        shares: (K',) bandwidth shares b_k^t, summing to <= 1.
+        planned_delay_s: D^t the controller expects with these shares [s].
+        bound: gamma^t.
+        fell_back: CVXPY failed and the exact solver answered.
+        ranks: (K',) per-client LoRA ranks, each <= the controller's ``rank``; ``None``: all
+            clients get ``rank``.
+        ratios: (K',) per-client sparsification; ``None``: all get ``sparsification``.
+    """
+
+    sparsification: float
+    shares: np.ndarray
+    planned_delay_s: float
+    bound: float
+    fell_back: bool = False
+    ranks: np.ndarray | None = None
+    ratios: np.ndarray | None = None
+
+    def client_ranks(self, rank: int) -> np.ndarray:
+        """(K',) ranks: :attr:`ranks`, or ``rank`` for every client."""
+        if self.ranks is None:
+            return np.full(len(self.shares), int(rank))
+        return np.asarray(self.ranks, dtype=int)
+
+    def client_ratios(self) -> np.ndarray:
+        """(K',) ratios: :attr:`ratios`, or O^t for every client."""
+        if self.ratios is None:
+            return np.full(len(self.shares), float(self.sparsification))
+        return np.asarray(self.ratios, dtype=float)
 
 
 class Controller(ABC):
@@ -46,17 +75,18 @@ class Controller(ABC):
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
-        self._queue = 0.0
+        self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
         self.rank = self.choose_rank()
 
     @property
     def queue(self) -> float:
         """Q^t, the virtual queue of eq. (21) [s]."""
-        return self._queue
+        return self.virtual_queue.value
 
     @abstractmethod
     def choose_rank(self) -> int:
-        """The LoRA rank for the whole run (TSFA: the offline stage)."""
+        """The LoRA rank for the whole run (TSFA: the offline stage); with per-client ranks,
+        the largest rank any client may get (the model is wrapped once at it)."""
 
     @abstractmethod
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
@@ -64,8 +94,7 @@ class Controller(ABC):
 
     def observe(self, delay_s: float) -> float:
         """Eq. (21): Q <- max(Q + D^t - D_th, 0) with the delay the simulator observed."""
-        self._queue = max(self._queue + delay_s - self.ctx.settings.d_th_s, 0.0)
-        return self._queue
+        return self.virtual_queue.update(delay_s)
 
     def summary(self) -> dict[str, Any]:
         """What goes into ``meta.json`` (e.g. the offline curve)."""
@@ -75,12 +104,18 @@ class Controller(ABC):
         return {"queue": self.queue}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._queue = float(state["queue"])
+        self.virtual_queue.value = float(state["queue"])
 
     def planned_bits(self, sparsification: float) -> float:
         """v * (O * r * sum(d + l) + fixed values): the payload the delay model assumes [bits]."""
         c = self.ctx
-        return c.bits_per_value * (sparsification * self.rank * c.params_per_rank + c.fixed_values)
+        return planned_payload_bits(
+            sparsification,
+            self.rank,
+            c.params_per_rank,
+            c.bits_per_value,
+            dense_values=c.fixed_values,
+        )
 
     def fixed_delay_s(self, snr: np.ndarray) -> float:
         """Upload time of the fixed (dense) values with eq. (31) shares [s].
@@ -92,5 +127,5 @@ class Controller(ABC):
         c = self.ctx
         if c.fixed_values == 0:
             return 0.0
-        inv_rate = 1.0 / (c.bandwidth_hz * np.log2(1.0 + np.asarray(snr, dtype=float)))
-        return float(c.bits_per_value * c.fixed_values * inv_rate.sum())
+        dense_bits = c.bits_per_value * c.fixed_values
+        return float(full_band_upload_s(dense_bits, c.bandwidth_hz, np.asarray(snr)).sum())

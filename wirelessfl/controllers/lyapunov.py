@@ -27,14 +27,11 @@ class OnlineLyapunov(Controller):
             o_min=s.o_min,
             constants=ctx.constants,
             method=s.method,
+            queue=self.virtual_queue,  # the one Q^t (eq. 21), shared with the base class
         )
 
     def choose_rank(self) -> int:
         return int(self.ctx.settings.rank)
-
-    @property
-    def queue(self) -> float:
-        return float(self.online.queue)
 
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         slot = self.online.decide(snr)
@@ -47,7 +44,7 @@ class OnlineLyapunov(Controller):
         )
 
     def observe(self, delay_s: float) -> float:
-        return float(self.online.update(delay_s))
+        return float(self.online.update(delay_s))  # eq. (21) on the shared queue, plus history
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         # only Q^t is checkpointed: the solver's per-round history would grow the state O(T)

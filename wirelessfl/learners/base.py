@@ -1,12 +1,12 @@
 """The learning side of the co-simulation, behind one small interface.
 
-The simulator owns virtual time; a :class:`Learner` owns the model. Per round the simulator calls
-:meth:`Learner.local_round` once with every client that will train (wall time only; the virtual
-compute and upload times come from the returned FLOPs and payload sizes), then
-:meth:`Learner.aggregate` with the clients whose uploads arrived, and :meth:`Learner.evaluate`
-every ``eval_every`` rounds. Per-client private state (error memories, optimizer moments,
-personal parameters) lives inside the learner, keyed by client id; strategies that send other
-things than (B, A) report their payload through the same :class:`ClientUpload`.
+The simulator owns virtual time; a :class:`Learner` owns the model. Per round the simulator
+calls :meth:`Learner.local_round` once with the round's :class:`~wirelessfl.plans.RoundPlan`
+(wall time only; the virtual compute, download and upload times come from the returned
+:class:`ClientReport`), then :meth:`Learner.aggregate` with the clients whose uploads arrived,
+and :meth:`Learner.evaluate` every ``eval_every`` rounds. Both learners run the scenario's
+federated algorithm (``wirelessfl.algorithms``): the real one trains through it, the
+network-only one asks it for sizes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from wirelessfl.plans import ClientPlan, RoundPlan
+
+__all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan"]
 
 
 @dataclass(frozen=True)
@@ -35,30 +39,34 @@ class ModelGeometry:
 
 
 @dataclass(frozen=True)
-class RoundPlan:
-    """What the server decided for a round, as the learner sees it."""
+class ClientReport:
+    """One client's round as the network sees it: what it moved and what it cost.
 
-    round_index: int
-    clients: np.ndarray  # (n,) ids of the clients that train this round
+    Attributes:
+        rank: LoRA rank r_k it trained.
+        ratio: sparsification O_k it sent with.
+        bits_up: uplink payload [bit] (values, plus index bits when the scenario counts them).
+        bits_down: what the server sent it [bit].
+        n_values: values sent up.
+        n_total: values of the dense update.
+        index_bits: index overhead of the sparse upload [bit] (reported even if not sent).
+        flops: FLOPs of its local training (virtual compute time).
+        train_loss: mean task loss over its local steps.
+    """
+
     rank: int
-    sparsification: float  # O^t
-    bound: float  # gamma^t (the surrogate uses it)
-    n_scheduled: int  # K^t (including clients that dropped or are in outage)
-
-
-@dataclass(frozen=True)
-class ClientUpload:
-    """One client's result of local training: what it sends and what it cost."""
-
-    n_values: int  # nonzero values sent
-    n_total: int  # values of the dense update
-    index_bits: int  # index overhead of the sparse payload (min of bitmask, coordinates)
-    flops: float  # FLOPs of the local round (for the virtual compute time)
+    ratio: float
+    bits_up: float
+    bits_down: float
+    n_values: int
+    n_total: int
+    index_bits: int
+    flops: float
     train_loss: float
 
 
 class Learner(ABC):
-    """Produces the model updates of a run (surrogate or real training)."""
+    """Produces the model updates of a run (network-only surrogate or real training)."""
 
     @abstractmethod
     def geometry(self) -> ModelGeometry:
@@ -66,20 +74,20 @@ class Learner(ABC):
 
     @abstractmethod
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
-        """Set up the global model with the chosen rank (called once, before round 0)."""
+        """Set up the global state; ``rank`` is the largest rank any client will get."""
 
     @abstractmethod
-    def local_round(self, plan: RoundPlan) -> dict[int, ClientUpload]:
-        """Train ``plan.clients`` from the current global model; keyed by client id."""
+    def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
+        """Train ``plan.clients`` from the current global state; keyed by client id."""
 
     @abstractmethod
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
-        """Fold the arrived clients' updates into the global model; returns metrics
-        (``loss`` at least; ``cov_norm``, ``orth_residual`` where measured)."""
+        """Fold the arrived clients' messages into the global state; returns metrics
+        (``loss`` at least; ``cov_norm``, ``orth_residual`` and the algorithm's own)."""
 
     @abstractmethod
     def evaluate(self, round_index: int) -> dict[str, float]:
-        """Held-out metrics of the global model: ``accuracy`` and ``test_loss``."""
+        """Held-out metrics of the global state: ``accuracy`` and ``test_loss``."""
 
     @abstractmethod
     def save_state(self, folder: Path) -> None:
@@ -88,6 +96,10 @@ class Learner(ABC):
     @abstractmethod
     def load_state(self, folder: Path) -> None:
         """Restore what :meth:`save_state` wrote."""
+
+    def metric_names(self) -> dict[str, str]:
+        """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""
+        return {}
 
     def expected_flops(self, rank: int) -> float:
         """FLOPs the server expects one client's local round to take (compute-aware shares)."""

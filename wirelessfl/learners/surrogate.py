@@ -12,18 +12,28 @@ the initial loss). Accuracy is chance + (1 - chance) * (1 - e_t / e_0). This kee
 qualitative behaviour the bound predicts (more sparsification or a rank far from r_max raises
 the floor; lost uploads slow progress) at a cost of microseconds per round. It is a
 network-study instrument, never a claim about a model's accuracy.
+
+Payload sizes come from the scenario's algorithm (its ``sized_message`` and
+``sized_broadcast``, counted by ``Message.bits`` like real messages), computed once per
+distinct (rank, ratio) of a round.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from channels import lora_training_flops
-from wirelessfl.learners.base import ClientUpload, Learner, ModelGeometry, RoundPlan
+from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
+from wirelessfl.registries import ALGORITHMS
 from wirelessfl.results.store import atomic_write_text
+
+if TYPE_CHECKING:
+    from wirelessfl.algorithms.base import FederatedAlgorithm
+    from wirelessfl.config.scenario import PayloadConfig, Scenario
 
 
 class SurrogateLearner(Learner):
@@ -33,6 +43,8 @@ class SurrogateLearner(Learner):
         self,
         *,
         geometry: ModelGeometry,
+        algorithm: FederatedAlgorithm,
+        payload: PayloadConfig,
         initial_loss: float = 2.3,
         progress_rate: float = 0.02,
         bound_half: float = 1.0e4,
@@ -40,6 +52,8 @@ class SurrogateLearner(Learner):
         local_steps: int = 5,
     ):
         self._geometry = geometry
+        self.algorithm = algorithm
+        self.payload = payload
         self.initial_loss = initial_loss
         self.progress_rate = progress_rate
         self.bound_half = bound_half
@@ -47,48 +61,84 @@ class SurrogateLearner(Learner):
         self.local_steps = local_steps
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
-        self._payload_rank: int | None = None
+        self._flops_at: dict[int, float] = {}
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario) -> SurrogateLearner:
+        """The network-only learner of ``scenario`` (``learner.*``, its algorithm, payload)."""
+        lc = scenario.learner
+        geometry = ModelGeometry(
+            layer_shapes=tuple((int(d), int(ell)) for d, ell in lc.shape.layer_shapes),
+            base_params=lc.shape.base_params,
+            batch_size=lc.shape.batch_size,
+            seq_len=lc.shape.seq_len,
+        )
+        algorithm = ALGORITHMS.load(scenario.algorithm.name)(scenario.strategy, scenario=scenario)
+        return cls(
+            geometry=geometry,
+            algorithm=algorithm,
+            payload=scenario.payload,
+            initial_loss=lc.initial_loss,
+            progress_rate=lc.progress_rate,
+            bound_half=lc.bound_half,
+            n_classes=lc.n_classes,
+            local_steps=scenario.constants.E,
+        )
 
     def geometry(self) -> ModelGeometry:
         return self._geometry
 
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
         self.rank = rank
-        g = self._geometry
-        self._flops = lora_training_flops(
-            list(g.layer_shapes),
-            rank,
-            batch_size=g.batch_size,
-            steps=self.local_steps,
-            seq_len=g.seq_len,
-            base_params=g.base_params,
-        )
+
+    def _flops(self, rank: int) -> float:
+        """Estimated FLOPs of one client's local round at ``rank`` (cached per rank)."""
+        if rank not in self._flops_at:
+            g = self._geometry
+            self._flops_at[rank] = float(
+                lora_training_flops(
+                    list(g.layer_shapes),
+                    rank,
+                    batch_size=g.batch_size,
+                    steps=self.local_steps,
+                    seq_len=g.seq_len,
+                    base_params=g.base_params,
+                )
+            )
+        return self._flops_at[rank]
 
     def expected_flops(self, rank: int) -> float:
-        return float(self._flops)
+        return self._flops(rank)
 
-    def _payload(self, rank: int, sparsification: float) -> tuple[int, int, int]:
-        """(values kept, dense values, index bits) of one client's sparse payload.
+    def _sized_report(self, plan: ClientPlan, loss: float) -> ClientReport:
+        """The report of a client with ``plan`` (sizes from the algorithm's payload model)."""
+        shapes = self._geometry.layer_shapes
+        up = self.algorithm.sized_message(plan, shapes)
+        down = self.algorithm.sized_broadcast(plan, shapes)
+        v = self.payload.bits_per_value
+        return ClientReport(
+            rank=plan.rank,
+            ratio=plan.ratio,
+            bits_up=up.bits(bits_per_value=v, count_index=self.payload.index_overhead),
+            bits_down=down.bits(bits_per_value=v, count_index=False),
+            n_values=up.n_values,
+            n_total=up.n_total,
+            index_bits=up.index_bits,
+            flops=self._flops(plan.rank),
+            train_loss=loss,
+        )
 
-        Per layer round(O r (d + l)) values are kept; the index costs
-        min(bitmask, coordinates) over the layer's [B^T A] block, as ``wirelessfl.compress``
-        counts it (``channels.index_overhead_bits``; its per-rank constants are cached here).
-        """
-        if rank != self._payload_rank:
-            n_layer = np.array([rank * (d + ell) for d, ell in self._geometry.layer_shapes])
-            # ceil(log2 n): the bits of one coordinate in a layer of n entries
-            self._coordinate_bits = np.array([int(n - 1).bit_length() for n in n_layer])
-            self._n_layer, self._payload_rank = n_layer, rank
-        n_layer = self._n_layer
-        kept = np.round(sparsification * n_layer).astype(np.int64)  # half to even, as round()
-        index = np.where(kept == n_layer, 0, np.minimum(n_layer, kept * self._coordinate_bits))
-        return int(kept.sum()), int(n_layer.sum()), int(index.sum())
-
-    def local_round(self, plan: RoundPlan) -> dict[int, ClientUpload]:
+    def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
         self._last_plan = plan
-        kept, total, index = self._payload(plan.rank, plan.sparsification)
-        up = ClientUpload(kept, total, index, self._flops, float(self.excess))
-        return {int(k): up for k in plan.clients}
+        loss = float(self.excess)
+        by_size: dict[tuple[int, float], ClientReport] = {}  # sizes depend on rank and ratio
+        reports = {}
+        for p in self.algorithm.plan(plan):
+            key = (p.rank, p.ratio)
+            if key not in by_size:
+                by_size[key] = self._sized_report(p, loss)
+            reports[p.client] = by_size[key]
+        return reports
 
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         plan = self._last_plan

@@ -1,6 +1,10 @@
 """The one place where result columns are defined and documented.
 
 Units are in the names (``_s`` seconds of virtual time, ``_db`` decibels, ``bits``).
+
+Besides :data:`ROUND_COLUMNS`, ``rounds.csv`` has one ``algo.<name>`` column per metric the
+run's algorithm declares (``FederatedAlgorithm.METRICS``, documented there and listed by
+:func:`algorithm_columns`); a metric named like a column below fills that column instead.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ ROUND_COLUMNS: dict[str, str] = {
     "queue": "Q^t: virtual queue at the start of the round, before its update (eq. 21)",
     "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0)",
     "sparsification": "O^t chosen for the round",
-    "rank": "LoRA rank r used in the round",
+    "rank": "LoRA rank r of the round (the largest client rank when ranks differ)",
     "n_scheduled": "clients scheduled (K^t)",
     "n_arrived": "clients whose update reached the server and was aggregated",
     "n_dropped": "scheduled clients that dropped out after the broadcast",
     "n_outage": "scheduled clients in outage (SNR below the threshold: no upload)",
     "n_stragglers": "uploads still running at the deadline (not aggregated)",
     "bits_up": "uplink bits delivered by the arrived clients (values + index bits if counted)",
+    "bits_down": "downlink bits the server sent the clients that trained",
     "index_bits": "index bits of the arrived clients' sparse payloads (reported even if not sent)",
     "mean_snr_db": "mean SNR of the scheduled clients",
     "min_snr_db": "lowest SNR among the scheduled clients",
@@ -30,8 +35,10 @@ ROUND_COLUMNS: dict[str, str] = {
     "loss": "training loss after aggregation (mean over arrived clients, data-weighted)",
     "accuracy": "test accuracy; NaN when the round is not evaluated",
     "test_loss": "test loss; NaN when the round is not evaluated",
-    "cov_norm": "||Cov(theta_B, theta_A)||_F over the arrived clients (eq. 12); NaN if n/a",
-    "orth_residual": "normalised orthogonality residual of the global LoRA (Fig. 2); NaN if n/a",
+    "cov_norm": "||Cov(theta_B, theta_A)||_F over the arrived clients (eq. 12); NaN if the "
+    "algorithm does not measure it or fewer than two arrived",
+    "orth_residual": "normalised orthogonality residual of the global LoRA (Fig. 2); NaN if the "
+    "algorithm does not measure it",
     "wall_s": "wall-clock seconds the round took (training + simulation)",
 }
 
@@ -51,6 +58,22 @@ CLIENT_COLUMNS: dict[str, str] = {
     "share": "bandwidth share b_k^t",
     "compute_s": "local compute duration",
     "upload_s": "upload duration (inf: no bandwidth)",
-    "bits": "payload bits",
+    "bits": "uplink payload bits (0 for dropped and outage clients)",
     "status": "arrived | dropped | outage | straggler",
+    "rank": "LoRA rank r_k planned for the client (0: no decision, outage)",
+    "ratio": "sparsification O_k planned for the client (NaN: no decision, outage)",
+    "bits_down": "downlink bits the server sent the client (0 if it did not train)",
 }
+
+#: Prefix of the columns holding an algorithm's own metrics.
+ALGORITHM_PREFIX = "algo."
+
+
+def algorithm_column(metric: str) -> str:
+    """The ``rounds.csv`` column of an algorithm metric: ``algo.<metric>``."""
+    return ALGORITHM_PREFIX + metric
+
+
+def algorithm_columns(metrics: dict[str, str]) -> dict[str, str]:
+    """Column -> doc for an algorithm's ``METRICS`` that are not standard round columns."""
+    return {algorithm_column(k): doc for k, doc in metrics.items() if k not in ROUND_COLUMNS}

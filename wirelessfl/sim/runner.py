@@ -38,7 +38,12 @@ from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build
 from wirelessfl.errors import UserError
 from wirelessfl.learners import make_learner
-from wirelessfl.results.columns import CLIENT_COLUMNS, EVENT_COLUMNS, ROUND_COLUMNS
+from wirelessfl.results.columns import (
+    CLIENT_COLUMNS,
+    EVENT_COLUMNS,
+    ROUND_COLUMNS,
+    algorithm_columns,
+)
 from wirelessfl.results.store import RunResult, TableWriter, atomic_write_text, load, truncate_table
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
@@ -163,7 +168,8 @@ class Run:
         self._write_meta(
             **({"resumed": [*self._meta_list("resumed"), _now()]} if self.resume else {})
         )
-        writers = {"rounds": TableWriter(self.out / "rounds.csv", ROUND_COLUMNS)}
+        round_columns = [*ROUND_COLUMNS, *algorithm_columns(self.learner.metric_names())]
+        writers = {"rounds": TableWriter(self.out / "rounds.csv", round_columns)}
         if sc.output.events:
             writers["events"] = TableWriter(self.out / "events.csv", EVENT_COLUMNS)
         if sc.output.clients:

@@ -2,19 +2,27 @@
 
 One SimPy environment per run. Each round is one server process (one per round, so the runner
 can checkpoint between rounds; the clock carries on across them) plus one process per client
-that trains in the round (idle clients cost nothing). Per round t the server
+that trains in the round (idle clients cost nothing); every process returns what it produced.
+The server's round, :meth:`Simulator._round`, is a list of named steps:
 
-1. reads the channel (SNR of all N clients), selects K^t clients (``optim.select_clients``);
-2. marks faults: clients in outage (SNR below ``faults.outage_snr_db``) get no bandwidth and do
-   not train; the controller decides O^t and the shares over the others; then each of those
-   drops out with ``faults.dropout_prob`` (the controller did not know: its share idles unless
+1. :meth:`~Simulator._observe`: the channel (SNR of all N clients) and the K^t scheduled
+   clients (``optim.select_clients``);
+2. :meth:`~Simulator._mark_faults`: clients in outage (SNR below ``faults.outage_snr_db``; the
+   server knows the CSI) get no bandwidth and do not train; then each other client drops out
+   with ``faults.dropout_prob`` (the controller does not know: its share idles unless
    ``faults.redistribute_unused``);
-3. broadcasts; the learner trains the remaining clients (wall time only);
-4. each client process waits for the downlink, computes for ``flops / flops_per_s`` seconds, then
-   uploads ``bits / (b_k B log2(1 + SNR_k))`` seconds;
-5. the server aggregates when the last upload arrives, or at ``faults.deadline_s`` after the
-   broadcast (uploads still running are stragglers and are discarded), then updates the virtual
-   queue with D^t (eq. 21).
+3. :meth:`~Simulator._decide`: the controller's O^t, shares b_k^t and per-client rank and
+   ratio for the clients not in outage;
+4. :meth:`~Simulator._train`: the learner trains the clients that will upload (wall time only)
+   and reports each one's download, upload and FLOPs;
+5. :meth:`~Simulator._transmit`: each client process waits for its own download
+   (``bits_down / channel.downlink_rate_bps``), computes for ``flops / flops_per_s`` seconds,
+   then uploads ``bits_up / (b_k B log2(1 + SNR_k))`` seconds; the server waits for the last
+   upload, or until ``faults.deadline_s`` after the broadcast (uploads still running are
+   stragglers and are discarded);
+6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the virtual queue
+   takes D^t (eq. 21); the proportional-fair tracker is updated;
+7. :meth:`~Simulator._record`: the round's record, derived from its events.
 
 Noise is over the whole band B, as in the paper: SNR_k does not depend on the share b_k.
 """
@@ -28,87 +36,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from channels import (
-    Cell,
-    DeviceProfile,
-    dbm_to_watt,
-    make_fading,
-    noise_power_w,
-    rate_bps,
-)
+from channels import rate_bps
 from channels.streams import round_generator
-from optim import BoundConstants, select_clients
+from optim import select_clients, update_average_rate
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.controllers import ControllerContext, make_controller
-from wirelessfl.errors import ConfigError, SimulationError
-from wirelessfl.learners.base import ClientUpload, Learner, RoundPlan
+from wirelessfl.errors import SimulationError
+from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
+from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.events import SERVER, Event, Kind, arrived_clients, round_timing, sort_events
+from wirelessfl.sim.setup import bound_constants, build_cell, build_devices
+
+__all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
 PF_SMOOTHING = 0.1  # EWMA weight of the proportional-fair average-rate tracker
-
-
-def build_cell(scenario: Scenario) -> Cell:
-    """The scenario's cell: a fixed mean SNR for every client, or a geometric cell."""
-    try:
-        return _build_cell(scenario)
-    except ValueError as err:  # channels validates its arguments; name the scenario section
-        raise ConfigError(f"channel: {err}") from None
-
-
-def _build_cell(scenario: Scenario) -> Cell:
-    ch = scenario.channel
-    fading = make_fading(ch.fading.model, **ch.fading.model_kwargs())
-    if ch.mean_snr_db is not None:
-        return Cell.from_mean_snr(
-            mean_snr_db=ch.mean_snr_db,
-            n_clients=scenario.n_clients,
-            seed=scenario.seed,
-            fading=fading,
-        )
-    sigma2 = noise_power_w(
-        bandwidth_hz=ch.bandwidth_hz,
-        noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
-        noise_figure_db=ch.noise_figure_db,
-    )
-    return Cell.from_geometry(
-        n_clients=scenario.n_clients,
-        seed=scenario.seed,
-        d_min_m=ch.d_min_m,
-        d_max_m=ch.d_max_m,
-        path_loss_exponent=ch.path_loss_exponent,
-        noise_power_w=sigma2,
-        tx_power_w=dbm_to_watt(ch.tx_power_dbm + ch.reference_gain_db),
-        shadowing_sigma_db=ch.shadowing_sigma_db,
-        fading=fading,
-    )
-
-
-def _build_devices(scenario: Scenario) -> np.ndarray:
-    dv = scenario.devices
-    profile = DeviceProfile(
-        kind=dv.kind,
-        flops_per_s=dv.flops_per_s,
-        classes=dict(dv.classes) or None,
-        median_flops_per_s=dv.median_flops_per_s,
-        sigma=dv.sigma,
-    )
-    return np.asarray(profile.draw(scenario.seed, scenario.n_clients), dtype=float)
-
-
-def build_devices(scenario: Scenario) -> np.ndarray:
-    """(N,) FLOP/s per client, from per-client streams of the run seed."""
-    try:
-        return _build_devices(scenario)
-    except ValueError as err:
-        raise ConfigError(f"devices: {err}") from None
-
-
-def bound_constants(scenario: Scenario) -> BoundConstants:
-    k = scenario.constants
-    return BoundConstants(
-        S=k.S, H=k.H, W=k.W, phi=k.phi, G=k.G, eta=k.eta, E=k.E, r_max=scenario.controller.r_max
-    )
 
 
 @dataclass
@@ -120,8 +62,40 @@ class RoundOutcome:
     clients: list[dict] = field(default_factory=list)
 
 
+@dataclass
+class _Round:
+    """What the steps of one round hand to each other (arrays over the K^t scheduled)."""
+
+    t: int
+    t0_s: float
+    scheduled: np.ndarray  # (k,) client ids, ascending
+    snr: np.ndarray  # (k,) linear SNR
+    snr_db: np.ndarray  # (k,)
+    full_band_rate: np.ndarray | None = None  # (N,) [bit/s], proportional fair only
+    outage: np.ndarray | None = None  # (k,) bool
+    dropped: np.ndarray | None = None  # (k,) bool
+    shares: np.ndarray | None = None  # (k,) b_k^t
+    ranks: np.ndarray | None = None  # (k,) r_k (0: no decision, outage)
+    ratios: np.ndarray | None = None  # (k,) O_k (NaN: no decision)
+    sparsification: float = math.nan  # O^t
+    bound: float = math.nan
+    planned_delay_s: float = 0.0
+    fell_back: bool = False
+    queue_before: float = 0.0
+    reports: dict[int, ClientReport] = field(default_factory=dict)
+    compute_s: dict[int, float] = field(default_factory=dict)
+    upload_s: dict[int, float] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def active(self) -> np.ndarray:
+        """(k,) bool: scheduled clients that train and upload."""
+        assert self.outage is not None and self.dropped is not None
+        return ~self.outage & ~self.dropped
+
+
 class Simulator:
-    """Runs rounds of one scenario with a given learner (see module docstring)."""
+    """Runs rounds of one scenario with a given learner (see the module docstring)."""
 
     def __init__(self, scenario: Scenario, learner: Learner):
         self.scenario = scenario
@@ -145,11 +119,15 @@ class Simulator:
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
+        self.metric_columns = {
+            name: name if name in ROUND_COLUMNS else algorithm_column(name)
+            for name in learner.metric_names()
+        }
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
         self.env = simpy.Environment()
         self.next_round = 0
 
-    # ---- state for resume -------------------------------------------------------------
+    # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
         return {
             "next_round": self.next_round,
@@ -164,10 +142,32 @@ class Simulator:
         if average_rate is not None:
             self.average_rate = average_rate
 
-    # ---- one round --------------------------------------------------------------------
-    def _select(self, t: int, snr_all: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Scheduled client ids (ascending) and, for proportional fair, full-band rates [bit/s]."""
+    # ---- one round -----------------------------------------------------------------------
+    def run_round(self, t: int) -> RoundOutcome:
+        """Simulate round t to its aggregation; the caller persists the outcome."""
+        wall0 = time.perf_counter()
+        process = self.env.process(self._round(t))
+        self.env.run(until=process)
+        outcome: RoundOutcome = process.value
+        outcome.record["wall_s"] = time.perf_counter() - wall0
+        self.next_round = t + 1
+        return outcome
+
+    def _round(self, t: int):
+        """The server's process for round t; returns the round's :class:`RoundOutcome`."""
+        r = self._observe(t)
+        self._mark_faults(r)
+        self._decide(r)
+        self._train(r)
+        yield from self._transmit(r)
+        metrics, arrived = self._aggregate(r)
+        return self._record(r, metrics, arrived)
+
+    # 1. ------------------------------------------------------------------------------------
+    def _observe(self, t: int) -> _Round:
+        """The channel of round t and the scheduled clients (ids ascending)."""
         sc = self.scenario
+        snr_all = self.channel.snr(t)
         pf = sc.selection.method == "proportional_fair"
         rate = rate_bps(1.0, sc.channel.bandwidth_hz, snr_all) if pf else None
         scheduled = select_clients(
@@ -178,189 +178,203 @@ class Simulator:
             snr=snr_all,
             average_rate=self.average_rate,
         )
-        return np.asarray(scheduled, dtype=int), rate
-
-    def _payload_bits(self, up: ClientUpload) -> float:
-        p = self.scenario.payload
-        bits = up.n_values * p.bits_per_value
-        return float(bits + (up.index_bits if p.index_overhead else 0))
-
-    def run_round(self, t: int) -> RoundOutcome:
-        """Simulate round t to its aggregation; the caller persists the outcome."""
-        wall0 = time.perf_counter()
-        out: dict = {}
-        proc = self.env.process(self._round_process(t, out))
-        self.env.run(until=proc)
-        out["record"]["wall_s"] = time.perf_counter() - wall0
-        self.next_round = t + 1
-        return RoundOutcome(out["record"], out["events"], out["clients"])
-
-    def _round_process(self, t: int, out: dict):  # noqa: C901 - one round, read top to bottom
-        sc, env, ch = self.scenario, self.env, self.scenario.channel
-        t0 = env.now
-        snr_all = self.channel.snr(t)
-        scheduled, inst_rate = self._select(t, snr_all)
+        scheduled = np.asarray(scheduled, dtype=int)
         snr = snr_all[scheduled]
-        snr_db = 10.0 * np.log10(np.maximum(snr, 1e-300))
-        k = len(scheduled)
-        log: list[Event] = [Event(t0, Kind.BROADCAST, SERVER, float(k))]
+        r = _Round(t, self.env.now, scheduled, snr, 10.0 * np.log10(np.maximum(snr, 1e-300)))
+        r.full_band_rate = rate
+        r.events.append(Event(r.t0_s, Kind.BROADCAST, SERVER, float(len(scheduled))))
+        return r
 
-        # faults known at the broadcast: outage (CSI) before the decision, dropout after
-        outage = np.zeros(k, bool)
-        if sc.faults.outage_snr_db is not None:
-            outage = snr_db < sc.faults.outage_snr_db
-        dropped = np.zeros(k, bool)
-        if sc.faults.dropout_prob > 0:
-            fault_rng = round_generator(sc.seed, stream="faults", round_index=t)
-            dropped = (fault_rng.random(k) < sc.faults.dropout_prob) & ~outage
-        allocated = ~outage
-        compute_s = np.zeros(k)
-        active = allocated & ~dropped
-        shares = np.zeros(k)
-        queue_before = self.controller.queue
+    # 2. ------------------------------------------------------------------------------------
+    def _mark_faults(self, r: _Round) -> None:
+        """Outage (known before the decision) and dropout (after it), with their events."""
+        faults, k = self.scenario.faults, len(r.scheduled)
+        r.outage = np.zeros(k, bool)
+        if faults.outage_snr_db is not None:
+            r.outage = r.snr_db < faults.outage_snr_db
+        r.dropped = np.zeros(k, bool)
+        if faults.dropout_prob > 0:
+            rng = round_generator(self.scenario.seed, stream="faults", round_index=r.t)
+            r.dropped = (rng.random(k) < faults.dropout_prob) & ~r.outage
+        for i in np.flatnonzero(r.dropped):
+            r.events.append(Event(r.t0_s, Kind.DROP, int(r.scheduled[i])))
+        for i in np.flatnonzero(r.outage):
+            r.events.append(Event(r.t0_s, Kind.OUTAGE, int(r.scheduled[i])))
+
+    # 3. ------------------------------------------------------------------------------------
+    def _decide(self, r: _Round) -> None:
+        """The controller's decision for the clients not in outage."""
+        k = len(r.scheduled)
+        allocated = ~r.outage
+        r.shares, r.ranks, r.ratios = np.zeros(k), np.zeros(k, int), np.full(k, math.nan)
+        r.queue_before = self.controller.queue
         if allocated.any():
-            if sc.devices.include_compute:
-                compute_s = self._compute_estimate(scheduled)
-            decision = self.controller.decide(snr[allocated], compute_s[allocated])
-            shares[allocated] = decision.shares
-            o_t, bound, planned, fell_back = (
-                decision.sparsification,
-                decision.bound,
-                decision.planned_delay_s,
-                decision.fell_back,
-            )
-        else:
-            o_t, bound, planned, fell_back = math.nan, math.nan, 0.0, False
-        if sc.faults.redistribute_unused and dropped.any() and active.any():
-            spare = shares[dropped].sum()
-            shares[active] += spare * shares[active] / shares[active].sum()
-            shares[dropped] = 0.0
-        for i in np.flatnonzero(dropped):
-            log.append(Event(t0, Kind.DROP, int(scheduled[i])))
-        for i in np.flatnonzero(outage):
-            log.append(Event(t0, Kind.OUTAGE, int(scheduled[i])))
-
-        # local training (wall time) for the clients that will upload
-        trainers = scheduled[active]
-        plan = RoundPlan(t, trainers, self.rank, o_t, bound, k)
-        uploads = self.learner.local_round(plan) if len(trainers) else {}
-
-        # virtual time: downlink, compute, upload, one process per training client
-        downlink_s = 0.0
-        if ch.downlink_rate_bps > 0:
-            dense_bits = sc.payload.bits_per_value * self.rank * self.params_per_rank
-            downlink_s = dense_bits / ch.downlink_rate_bps
-        procs, client_rows, no_rate = [], [], []
-        record_clients = sc.output.clients
-
-        def client_row(i: int, compute_s: float, upload_s: float, bits: float, status=None):
-            """One ``clients.csv`` row for scheduled position i (status filled in later)."""
-            return {
-                "round": t,
-                "client": int(scheduled[i]),
-                "snr_db": float(snr_db[i]),
-                "share": float(shares[i]),
-                "compute_s": compute_s,
-                "upload_s": upload_s,
-                "bits": bits,
-                "status": status,
-            }
-
-        active_idx = np.flatnonzero(active)
-        rates = rate_bps(shares[active_idx], ch.bandwidth_hz, snr[active_idx]).tolist()
-        for i, rate in zip(active_idx.tolist(), rates, strict=True):
-            cid = int(scheduled[i])
-            up = uploads[cid]
-            comp = up.flops / float(self.flops_per_s[cid]) if sc.devices.include_compute else 0.0
-            bits = self._payload_bits(up)
-            upload_s = bits / rate if rate > 0 else math.inf
-            if math.isfinite(upload_s):
-                procs.append(env.process(self._client(cid, downlink_s, comp, upload_s, bits, log)))
-            else:
-                no_rate.append(cid)
-            if record_clients:
-                client_rows.append(client_row(i, comp, upload_s, bits))
-        if procs:
-            everyone = simpy.AllOf(env, procs)
-            if sc.faults.deadline_s is not None:
-                yield env.any_of([everyone, env.timeout(sc.faults.deadline_s)])
-                for p in procs:
-                    if p.is_alive:
-                        p.interrupt("deadline")
-                yield env.timeout(0)  # let interrupted clients log their straggler event
-            else:
-                yield everyone
-        for cid in no_rate:
-            log.append(Event(env.now, Kind.STRAGGLER, cid))
-        events = sort_events(log)
-        arrived = arrived_clients(events)
-        metrics = self.learner.aggregate(t, arrived)
-        for key, value in metrics.items():
-            if not math.isfinite(value):
-                raise SimulationError(f"round {t}: non-finite {key} after aggregation ({value})")
-        events.append(Event(env.now, Kind.AGGREGATE, SERVER, float(len(arrived))))
-        timing = round_timing(events)
-        queue_after = self.controller.observe(timing["delay_s"])
-
-        if inst_rate is not None:  # proportional-fair average-throughput tracker
-            served = np.zeros(sc.n_clients)
-            served[scheduled[active]] = inst_rate[scheduled[active]]
-            self.average_rate = (1 - PF_SMOOTHING) * self.average_rate + PF_SMOOTHING * served
-
-        evaluate = (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1
-        ev = self.learner.evaluate(t) if evaluate else {}
-        arrived_set = set(arrived.tolist())
-        for row in client_rows:
-            row["status"] = "arrived" if row["client"] in arrived_set else "straggler"
-        if record_clients:
-            for i in np.flatnonzero(~active):
-                status = "outage" if outage[i] else "dropped"
-                client_rows.append(client_row(i, 0.0, 0.0, 0.0, status))
-        record = {
-            "round": t,
-            **timing,
-            "queue": queue_before,
-            "queue_after": queue_after,
-            "sparsification": o_t,
-            "rank": self.rank,
-            "n_scheduled": k,
-            "index_bits": float(sum(uploads[c].index_bits for c in arrived_set)),
-            "mean_snr_db": float(snr_db.mean()),
-            "min_snr_db": float(snr_db.min()),
-            "planned_delay_s": planned,
-            "bound": bound,
-            "solver_fallback": int(fell_back),
-            "loss": metrics.get("loss", math.nan),
-            "accuracy": ev.get("accuracy", math.nan),
-            "test_loss": ev.get("test_loss", math.nan),
-            "cov_norm": metrics.get("cov_norm", math.nan),
-            "orth_residual": metrics.get("orth_residual", math.nan),
-        }
-        out.update(record=record, events=events, clients=client_rows)
+            compute_s = np.zeros(k)
+            if self.scenario.devices.include_compute:
+                compute_s = self._compute_estimate(r.scheduled)
+            decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
+            r.shares[allocated] = decision.shares
+            r.ranks[allocated] = decision.client_ranks(self.rank)
+            r.ratios[allocated] = decision.client_ratios()
+            r.sparsification, r.bound = decision.sparsification, decision.bound
+            r.planned_delay_s, r.fell_back = decision.planned_delay_s, decision.fell_back
+        active, dropped = r.active, r.dropped
+        if self.scenario.faults.redistribute_unused and dropped.any() and active.any():
+            spare = r.shares[dropped].sum()
+            r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
+            r.shares[dropped] = 0.0
 
     def _compute_estimate(self, clients: np.ndarray) -> np.ndarray:
         """Compute times [s] the server expects (for compute-aware shares)."""
         return self.learner.expected_flops(self.rank) / self.flops_per_s[clients]
 
-    def _client(
-        self,
-        cid: int,
-        downlink_s: float,
-        compute_s: float,
-        upload_s: float,
-        bits: float,
-        log: list[Event],
-    ):
-        env = self.env
+    # 4. ------------------------------------------------------------------------------------
+    def _train(self, r: _Round) -> None:
+        """Local training of the clients that will upload (wall time only)."""
+        active = r.active
+        plan = RoundPlan(
+            r.t, r.scheduled[active], r.ranks[active], r.ratios[active], r.bound, len(r.scheduled)
+        )
+        r.reports = self.learner.local_round(plan) if active.any() else {}
+
+    # 5. ------------------------------------------------------------------------------------
+    def _transmit(self, r: _Round):
+        """Download, compute and upload of every training client, in virtual time."""
+        sc, env, ch = self.scenario, self.env, self.scenario.channel
+        idx = np.flatnonzero(r.active)
+        rates = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx]).tolist()
+        processes, no_rate = [], []
+        for i, rate in zip(idx.tolist(), rates, strict=True):
+            cid = int(r.scheduled[i])
+            report = r.reports[cid]
+            downlink_s = (
+                report.bits_down / ch.downlink_rate_bps if ch.downlink_rate_bps > 0 else 0.0
+            )
+            compute_s = (
+                report.flops / float(self.flops_per_s[cid]) if sc.devices.include_compute else 0.0
+            )
+            upload_s = report.bits_up / rate if rate > 0 else math.inf
+            r.compute_s[cid], r.upload_s[cid] = compute_s, upload_s
+            if math.isfinite(upload_s):
+                client = self._client(cid, downlink_s, compute_s, upload_s, report.bits_up)
+                processes.append(env.process(client))
+            else:
+                no_rate.append(cid)
+        if processes:
+            everyone = simpy.AllOf(env, processes)
+            if sc.faults.deadline_s is not None:
+                yield env.any_of([everyone, env.timeout(sc.faults.deadline_s)])
+                for p in processes:
+                    if p.is_alive:
+                        p.interrupt("deadline")
+                yield simpy.AllOf(env, processes)  # the interrupted ones log and return
+            else:
+                yield everyone
+        for p in processes:
+            r.events.extend(p.value)
+        r.events.extend(Event(env.now, Kind.STRAGGLER, cid) for cid in no_rate)
+
+    def _client(self, cid: int, downlink_s: float, compute_s: float, upload_s: float, bits: float):
+        """One client's process; returns its events (a straggler's ends at the deadline)."""
+        env, events = self.env, []
         try:
             if downlink_s > 0:
                 yield env.timeout(downlink_s)
-            log.append(Event(env.now, Kind.COMPUTE_START, cid))
+            events.append(Event(env.now, Kind.COMPUTE_START, cid))
             if compute_s > 0:
                 yield env.timeout(compute_s)
-            log.append(Event(env.now, Kind.COMPUTE_END, cid))
-            log.append(Event(env.now, Kind.UPLOAD_START, cid))
+            events.append(Event(env.now, Kind.COMPUTE_END, cid))
+            events.append(Event(env.now, Kind.UPLOAD_START, cid))
             yield env.timeout(upload_s)
-            log.append(Event(env.now, Kind.UPLOAD_END, cid, bits))
+            events.append(Event(env.now, Kind.UPLOAD_END, cid, bits))
         except simpy.Interrupt:
-            log.append(Event(env.now, Kind.STRAGGLER, cid))
+            events.append(Event(env.now, Kind.STRAGGLER, cid))
+        return events
+
+    # 6. ------------------------------------------------------------------------------------
+    def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
+        """The learner aggregates the arrivals; queue (eq. 21) and fairness tracker move on."""
+        events = sort_events(r.events)
+        arrived = arrived_clients(events)
+        metrics = self.learner.aggregate(r.t, arrived)
+        bad = [k for k, v in metrics.items() if math.isinf(v)]
+        if len(arrived) and math.isnan(metrics.get("loss", 0.0)):
+            bad.append("loss")
+        if bad:
+            raise SimulationError(
+                f"round {r.t}: non-finite {', '.join(bad)} after aggregation "
+                f"({', '.join(f'{k}={metrics[k]}' for k in bad)})"
+            )
+        events.append(Event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived))))
+        r.events = events
+        if r.full_band_rate is not None:  # proportional-fair average-throughput tracker
+            served = r.scheduled[r.active]
+            self.average_rate = update_average_rate(
+                self.average_rate,
+                scheduled=served,
+                served_rate=r.full_band_rate[served],
+                beta=PF_SMOOTHING,
+            )
+        return metrics, arrived
+
+    # 7. ------------------------------------------------------------------------------------
+    def _record(self, r: _Round, metrics: dict[str, float], arrived: np.ndarray) -> RoundOutcome:
+        """The round's record (from its events) and its per-client rows."""
+        sc = self.scenario
+        timing = round_timing(r.events)
+        queue_after = self.controller.observe(timing["delay_s"])
+        evaluate = (r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1
+        evaluation = self.learner.evaluate(r.t) if evaluate else {}
+        arrived_set = set(arrived.tolist())
+        record = {
+            "round": r.t,
+            **timing,
+            "queue": r.queue_before,
+            "queue_after": queue_after,
+            "sparsification": r.sparsification,
+            "rank": self.rank,
+            "n_scheduled": len(r.scheduled),
+            "index_bits": float(sum(r.reports[c].index_bits for c in arrived_set)),
+            "bits_down": float(sum(report.bits_down for report in r.reports.values())),
+            "mean_snr_db": float(r.snr_db.mean()),
+            "min_snr_db": float(r.snr_db.min()),
+            "planned_delay_s": r.planned_delay_s,
+            "bound": r.bound,
+            "solver_fallback": int(r.fell_back),
+            "loss": metrics.get("loss", math.nan),
+            "accuracy": evaluation.get("accuracy", math.nan),
+            "test_loss": evaluation.get("test_loss", math.nan),
+            "cov_norm": math.nan,
+            "orth_residual": math.nan,
+        }
+        for name, column in self.metric_columns.items():
+            record[column] = metrics.get(name, math.nan)
+        rows = self._client_rows(r, arrived_set) if sc.output.clients else []
+        return RoundOutcome(record, r.events, rows)
+
+    def _client_rows(self, r: _Round, arrived: set[int]) -> list[dict]:
+        """``clients.csv`` rows: the training clients in order, then dropped and outage ones."""
+        rows = []
+
+        def row(i: int, status: str) -> dict:
+            cid = int(r.scheduled[i])
+            report = r.reports.get(cid)
+            return {
+                "round": r.t,
+                "client": cid,
+                "snr_db": float(r.snr_db[i]),
+                "share": float(r.shares[i]),
+                "compute_s": r.compute_s.get(cid, 0.0),
+                "upload_s": r.upload_s.get(cid, 0.0),
+                "bits": report.bits_up if report is not None else 0.0,
+                "status": status,
+                "rank": int(r.ranks[i]),
+                "ratio": float(r.ratios[i]),
+                "bits_down": report.bits_down if report is not None else 0.0,
+            }
+
+        for i in np.flatnonzero(r.active):
+            rows.append(row(i, "arrived" if int(r.scheduled[i]) in arrived else "straggler"))
+        for i in np.flatnonzero(~r.active):
+            rows.append(row(i, "outage" if r.outage[i] else "dropped"))
+        return rows

@@ -1,0 +1,29 @@
+"""Aggregation weight rules (DESIGN item 9): pure functions of the arrived clients' p_k.
+
+A rule maps ``(p, n_clients, n_scheduled)`` to one weight per arrived client, with
+``p_k = |D_k| / |D|``. The server then adds ``sum_k w_k Delta_k`` to the global state.
+
+- ``weighted_mean`` (default): ``w_k = p_k / sum_j p_j`` over the arrived clients, i.e.
+  ``theta <- theta + sum_k p_k Delta_k / sum_k p_k``;
+- ``unbiased``: Algorithm 3, lines 15-16, ``w_k = (N / K) p_k`` with K the scheduled count.
+
+They coincide for equal p_k when all K scheduled clients arrive. Registered in
+``wirelessfl.registries.AGGREGATIONS``; a new rule is one function plus one line there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["unbiased_weights", "weighted_mean_weights"]
+
+
+def weighted_mean_weights(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
+    """p_k / sum of the arrived p_k; ``[]`` when they sum to 0."""
+    total = float(sum(p))
+    return [x / total for x in p] if total > 0 else []
+
+
+def unbiased_weights(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
+    """(N / K) p_k: Algorithm 3, lines 15-16."""
+    return [n_clients / n_scheduled * x for x in p]

@@ -1,0 +1,173 @@
+"""The federated-algorithm plug-in: one file per algorithm, steps read top to bottom.
+
+An algorithm is a :class:`FederatedAlgorithm` subclass with a ``Settings`` dataclass (the
+scenario's ``strategy`` section when ``algorithm.name`` names it, validated like every other
+section) in one file of ``wirelessfl/algorithms/``, plus one line in
+``wirelessfl.registries.ALGORITHMS`` (or ``ALGORITHMS.register(name, cls)`` from user code).
+Each round the learner calls, in this order:
+
+1. :meth:`~FederatedAlgorithm.plan` (server): one :class:`ClientPlan` per client that trains,
+   from the controller's per-client rank and ratio (and anything algorithm-specific);
+2. :meth:`~FederatedAlgorithm.broadcast` (server -> client): the :class:`Message` the client
+   starts from (its size is the client's download);
+3. :meth:`~FederatedAlgorithm.train` (client): local training from that start, by the
+   runtime's trainers (sequential or batched) unless the algorithm trains differently;
+4. :meth:`~FederatedAlgorithm.client_message` (client -> server): shared tensors (uploaded,
+   their bits counted by :meth:`Message.bits`) and private ones (kept by the client);
+5. :meth:`~FederatedAlgorithm.aggregate` (server): the arrived messages -> the new global
+   state; shapes may change (truncate, zero-pad, stack, SVD);
+6. :meth:`~FederatedAlgorithm.metrics`: what the round measured. Names in
+   ``wirelessfl.results.columns.ROUND_COLUMNS`` (``cov_norm``, ``orth_residual``) fill those
+   columns; every other name ``m`` in :attr:`~FederatedAlgorithm.METRICS` becomes the
+   ``rounds.csv`` column ``algo.m``.
+
+The network-only learner runs steps 1 and 4 on sizes only (:meth:`sized_message`), so an
+algorithm with a payload model can be studied without training.
+
+An algorithm module must import without torch (the scenario schema reads its ``Settings`` on
+a base install, where network-only runs have no torch): import torch and the torch-side
+helpers (``wirelessfl.compress``, ``wirelessfl.training``, ``wirelessfl.algorithms.state_ops``)
+inside the methods that use them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from wirelessfl.algorithms.message import Message
+from wirelessfl.plans import ClientPlan, RoundPlan
+
+if TYPE_CHECKING:
+    from wirelessfl.config.scenario import Scenario
+    from wirelessfl.training.local import LocalResult
+    from wirelessfl.training.private_state import PrivateState
+    from wirelessfl.training.runtime import Runtime
+
+__all__ = ["ClientPlan", "FederatedAlgorithm", "RoundPlan", "State"]
+
+#: A global (or client) state: parameter name -> tensor, in the runtime model's naming.
+State = dict[str, Any]
+
+
+class FederatedAlgorithm(ABC):
+    """Base class of the federated algorithms (see the module docstring for the steps).
+
+    Args:
+        settings: an instance of the subclass's ``Settings`` dataclass.
+        scenario: the whole scenario (N, seed, payload settings, learner settings).
+    """
+
+    #: The settings dataclass (the scenario's ``strategy`` section for this algorithm).
+    Settings: ClassVar[type]
+    #: Metric name -> one-line doc: the ``algo.<name>`` columns this algorithm fills.
+    METRICS: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, settings: Any, *, scenario: Scenario) -> None:
+        self.settings = settings
+        self.scenario = scenario
+        self.runtime: Runtime | None = None
+
+    def bind(self, runtime: Runtime) -> None:
+        """Attach the training runtime (real training only; called once before round 0)."""
+        self.runtime = runtime
+
+    # ---- 1. plan ---------------------------------------------------------------------------
+    def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
+        """One plan per client that trains (default: the controller's rank and ratio)."""
+        return [
+            ClientPlan(int(c), round_plan.round_index, int(r), float(o))
+            for c, r, o in zip(round_plan.clients, round_plan.ranks, round_plan.ratios, strict=True)
+        ]
+
+    # ---- network-only ----------------------------------------------------------------------
+    def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
+        """The upload of ``plan`` as sizes only (for the network-only learner)."""
+        raise NotImplementedError(
+            f"algorithm {type(self).__name__} has no network-only payload model; "
+            "use learner.kind = lora"
+        )
+
+    def sized_broadcast(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
+        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA, r_k(d + l) per layer."""
+        message = Message()
+        for d, ell in layer_shapes:
+            n = plan.rank * (d + ell)
+            message.add_sparse({}, n_sent=n, n_total=n)
+        return message
+
+    # ---- 2. broadcast ----------------------------------------------------------------------
+    def initial_state(self) -> State:
+        """The global state before round 0 (default: the runtime model's trainable values)."""
+        return self.runtime_or_fail().initial_state()
+
+    def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
+        """What the server sends ``plan.client``: the global state at the client's rank, dense."""
+        from wirelessfl.algorithms.state_ops import truncate_rank
+
+        runtime = self.runtime_or_fail()
+        start = global_state
+        if plan.rank != runtime.rank:
+            start = truncate_rank(global_state, runtime.state.layers, plan.rank)
+        return Message(shared=dict(start))
+
+    # ---- 3. train --------------------------------------------------------------------------
+    def train(
+        self,
+        plans: Sequence[ClientPlan],
+        starts: Sequence[State],
+        private: PrivateState,
+        *,
+        record_grad_norms: bool = False,
+    ) -> list[LocalResult]:
+        """Local training of every planned client from its start state (the runtime's)."""
+        return self.runtime_or_fail().train(
+            plans, starts, private, record_grad_norms=record_grad_norms
+        )
+
+    # ---- 4. client message ------------------------------------------------------------------
+    @abstractmethod
+    def client_message(
+        self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
+    ) -> Message:
+        """What the client sends (shared) and keeps (private) after training.
+
+        Args:
+            plan: the client's plan.
+            start: what the server sent it (:meth:`broadcast`).
+            result: its local training result (``result.local``: trained values).
+            private: its private state from earlier rounds (read-only; ``{}`` at first).
+        """
+
+    # ---- 5. aggregate ----------------------------------------------------------------------
+    @abstractmethod
+    def aggregate(
+        self,
+        global_state: State,
+        messages: dict[int, Message],
+        plans: dict[int, ClientPlan],
+        round_plan: RoundPlan,
+    ) -> State:
+        """The new global state from the arrived clients' messages (not empty)."""
+
+    # ---- 6. metrics ------------------------------------------------------------------------
+    def metrics(
+        self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan
+    ) -> dict[str, float]:
+        """What the round measured, after aggregation (``messages`` may be empty)."""
+        return {}
+
+    # ---- persistence -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Server-side state besides the global one (tensors, numbers, lists, dicts)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+
+    def runtime_or_fail(self) -> Runtime:
+        """The bound runtime (an error if the algorithm is used without one)."""
+        if self.runtime is None:
+            raise RuntimeError(f"{type(self).__name__} needs a training runtime (bind() first)")
+        return self.runtime

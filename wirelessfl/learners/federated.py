@@ -1,0 +1,191 @@
+"""Real federated LoRA training: the scenario's algorithm on the training runtime.
+
+``learner.kind = lora``. The runtime (:class:`~wirelessfl.training.runtime.Runtime`) holds the
+model, data, partition and trainers; the algorithm (``algorithm.name``) says what is planned,
+broadcast, trained, sent and aggregated (the steps of
+:class:`~wirelessfl.algorithms.base.FederatedAlgorithm`). This class runs those steps in order,
+keeps the global state and every client's private state, counts each message's bits once
+(:meth:`~wirelessfl.algorithms.message.Message.bits`), stops a round with a clear message on
+non-finite values, and checkpoints everything ``--resume`` needs.
+
+Observers (the ``--calibrate`` pilot) get each round's local results and aggregated metrics
+through :class:`RoundObserver`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from wirelessfl.algorithms.message import Message
+from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
+from wirelessfl.registries import ALGORITHMS
+from wirelessfl.training.local import LocalResult
+from wirelessfl.training.private_state import PrivateState
+from wirelessfl.training.runtime import Runtime
+
+__all__ = ["FederatedLearner", "RoundObserver"]
+
+CHECKPOINT = "learner.pt"
+
+
+class RoundObserver(Protocol):
+    """Receives what a round produced (e.g. the calibration pilot's recorder)."""
+
+    record_grad_norms: bool
+
+    def local(self, results: list[LocalResult]) -> None:
+        """After local training of the round's clients."""
+
+    def aggregated(self, learner: FederatedLearner, metrics: dict[str, float]) -> None:
+        """After the server updated the global state."""
+
+
+class FederatedLearner(Learner):
+    """Federated LoRA fine-tuning of a registry model on a registry data set."""
+
+    def __init__(self, scenario: Any) -> None:
+        self.scenario = scenario
+        self.runtime = Runtime(scenario)
+        algorithm_class = ALGORITHMS.load(scenario.algorithm.name)
+        self.algorithm = algorithm_class(scenario.strategy, scenario=scenario)
+        self.private = PrivateState()
+        self.observers: list[RoundObserver] = []
+        self.global_state: dict[str, torch.Tensor] = {}
+        self._pending: dict[int, Message] = {}
+        self._losses: dict[int, float] = {}
+        self._round_plan: RoundPlan | None = None
+        self._plans: dict[int, ClientPlan] = {}
+
+    # ---- sizes -----------------------------------------------------------------------------
+    def geometry(self) -> ModelGeometry:
+        rt = self.runtime
+        return ModelGeometry(
+            tuple(rt.layer_shapes),
+            rt.base_values,
+            self.scenario.learner.batch_size,
+            rt.seq_len,
+            fixed_values=rt.head_values,
+        )
+
+    def expected_flops(self, rank: int) -> float:
+        return self.runtime.expected_flops()
+
+    def metric_names(self) -> dict[str, str]:
+        return dict(self.algorithm.METRICS)
+
+    # ---- setup -----------------------------------------------------------------------------
+    def start(self, *, rank: int, n_clients: int, seed: int) -> None:
+        self.runtime.start(rank=rank, seed=seed)
+        self.private.limit_values = self.runtime.private_limit
+        self.algorithm.bind(self.runtime)
+        self.global_state = self.algorithm.initial_state()
+
+    # ---- a round ---------------------------------------------------------------------------
+    def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
+        """Steps 1-4 of the algorithm for every client that trains (wall time only)."""
+        t = plan.round_index
+        self._round_plan = plan
+        plans = self.algorithm.plan(plan)  # 1. server: per-client plans
+        downloads = [self.algorithm.broadcast(p, self.global_state) for p in plans]  # 2.
+        record = any(o.record_grad_norms for o in self.observers)
+        results = self.algorithm.train(  # 3. client: local training
+            plans, [d.shared for d in downloads], self.private, record_grad_norms=record
+        )
+        for observer in self.observers:
+            observer.local(results)
+        v = self.scenario.payload.bits_per_value
+        count_index = self.scenario.payload.index_overhead
+        self._pending, self._losses, self._plans, reports = {}, {}, {}, {}
+        try:
+            for p, download, result in zip(plans, downloads, results, strict=True):
+                if not math.isfinite(result.mean_loss):
+                    raise SimulationError(
+                        f"round {t}: client {p.client} has a non-finite training loss"
+                    )
+                message = self.algorithm.client_message(  # 4. client -> server
+                    p, download, result, self.private.get(p.client)
+                )
+                if not all(bool(torch.isfinite(x).all()) for x in message.shared.values()):
+                    raise SimulationError(
+                        f"round {t}: client {p.client} produced a non-finite update"
+                    )
+                self.private.stage(p.client, message.private)
+                self._pending[p.client] = message
+                self._losses[p.client] = result.mean_loss
+                self._plans[p.client] = p
+                reports[p.client] = ClientReport(
+                    rank=p.rank,
+                    ratio=p.ratio,
+                    bits_up=message.bits(bits_per_value=v, count_index=count_index),
+                    bits_down=download.bits(bits_per_value=v, count_index=False),
+                    n_values=message.n_values,
+                    n_total=message.n_total,
+                    index_bits=message.index_bits,
+                    flops=float(self.runtime.flops_per_step * self.runtime.steps_for(p.client)),
+                    train_loss=result.mean_loss,
+                )
+        except BaseException:
+            self.private.discard()
+            raise
+        self.private.commit()  # private state changes only once every client succeeded
+        return reports
+
+    def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
+        """Step 5 with the arrived clients' messages, then step 6 (the metrics)."""
+        assert self._round_plan is not None
+        ids = [int(c) for c in arrived]
+        messages = {c: self._pending[c] for c in ids}
+        if messages:
+            plans = {c: self._plans[c] for c in ids}
+            self.global_state = self.algorithm.aggregate(
+                self.global_state, messages, plans, self._round_plan
+            )
+        metrics = self.algorithm.metrics(self.global_state, messages, self._round_plan)
+        p = np.array([self.runtime.data_fractions[c] for c in ids])
+        loss = float(np.dot(p, [self._losses[c] for c in ids]) / p.sum()) if ids else math.nan
+        self._pending, self._losses, self._plans = {}, {}, {}
+        metrics = {"loss": loss, **metrics}
+        for observer in self.observers:
+            observer.aggregated(self, metrics)
+        return metrics
+
+    def evaluate(self, round_index: int) -> dict[str, float]:
+        return self.runtime.evaluate(self.global_state)
+
+    # ---- persistence -----------------------------------------------------------------------
+    def save_state(self, folder: Path) -> None:
+        payload = {
+            "global": {k: v.detach().cpu() for k, v in self.global_state.items()},
+            "private": self.private.state_dict(),
+            "algorithm": self.algorithm.state_dict(),
+        }
+        tmp = folder / f"{CHECKPOINT}.tmp"
+        torch.save(payload, tmp)
+        os.replace(tmp, folder / CHECKPOINT)
+
+    def load_state(self, folder: Path) -> None:
+        device = self.runtime.device
+        payload = torch.load(folder / CHECKPOINT, map_location=device, weights_only=True)
+        missing = {"global", "private", "algorithm"} - set(payload)
+        if missing:
+            raise UserError(
+                f"--resume: {folder / CHECKPOINT} lacks {sorted(missing)} (written by an older "
+                "version of wirelessfl); start the run again"
+            )
+        self.global_state = {k: v.to(device) for k, v in payload["global"].items()}
+        self.private.load_state_dict(payload["private"], device)
+        self.algorithm.load_state_dict(payload["algorithm"])
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "learner": "lora",
+            "algorithm": self.scenario.algorithm.name,
+            **self.runtime.describe(),
+        }

@@ -1,0 +1,366 @@
+"""The training runtime every federated algorithm uses: model, data, trainers, evaluation.
+
+One base model per process, wrapped once by peft at the run's model rank (the largest rank any
+client gets) and never copied per client; the data set and its client partition; the
+sequential and batched trainers; device placement; FLOP counting; evaluation of any state. A
+client of a lower rank r_k trains on the same wrapped model: its factors are zero-padded to the
+model rank and its LoRA output is scaled by alpha / r_k instead of alpha / r (so it trains as
+its unpadded self; the padded components get exactly zero gradients and stay zero).
+
+Randomness is addressed by (seed, client, round) through ``channels.streams``: batch order,
+random masks and stochastic layers do not depend on which clients trained before, so results
+do not depend on training order and a resumed run repeats an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from channels import lora_training_flops
+from channels.streams import stream_seed
+from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
+from wirelessfl.training.lora_state import TrainableState
+from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
+
+if TYPE_CHECKING:
+    from wirelessfl.config.scenario import Scenario
+    from wirelessfl.plans import ClientPlan
+
+__all__ = ["OPTIMIZER", "Runtime", "pick_device"]
+
+#: The private-state entry holding a client's optimizer moments (``keep_optimizer_state``).
+OPTIMIZER = "optimizer"
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` (CUDA when present), ``cpu`` or ``cuda`` (an error when there is none)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("learner.device: 'cuda' requested but no CUDA device is available")
+    return torch.device(name)
+
+
+class Runtime:
+    """Builds the scenario's data, partition and model; trains and evaluates states.
+
+    Construction validates the learner section (model, data set, partition, their options)
+    and raises :class:`~wirelessfl.errors.ConfigError` with one line; :meth:`start` wraps the
+    model once at the model rank.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from wirelessfl.data import load_dataset, partition
+        from wirelessfl.models import build_model
+
+        self.scenario = scenario
+        self.settings = lc = scenario.learner
+        self.seed = scenario.seed
+        self.device = pick_device(lc.device)
+        try:
+            self.data = load_dataset(lc.dataset, seed=scenario.seed, **dict(lc.dataset_options))
+            self.bundle = build_model(
+                lc.model,
+                n_classes=self.data.n_classes,
+                seed=scenario.seed,
+                target_modules=lc.target_modules,
+            )
+        except (UserError, ValueError) as err:
+            raise ConfigError(f"learner: {err}") from None
+        if self.bundle.kind != self.data.kind:
+            raise ConfigError(
+                f"learner.model: {lc.model!r} takes {self.bundle.kind} data but "
+                f"{lc.dataset!r} is {self.data.kind} data"
+            )
+        try:
+            self.partition = partition(
+                lc.partition,
+                self.data.train.labels,
+                scenario.n_clients,
+                seed=scenario.seed,
+                groups=self.data.train_groups,
+                **dict(lc.partition_options),
+            )
+        except (UserError, ValueError) as err:
+            raise ConfigError(f"learner.partition: {err}") from None
+        sizes = self.partition.sizes.astype(float)
+        self.data_fractions = sizes / sizes.sum()  # p_k = |D_k| / |D|
+        self.targets = self.bundle.target_names(lc.target_modules)
+        self.layer_shapes = self.bundle.layer_shapes(lc.target_modules)
+        self.train_data = self.data.train.to(self.device)
+        self.test_data = self.data.test.to(self.device)
+        self.head_values = self._head_values()  # counted before peft wraps the head
+        self.base_values = int(sum(p.numel() for p in self.bundle.model.parameters()))
+
+    # ---- sizes -----------------------------------------------------------------------------
+    def _head_values(self) -> int:
+        """Parameters of the task head (trained and sent dense every round)."""
+        heads = set(self.bundle.head_modules)
+        return int(
+            sum(
+                p.numel()
+                for name, module in self.bundle.model.named_modules()
+                if name in heads or name.rsplit(".", 1)[-1] in heads
+                for p in module.parameters()
+            )
+        )
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens per sample (1 for images)."""
+        return int(self.train_data.x.shape[1]) if self.data.kind != "image" else 1
+
+    def steps_for(self, client: int) -> int:
+        """Local steps of ``client`` per round: E steps, or E epochs of its data."""
+        lc = self.settings
+        if lc.local_unit == "steps":
+            return lc.local_steps
+        return lc.local_steps * math.ceil(len(self.partition.indices[client]) / lc.batch_size)
+
+    def expected_flops(self) -> float:
+        """FLOPs the server expects a median client's round to take (compute-aware shares)."""
+        median = int(np.median(self.partition.sizes))
+        lc = self.settings
+        steps = (
+            lc.local_steps
+            if lc.local_unit == "steps"
+            else lc.local_steps * math.ceil(median / lc.batch_size)
+        )
+        return float(self.flops_per_step * steps)
+
+    # ---- setup -----------------------------------------------------------------------------
+    def start(self, *, rank: int, seed: int) -> None:
+        """Wrap the model with peft at ``rank`` (the largest client rank) and build trainers."""
+        from peft import LoraConfig, get_peft_model
+
+        from wirelessfl.models import check_rank
+        from wirelessfl.models.rng import seeded
+
+        lc = self.settings
+        try:
+            check_rank(self.bundle, rank, lc.target_modules)
+        except (UserError, ValueError) as err:
+            raise ConfigError(f"controller.rank: {err}") from None
+        self.rank = rank
+        config = LoraConfig(
+            r=rank,
+            lora_alpha=lc.lora_alpha,
+            lora_dropout=0.0,
+            target_modules=self.targets,
+            modules_to_save=self.bundle.head_modules or None,
+        )
+        with seeded(seed):  # LoRA A init (kaiming) and the new head come from the run seed
+            self.model = get_peft_model(self.bundle.model, config).to(self.device)
+        self.state = TrainableState(self.model)
+        self.private_limit = ADAPTER_MULTIPLE * sum(p.numel() for p in self.state.params.values())
+        trainer_args = {
+            "model": self.model,
+            "state": self.state,
+            "loss_fn": self.bundle.loss_and_logits,
+            "optimizer": lc.optimizer,
+            "lr": lc.lr,
+            "zeta": lc.zeta,
+        }
+        self.trainer = LocalTrainer(**trainer_args)
+        self.batched = None
+        wanted = lc.trainer
+        if wanted == "auto":
+            wanted = "batched" if self.device.type == "cuda" else "sequential"
+        if wanted == "batched":
+            from wirelessfl.training.batched import BatchedTrainer
+
+            try:
+                self.batched = BatchedTrainer(**trainer_args)
+            except NotImplementedError as err:
+                if lc.trainer == "batched":
+                    raise ConfigError(f"learner.trainer: {err}") from None
+                logging.getLogger(__name__).info("batched trainer unavailable (%s)", err)
+        self.trainer_name = "batched" if self.batched is not None else "sequential"
+        self.flops_per_step = measure_step_flops(
+            self.model, self.bundle.loss_and_logits, self.train_data, lc.batch_size
+        )
+        if not self.flops_per_step:  # counter unavailable: the documented estimate
+            self.flops_per_step = lora_training_flops(
+                list(self.layer_shapes),
+                rank,
+                batch_size=lc.batch_size,
+                steps=1,
+                seq_len=self.seq_len,
+                base_params=self.base_values,
+            )
+
+    def initial_state(self) -> dict[str, torch.Tensor]:
+        """Detached copies of the wrapped model's trainable values (the round-0 global state)."""
+        return self.state.snapshot()
+
+    def generator(self, stream: str, client: int, round_index: int) -> torch.Generator:
+        """A generator on the runtime's device addressed by (seed, stream, client, round)."""
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(stream_seed(self.seed, stream, client, round_index))
+        return gen
+
+    # ---- training --------------------------------------------------------------------------
+    def train(
+        self,
+        plans: Sequence[ClientPlan],
+        starts: Sequence[dict[str, torch.Tensor]],
+        private: PrivateState,
+        *,
+        record_grad_norms: bool = False,
+    ) -> list[LocalResult]:
+        """Local training of every planned client from its start state.
+
+        Batch order comes from CPU generators addressed by (seed, client, round), so it is the
+        same on every device and for both trainers. With ``learner.keep_optimizer_state`` the
+        optimizer moments are read from and staged into the clients' private state.
+
+        Returns:
+            One :class:`LocalResult` per plan; ``local`` holds values at the client's rank.
+        """
+        lc = self.settings
+        clients = [p.client for p in plans]
+        subsets = [self.train_data.subset(self.partition.indices[c]) for c in clients]
+        steps = [self.steps_for(c) for c in clients]
+        gens = [_cpu_generator(self.seed, "batches", p.client, p.round_index) for p in plans]
+        keep = lc.keep_optimizer_state
+        opt_states = [private.get(c).get(OPTIMIZER) for c in clients] if keep else None
+        seeds = [stream_seed(self.seed, "model", p.client, p.round_index) for p in plans]
+        ranks = [p.rank for p in plans]
+        if self.batched is not None:
+            results = self.batched.train_many(
+                starts,
+                subsets,
+                steps=steps,
+                batch_size=lc.batch_size,
+                generators=gens,
+                optimizer_states=opt_states,
+                ranks=None if all(r == self.rank for r in ranks) else ranks,
+                record_grad_norms=record_grad_norms,
+                model_seeds=seeds,
+            )
+            results = [self._at_rank(r, rank) for r, rank in zip(results, ranks, strict=True)]
+        else:
+            results = []
+            for i, (start, data, n, gen) in enumerate(
+                zip(starts, subsets, steps, gens, strict=True)
+            ):
+                with self.client_rank(ranks[i]):
+                    result = self.trainer.train(
+                        self.padded(start),
+                        data,
+                        steps=n,
+                        batch_size=lc.batch_size,
+                        generator=gen,
+                        optimizer_state=None if opt_states is None else opt_states[i],
+                        record_grad_norms=record_grad_norms,
+                        model_seed=seeds[i],
+                    )
+                results.append(self._at_rank(result, ranks[i]))
+        if keep:
+            for c, result in zip(clients, results, strict=True):
+                private.stage(c, {OPTIMIZER: result.optimizer_state})
+        return results
+
+    def padded(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``values`` zero-padded to the model rank (unchanged when already at it)."""
+        from wirelessfl.algorithms.state_ops import lora_rank, zero_pad_rank
+
+        if lora_rank(values, self.state.layers) == self.rank:
+            return values
+        return zero_pad_rank(values, self.state.layers, self.rank)
+
+    def _at_rank(self, result: LocalResult, rank: int) -> LocalResult:
+        """``result`` with its values cut to ``rank`` (unchanged at the model rank)."""
+        if rank == self.rank:
+            return result
+        from wirelessfl.algorithms.state_ops import truncate_rank
+
+        result.local = truncate_rank(result.local, self.state.layers, rank)
+        return result
+
+    @contextlib.contextmanager
+    def client_rank(self, rank: int) -> Iterator[None]:
+        """Scale every LoRA layer by alpha / ``rank`` (alpha / sqrt(rank) with rsLoRA) inside."""
+        if rank == self.rank:
+            yield
+            return
+        if not 1 <= rank <= self.rank:
+            raise ValueError(f"client rank {rank} is outside 1..{self.rank} (the model rank)")
+        saved = []
+        for layer in self.state.layers:
+            module = self.model.get_submodule(layer.name)
+            adapter = layer.a_param.split(".lora_A.")[1].split(".")[0]
+            rslora = bool(getattr(module, "use_rslora", {}).get(adapter, False))
+            saved.append((module, adapter, module.scaling[adapter]))
+            alpha = module.lora_alpha[adapter]
+            module.scaling[adapter] = alpha / math.sqrt(rank) if rslora else alpha / rank
+        try:
+            yield
+        finally:
+            for module, adapter, value in saved:
+                module.scaling[adapter] = value
+
+    def task_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The task loss of the model as it is loaded, on ``batch`` (no regularizer)."""
+        loss, _ = self.bundle.loss_and_logits(self.model, batch)
+        return loss
+
+    # ---- evaluation ------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, values: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Test ``accuracy`` and ``test_loss`` of the model holding ``values``."""
+        from wirelessfl.algorithms.state_ops import lora_rank
+
+        rank = lora_rank(values, self.state.layers) or self.rank
+        with self.client_rank(rank):
+            self.state.load(self.padded(values))
+            self.model.eval()
+            correct, total, loss_sum = 0, 0, 0.0
+            n = len(self.test_data)
+            size = self.settings.eval_batch_size
+            for start in range(0, n, size):
+                idx = torch.arange(start, min(n, start + size))
+                batch = self.test_data.batch(idx)
+                loss, logits = self.bundle.loss_and_logits(self.model, batch)
+                y = batch["y"].to(logits.device)
+                correct += int((logits.argmax(dim=-1) == y).sum())
+                loss_sum += float(loss) * len(idx)
+                total += len(idx)
+            self.model.train()
+        return {"accuracy": correct / total, "test_loss": loss_sum / total}
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for ``meta.json``: model, data, device, partition."""
+        lc = self.settings
+        return {
+            "model": lc.model,
+            "dataset": lc.dataset,
+            "device": str(self.device),
+            "trainer": getattr(self, "trainer_name", None),
+            "device_name": torch.cuda.get_device_name(0) if self.device.type == "cuda" else "cpu",
+            "target_modules": self.targets,
+            "adapted_layers": len(self.layer_shapes),
+            "params_per_rank": int(sum(d + e for d, e in self.layer_shapes)),
+            "train_samples": len(self.train_data),
+            "test_samples": len(self.test_data),
+            "client_sizes": self.partition.sizes.tolist(),
+            "label_histograms": self.partition.label_histograms().tolist(),
+        }
+
+
+def _cpu_generator(seed: int, stream: str, client: int, round_index: int) -> torch.Generator:
+    """A CPU generator addressed by (seed, stream, client, round) (batch order)."""
+    gen = torch.Generator()
+    gen.manual_seed(stream_seed(seed, stream, client, round_index))
+    return gen
