@@ -163,8 +163,8 @@ class FederatedAlgorithm(ABC):
         """Server-side state besides the global one (tensors, numbers, lists, dicts)."""
         return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Restore :meth:`state_dict` (nothing to restore by default)."""
 
     def runtime_or_fail(self) -> Runtime:
         """The bound runtime (an error if the algorithm is used without one)."""

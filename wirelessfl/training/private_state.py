@@ -67,7 +67,7 @@ class PrivateState:
         return dict(self._committed.get(int(client), {}))
 
     def stage(self, client: int, entries: Mapping[str, Any]) -> None:
-        """Set ``entries`` of ``client`` at the next :meth:`commit`; a ``None`` value removes one."""
+        """Set ``entries`` of ``client`` at the next :meth:`commit` (``None`` removes one)."""
         self._staged.setdefault(int(client), {}).update(entries)
 
     def commit(self) -> None:
