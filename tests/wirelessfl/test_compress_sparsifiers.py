@@ -13,7 +13,6 @@ from wirelessfl.compress import (
     SPARSIFIERS,
     Sparsifier,
     get_sparsifier,
-    register_sparsifier,
     sparsify,
     sparsify_masks,
 )
@@ -339,7 +338,7 @@ def test_shape_mismatch():
 
 
 def test_register_custom_sparsifier():
-    @register_sparsifier("_test_first_k")
+    @SPARSIFIERS.register("_test_first_k")
     class FirstK(Sparsifier):
         def masks(self, B, A, n_keep, generator=None):
             d, r, l = self.check_inputs(B, A, n_keep)
@@ -353,9 +352,9 @@ def test_register_custom_sparsifier():
 
         with pytest.raises(ValueError, match="already registered"):
 
-            @register_sparsifier("_test_first_k")
+            @SPARSIFIERS.register("_test_first_k")
             class Other(Sparsifier):
                 def masks(self, B, A, n_keep, generator=None):
                     raise NotImplementedError
     finally:
-        SPARSIFIERS.pop("_test_first_k", None)
+        SPARSIFIERS.unregister("_test_first_k")

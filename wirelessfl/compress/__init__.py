@@ -4,11 +4,11 @@ Public API:
 
 * :func:`sparsify` ``(name, B (d, r), A (r, l), ratio, generator) -> (B_s, A_s)`` keeps exactly
   ``round(ratio * r * (d + l))`` entries across ``B`` and ``A`` (``"none"`` keeps all);
-* :data:`SPARSIFIERS`, :func:`get_sparsifier`, :func:`register_sparsifier`, :class:`Sparsifier`;
+* :data:`SPARSIFIERS` (``wirelessfl.registries``), :func:`get_sparsifier`, :class:`Sparsifier`;
 * :func:`allocate_budget` (SOFT's integer budgets, eq. 3);
 * :func:`compress_update` / :class:`CompressedUpdate` (per-layer error feedback, eqs. 4-7).
 
-Built-in sparsifiers (one file each, registered by the import lines below):
+Built-in sparsifiers (one file each, one line each in ``wirelessfl.registries.SPARSIFIERS``):
 
 =============  ========  ===============================================================
 name           paper     rule
@@ -20,8 +20,8 @@ name           paper     rule
 ``none``       ILoRA     no sparsification
 =============  ========  ===============================================================
 
-To add one, see the docstring of :mod:`wirelessfl.compress.base`: one file plus one import line
-here.
+To add one, see the docstring of :mod:`wirelessfl.compress.base`: one file plus one registry
+line.
 """
 
 from __future__ import annotations
@@ -29,12 +29,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-# Registry lines: importing a sparsifier module registers its name (one line per sparsifier).
-from wirelessfl.compress import dense as dense  # "none"
-from wirelessfl.compress import random_k as random_k  # "random"
-from wirelessfl.compress import soft as soft  # "soft"
-from wirelessfl.compress import structured as structured  # "structured"
-from wirelessfl.compress import topk as topk  # "topk"
 from wirelessfl.compress.base import (
     SPARSIFIERS,
     Sparsifier,
@@ -42,7 +36,6 @@ from wirelessfl.compress.base import (
     budget_for,
     check_pair,
     get_sparsifier,
-    register_sparsifier,
 )
 from wirelessfl.compress.budget import allocate_budget
 from wirelessfl.compress.error_feedback import CompressedUpdate, LayerCounts, compress_update
@@ -56,7 +49,6 @@ __all__ = [
     "budget_for",
     "compress_update",
     "get_sparsifier",
-    "register_sparsifier",
     "sparsify",
     "sparsify_masks",
 ]

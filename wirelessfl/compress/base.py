@@ -18,13 +18,9 @@ Adding your own sparsifier
 --------------------------
 Write one file, e.g. ``wirelessfl/compress/my_rule.py``::
 
-    import torch
-    from torch import Tensor
-
-    from wirelessfl.compress.base import Sparsifier, register_sparsifier
+    from wirelessfl.compress.base import Sparsifier
 
 
-    @register_sparsifier("my_rule")
     class MyRuleSparsifier(Sparsifier):
         \"\"\"One-line description (shown in error messages and docs).\"\"\"
 
@@ -32,13 +28,13 @@ Write one file, e.g. ``wirelessfl/compress/my_rule.py``::
             self.check_inputs(B, A, n_keep)
             ...  # return (mask_B bool (d, r), mask_A bool (r, l)) with n_keep True entries
 
-and add one registry line to ``wirelessfl/compress/__init__.py``::
+and add one line to ``SPARSIFIERS`` in ``wirelessfl/registries.py``::
 
-    from wirelessfl.compress import my_rule  # noqa: F401  (registers "my_rule")
+    "my_rule": "wirelessfl.compress.my_rule:MyRuleSparsifier",
 
-(Code outside the package can also just import its module before calling
-``sparsify("my_rule", ...)``; the decorator is what registers the name.) Masks must be
-deterministic given ``generator`` and must not modify ``B`` or ``A``.
+(Code outside the package calls ``SPARSIFIERS.register("my_rule", MyRuleSparsifier)``, or uses
+it as a class decorator.) Masks must be deterministic given ``generator`` and must not modify
+``B`` or ``A``.
 """
 
 from __future__ import annotations
@@ -46,11 +42,13 @@ from __future__ import annotations
 import math
 import operator
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import ClassVar
 
 import torch
 from torch import Tensor
+
+from channels.payload import kept_values
+from wirelessfl.registries import SPARSIFIERS
 
 __all__ = [
     "SPARSIFIERS",
@@ -62,19 +60,15 @@ __all__ = [
     "component_topk_masks",
     "flat_topk_masks",
     "get_sparsifier",
-    "register_sparsifier",
     "split_flat_mask",
 ]
-
-SPARSIFIERS: dict[str, type[Sparsifier]] = {}
-"""Registry: sparsifier name -> class. Filled by :func:`register_sparsifier`."""
 
 
 class Sparsifier(ABC):
     """Chooses which entries of a LoRA pair ``(B (d, r), A (r, l))`` are transmitted."""
 
-    name: ClassVar[str] = ""
-    """Registry name, set by :func:`register_sparsifier`."""
+    name: str = ""
+    """Registry name of the instance (set by :func:`get_sparsifier`)."""
 
     ignores_budget: ClassVar[bool] = False
     """True for sparsifiers that keep everything regardless of ``n_keep`` (``"none"``)."""
@@ -118,42 +112,14 @@ class Sparsifier(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-def register_sparsifier(name: str) -> Callable[[type[Sparsifier]], type[Sparsifier]]:
-    """Class decorator registering a :class:`Sparsifier` subclass under ``name``.
-
-    Re-registering the same class (same module and qualified name, e.g. after a reload) is
-    allowed; registering a different class under a taken name raises ``ValueError``.
-    """
-    if not isinstance(name, str) or not name:
-        raise ValueError("sparsifier name must be a non-empty string")
-
-    def decorator(cls: type[Sparsifier]) -> type[Sparsifier]:
-        if not (isinstance(cls, type) and issubclass(cls, Sparsifier)):
-            raise TypeError(f"{cls!r} is not a Sparsifier subclass")
-        existing = SPARSIFIERS.get(name)
-        if existing is not None and (existing.__module__, existing.__qualname__) != (
-            cls.__module__,
-            cls.__qualname__,
-        ):
-            raise ValueError(f"sparsifier name {name!r} already registered by {existing!r}")
-        cls.name = name
-        SPARSIFIERS[name] = cls
-        return cls
-
-    return decorator
-
-
 def get_sparsifier(name: str) -> Sparsifier:
-    """A fresh instance of the sparsifier registered as ``name``.
+    """A fresh instance of the sparsifier registered as ``name`` in ``SPARSIFIERS``.
 
     Raises ``ValueError`` listing the accepted names when ``name`` is unknown.
     """
-    try:
-        cls = SPARSIFIERS[name]
-    except (KeyError, TypeError):
-        accepted = ", ".join(repr(n) for n in sorted(SPARSIFIERS))
-        raise ValueError(f"unknown sparsifier {name!r}; accepted names: {accepted}") from None
-    return cls()
+    sparsifier = SPARSIFIERS.load(name)()
+    sparsifier.name = name
+    return sparsifier
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -198,9 +164,7 @@ def budget_for(ratio: float, r: int, d: int, l: int) -> int:
     Python's :func:`round` is used (round-half-to-even), so e.g. ``0.5 * 5 -> 2``.
     Raises ``ValueError`` naming ``ratio`` when it is not a finite number in ``[0, 1]``.
     """
-    ratio_f = check_ratio(ratio)
-    n_total = r * (d + l)
-    return min(n_total, max(0, round(ratio_f * n_total)))
+    return kept_values(check_ratio(ratio), r * (d + l))
 
 
 def apply_masks(B: Tensor, A: Tensor, mask_B: Tensor, mask_A: Tensor) -> tuple[Tensor, Tensor]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from wirelessfl.compress.base import Sparsifier, check_pair, register_sparsifier
+from wirelessfl.compress.base import Sparsifier, check_pair
 
 __all__ = ["DenseSparsifier"]
 
 
-@register_sparsifier("none")
 class DenseSparsifier(Sparsifier):
     """ILoRA: keep everything (``n_keep`` ignored, ratio treated as 1)."""
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from wirelessfl.compress.base import Sparsifier, register_sparsifier, split_flat_mask
+from wirelessfl.compress.base import Sparsifier, split_flat_mask
 
 __all__ = ["RandomKSparsifier"]
 
 
-@register_sparsifier("random")
 class RandomKSparsifier(Sparsifier):
     """RLoRA: keep ``n_keep`` entries chosen uniformly at random without replacement."""
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from wirelessfl.compress.base import Sparsifier, component_topk_masks, register_sparsifier
+from wirelessfl.compress.base import Sparsifier, component_topk_masks
 from wirelessfl.compress.budget import allocate_budget
 
 __all__ = ["SoftSparsifier", "soft_importance"]
@@ -45,7 +45,6 @@ def soft_importance(B: Tensor, A: Tensor) -> Tensor:
         return (nb * na) ** 2
 
 
-@register_sparsifier("soft")
 class SoftSparsifier(Sparsifier):
     """SOFT: per-component budgets proportional to ``||B[:, i]||^2 ||A[i, :]||^2`` (eq. 3)."""
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from wirelessfl.compress.base import Sparsifier, component_topk_masks, register_sparsifier
+from wirelessfl.compress.base import Sparsifier, component_topk_masks
 
 __all__ = ["StructuredSparsifier"]
 
 
-@register_sparsifier("structured")
 class StructuredSparsifier(Sparsifier):
     """SLoRA: whole low-index rank components first, the last one partially by magnitude."""
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from wirelessfl.compress.base import Sparsifier, flat_topk_masks, register_sparsifier
+from wirelessfl.compress.base import Sparsifier, flat_topk_masks
 
 __all__ = ["TopKSparsifier"]
 
 
-@register_sparsifier("topk")
 class TopKSparsifier(Sparsifier):
     """TLoRA: keep the ``n_keep`` largest-magnitude entries over ``B`` and ``A`` together."""
 
