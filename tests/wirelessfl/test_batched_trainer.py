@@ -25,7 +25,9 @@ from torch import nn  # noqa: E402
 
 from wirelessfl.data import ArrayDataset, load_dataset  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
-from wirelessfl.models.base import ModelBundle, image_loss_and_logits, seeded  # noqa: E402
+from wirelessfl.models.bundle import ModelBundle  # noqa: E402
+from wirelessfl.models.losses import image_loss_and_logits  # noqa: E402
+from wirelessfl.models.rng import seeded  # noqa: E402
 from wirelessfl.training.batched import BatchedTrainer, truncate_rank  # noqa: E402
 from wirelessfl.training.local import LocalTrainer, torch_generator  # noqa: E402
 from wirelessfl.training.lora_state import TrainableState  # noqa: E402

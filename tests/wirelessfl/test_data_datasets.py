@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -27,7 +28,24 @@ def test_registry_and_unknown_name():
     assert {"digits", "mnist5k", "rotten_tomatoes", "chatterbot_topic"} <= set(DATASETS)
     with pytest.raises(ValueError, match="unknown dataset 'cifar10'.*digits.*mnist5k") as err:
         load_dataset("cifar10")
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and str(err.value).endswith(", hub:<name-or-path>")
+
+
+def test_registered_loader_gets_the_common_options():
+    from wirelessfl.data import TaskData
+
+    def load_ramp(*, seed, n=10):
+        ramp = ArrayDataset(torch.arange(n, dtype=torch.float32)[:, None], torch.arange(n) % 2)
+        return TaskData(ramp, ramp.subset([0, 1]), n_classes=2, kind="image", name="ramp")
+
+    DATASETS.register("test_ramp", load_ramp)
+    try:
+        d = load_dataset("test_ramp", seed=0, n=20, max_train=5)
+        assert len(d.train) == 5 and len(d.test) == 2
+        with pytest.raises(ValueError, match="unknown option 'm'.*n, max_train, max_test"):
+            load_dataset("test_ramp", m=3)
+    finally:
+        DATASETS.unregister("test_ramp")
 
 
 def test_unknown_option_is_one_line():
@@ -79,6 +97,9 @@ def test_rotten_tomatoes_labels_and_movie_split(rotten):
     test_movies = {names[g] for g in d.test_groups}
     assert not train_movies & test_movies
     assert len(test_movies) == round(0.2 * 508)
+    # the split stream: channels.streams.seed_sequence(seed, name, 0xDA7A), spelled out
+    stream = np.random.default_rng([0, zlib.crc32(b"rotten_tomatoes"), 0xDA7A])
+    assert set(d.test_groups.tolist()) == set(stream.permutation(508)[:102].tolist())
     # [CLS] first, padding masked
     assert (d.train.x[:, 0] == 101).all()
     assert ((d.train.attention_mask == 0) == (d.train.x == 0)).all()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,15 @@ def test_iid_sizes_and_histograms():
     labels = _balanced_labels(shuffle_seed=0)
     p = partition("iid", labels, 7, seed=0)
     assert p.sizes.max() - p.sizes.min() <= 1
+
+
+def test_iid_is_one_permutation_of_the_partition_stream():
+    # the stream: channels.streams.seed_sequence(seed, name, 0x9A27), spelled out
+    labels = _balanced_labels()
+    order = np.random.default_rng([5, zlib.crc32(b"iid"), 0x9A27]).permutation(len(labels))
+    expected = [np.sort(part) for part in np.array_split(order, 4)]
+    p = partition("iid", labels, 4, seed=5)
+    assert all(np.array_equal(a, b) for a, b in zip(p.indices, expected, strict=True))
 
 
 @pytest.mark.parametrize("shuffle_seed", [None, 5])

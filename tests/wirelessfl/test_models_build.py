@@ -90,6 +90,25 @@ def test_registry_names():
     assert {"tiny_mlp", "efficientnet_lite0", "minilm", "smollm2", "vit_random"} <= set(MODELS)
 
 
+def test_registered_builder_is_built_with_its_options_checked():
+    from wirelessfl.models import ModelBundle, image_loss_and_logits
+
+    def build_linear(*, n_classes, seed=0, width=4):
+        model = torch.nn.Sequential(
+            torch.nn.Linear(width, width), torch.nn.Linear(width, n_classes)
+        )
+        return ModelBundle(model, ["0"], ["1"], "image", image_loss_and_logits)
+
+    MODELS.register("test_linear", build_linear)
+    try:
+        b = build_model("test_linear", n_classes=3, width=5)
+        assert b.name == "test_linear" and b.layer_shapes() == [(5, 5)]
+        with pytest.raises(ValueError, match="unknown option 'depth'.*width"):
+            build_model("test_linear", n_classes=3, depth=2)
+    finally:
+        MODELS.unregister("test_linear")
+
+
 def test_tiny_mlp_on_digits_batch():
     b = build_model("tiny_mlp", n_classes=10, seed=0)
     assert b.kind == "image" and b.target_modules == ["fc1", "fc2"] and b.head_modules == ["head"]
@@ -206,7 +225,7 @@ def test_smollm2_from_an_existing_fp32_cache(tmp_path):
 def test_unknown_model_option_and_target_are_one_line():
     with pytest.raises(ValueError, match="unknown model 'resnet'.*tiny_mlp") as err:
         build_model("resnet", n_classes=2)
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and str(err.value).endswith(", hub:<name-or-path>")
     with pytest.raises(ValueError, match="unknown option 'hiden'.*hidden"):
         build_model("tiny_mlp", n_classes=2, hiden=3)
     with pytest.raises(ValueError, match="target module 'qkv'.*accepted: fc1, fc2") as err:

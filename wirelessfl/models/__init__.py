@@ -1,27 +1,27 @@
 """Models for the federated LoRA runtime (needs the ``[train]`` extra).
 
-``build_model(name, n_classes=..., seed=..., **options) -> ModelBundle``; ``MODELS`` lists the
-names (``tiny_mlp``, ``efficientnet_lite0``, ``minilm``, ``smollm2``, ``vit_random``) and
-``hub:<name-or-path>`` loads a transformers classifier. ``check_rank`` validates a LoRA rank
-against the adapted layers. Families are imported lazily, on first build.
+``build_model(name, n_classes=..., seed=..., **options) -> ModelBundle``; ``MODELS`` (from
+``wirelessfl.registries``) lists the names (``tiny_mlp``, ``efficientnet_lite0``, ``minilm``,
+``smollm2``, ``smollm2_instruct``, ``vit_random``) and ``hub:<name-or-path>`` loads a
+transformers classifier. ``check_rank`` validates a LoRA rank against the adapted layers.
+
+Registry entries are lazy (``"module:function"``), so importing this package imports neither
+transformers nor the EfficientNet package; a family is imported on its first build. A new
+family is one module with a ``build_*(*, n_classes, seed, **options) -> ModelBundle``
+function plus one line in ``MODELS`` (or ``MODELS.register(name, builder)`` from outside the
+package).
 """
 
-from wirelessfl.models.base import (
-    MODELS,
-    ModelBundle,
-    build_model,
-    check_rank,
-    image_loss_and_logits,
-    register_model,
-    text_loss_and_logits,
-)
+from wirelessfl.models.build import build_model
+from wirelessfl.models.bundle import ModelBundle, check_rank
+from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
+from wirelessfl.registries import MODELS
 
 __all__ = [
     "ModelBundle",
     "MODELS",
     "build_model",
     "check_rank",
-    "register_model",
     "image_loss_and_logits",
     "text_loss_and_logits",
 ]

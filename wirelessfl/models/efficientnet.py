@@ -26,7 +26,9 @@ from torch import nn
 
 from wirelessfl.data.assets import asset_file
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import ModelBundle, image_loss_and_logits, seeded
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.losses import image_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = [
     "load_backbone",
@@ -130,17 +132,19 @@ def build_efficientnet_lite0(
 ) -> ModelBundle:
     """EfficientNet-Lite0 (ImageNet weights) with a new ``_fc`` head of ``n_classes``.
 
-    Options
-    -------
-    n_blocks:
-        LoRA targets are the 1x1 convs (expand / project) of the last ``n_blocks`` of the 16
-        MBConv blocks plus ``_conv_head``; ``None`` or 16 adapts every 1x1 conv (the setup of
-        the offline-assets note, 0.82 MNIST-5k accuracy after 2 epochs). Default
-        :data:`DEFAULT_N_BLOCKS` (4) to keep CPU cost low.
-    image_size:
-        Input size used for the static padding (see :func:`load_backbone`).
-    dropout:
-        Dropout before the head (default: the model's 0.2).
+    Args:
+        n_classes: Head width.
+        seed: Seeds the head.
+        n_blocks: LoRA targets are the 1x1 convs (expand / project) of the last ``n_blocks``
+            of the 16 MBConv blocks plus ``_conv_head``; ``None`` or 16 adapts every 1x1 conv
+            (0.82 MNIST-5k accuracy after 2 epochs). Default :data:`DEFAULT_N_BLOCKS` (4) to
+            keep CPU cost low.
+        image_size: Input size in pixels used for the static padding (see
+            :func:`load_backbone`).
+        dropout: Dropout before the head (default: the model's 0.2).
+
+    Returns:
+        An ``"image"`` bundle taking ``(B, 3, H, W)`` normalised as ``(x - 127) / 128``.
     """
     model = load_backbone(swap=True, image_size=image_size)
     n_total = len(model._blocks)

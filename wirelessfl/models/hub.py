@@ -21,14 +21,10 @@ import torch
 
 from wirelessfl.data.assets import offline_env
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import (
-    ATTENTION_TARGETS,
-    ModelBundle,
-    detect_attention_targets,
-    image_loss_and_logits,
-    seeded,
-    text_loss_and_logits,
-)
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.layers import ATTENTION_TARGETS, detect_attention_targets
+from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = ["build_hub", "DEFAULT_TARGETS"]
 
@@ -73,20 +69,23 @@ def build_hub(
 ) -> ModelBundle:
     """Load ``spec`` (hub id or local folder) as an image or text classifier.
 
-    Options
-    -------
-    task:
-        ``"image"`` or ``"text"``; default: ``"image"`` when the config has ``num_channels``
-        (vision configs do), else ``"text"``.
-    head_modules:
-        Modules trained in full; default: the model's top-level ``classifier`` / ``score`` /
-        ``head`` / ``fc``.
-    revision, trust_remote_code:
-        Passed to ``from_pretrained`` (remote code is off by default).
-
     LoRA targets default to peft's table for ``config.model_type`` (or
     :data:`DEFAULT_TARGETS`) when those names exist in the model, else to the query / value
     projections found by name; otherwise pass ``target_modules=`` to ``build_model``.
+
+    Args:
+        spec: Hub model id or ``save_pretrained`` folder.
+        n_classes: Head width; a checkpoint head of another width is re-initialised.
+        seed: Seeds the re-initialised head.
+        task: ``"image"`` or ``"text"``; default: ``"image"`` when the config has
+            ``num_channels`` (vision configs do), else ``"text"``.
+        head_modules: Modules trained in full; default: the model's top-level
+            ``classifier`` / ``score`` / ``head`` / ``fc``.
+        revision: Passed to ``from_pretrained``.
+        trust_remote_code: Passed to ``from_pretrained`` (off by default).
+
+    Returns:
+        An ``"image"`` or ``"text"`` bundle.
     """
     offline_env()
     from transformers import (

@@ -12,7 +12,9 @@ from torch import nn
 
 from wirelessfl.data.assets import minilm_dir, offline_env
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import ModelBundle, seeded, text_loss_and_logits
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.losses import text_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = ["MeanPoolClassifier", "build_minilm"]
 

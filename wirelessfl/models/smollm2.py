@@ -30,7 +30,9 @@ from wirelessfl.data.assets import (
     smollm2_gguf_path,
 )
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import ModelBundle, seeded, text_loss_and_logits
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.losses import text_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = ["build_smollm2", "build_smollm2_instruct", "ensure_fp32_cache", "cache_is_complete"]
 
@@ -118,17 +120,19 @@ def build_smollm2(
 ) -> ModelBundle:
     """SmolLM2-135M (30 layers, hidden 576) with a new ``score`` head of ``n_classes``.
 
-    Options
-    -------
-    cache_dir:
-        The fp32 cache folder (see module docstring). If it already holds a checkpoint, it is
-        used as is and the package is not needed.
-    gguf_path:
-        Another SmolLM2-compatible GGUF instead of the packaged one.
-
     LoRA targets ``q_proj``, ``v_proj`` (30 layers x 2: 576 x 576 and 576 x 192); head
     ``score``. Full list of Llama projections: ``q_proj k_proj v_proj o_proj gate_proj
     up_proj down_proj``.
+
+    Args:
+        n_classes: Head width.
+        seed: Seeds the head.
+        cache_dir: The fp32 cache folder (see module docstring). If it already holds a
+            checkpoint, it is used as is and the package is not needed.
+        gguf_path: Another SmolLM2-compatible GGUF instead of the packaged one.
+
+    Returns:
+        A ``"text"`` bundle taking token ids ``(B, L)`` of the ``"smollm2"`` tokenizer.
     """
     offline_env()
     from transformers import AutoModelForSequenceClassification

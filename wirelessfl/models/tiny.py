@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import ModelBundle, image_loss_and_logits, seeded
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.losses import image_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = ["TinyMLP", "build_tiny_mlp"]
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from wirelessfl.data.assets import offline_env
 from wirelessfl.errors import UserError
-from wirelessfl.models.base import (
-    ModelBundle,
-    detect_attention_targets,
-    image_loss_and_logits,
-    seeded,
-)
+from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.layers import detect_attention_targets
+from wirelessfl.models.losses import image_loss_and_logits
+from wirelessfl.models.rng import seeded
 
 __all__ = ["build_vit_random"]
 

@@ -112,7 +112,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
-from wirelessfl.models.base import seeded
+from wirelessfl.models.rng import seeded
 from wirelessfl.training.local import LocalResult, train_mode
 from wirelessfl.training.lora_state import TrainableState
 

@@ -127,7 +127,7 @@ def _pilot(scenario: Scenario, rank: int, rounds: int):
 
 def calibrate(scenario: Scenario, rank: int, *, rounds: int = PILOT_ROUNDS, progress=print):
     """Pilot runs over a small rank sweep → (BoundConstants, PilotRecord, swept ranks)."""
-    from wirelessfl.models.base import check_rank
+    from wirelessfl.models.bundle import check_rank
 
     if scenario.learner.kind != "lora":
         raise UserError("--calibrate: needs learner.kind = lora (a real training pilot)")

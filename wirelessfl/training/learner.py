@@ -148,7 +148,8 @@ class LoraLearner(Learner):
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
         from peft import LoraConfig, get_peft_model
 
-        from wirelessfl.models.base import check_rank, seeded
+        from wirelessfl.models.bundle import check_rank
+        from wirelessfl.models.rng import seeded
 
         lc = self.scenario.learner
         try:

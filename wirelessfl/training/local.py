@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
-from wirelessfl.models.base import seeded
+from wirelessfl.models.rng import seeded
 from wirelessfl.training.lora_state import TrainableState
 
 
