@@ -30,6 +30,23 @@ from wirelessfl.errors import ConfigError, UserError
         ({"learner": {"zeta": -0.1}}, "learner.zeta: must be >= 0"),
         ({"channel": "wide"}, "channel: expected a table"),
         ({"controller": {"method": "magic"}}, "controller.method: must be one of 'exact', 'cvxpy'"),
+        # names checked against the registries, at load, accepted names listed
+        ({"learner": {"kind": "oracle"}}, "learner.kind: must be one of 'surrogate', 'lora'"),
+        ({"learner": {"model": "resnet999"}}, "learner.model: must be one of 'tiny_mlp', "),
+        ({"learner": {"model": "resnet999"}}, "'hub:<name-or-path>', got 'resnet999'"),
+        ({"learner": {"model": "hub:"}}, "learner.model: must be one of"),
+        ({"learner": {"dataset": "cifar1000"}}, "learner.dataset: must be one of 'digits', "),
+        ({"learner": {"partition": "zipf"}}, "learner.partition: must be one of 'iid', "),
+        ({"strategy": {"sparsifier": "magic"}}, "strategy.sparsifier: must be one of 'soft', "),
+        ({"strategy": {"aggregation": "median"}}, "strategy.aggregation: must be one of 'weight"),
+        ({"strategy": {"sparsifiers": "soft"}}, "strategy.sparsifiers: unknown key"),
+        ({"algorithm": {"name": "fedmagic"}}, "algorithm.name: must be one of 'soft'"),
+        ({"controller": {"name": "greedy"}}, "controller.name: must be one of 'tsfa', 'osfa'"),
+        ({"selection": {"method": "lottery"}}, "selection.method: must be one of 'uniform', "),
+        (
+            {"channel": {"fading": {"model": "nakagami"}}},
+            "channel.fading.model: must be one of 'rayleigh', 'gauss_markov', 'rician', got",
+        ),
     ],
 )
 def test_bad_values_name_the_key(data, needle):
@@ -37,6 +54,28 @@ def test_bad_values_name_the_key(data, needle):
         scenario_from_dict(data)
     assert needle in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_hub_names_pass_validation():
+    sc = scenario_from_dict({"learner": {"model": "hub:./my-vit", "dataset": "hub:cifar100"}})
+    assert sc.learner.model == "hub:./my-vit" and sc.learner.dataset == "hub:cifar100"
+
+
+def test_a_name_registered_by_user_code_is_accepted():
+    from optim import SELECTION_METHODS
+
+    def first_k(rng, n, k, snr, avg):
+        return list(range(k))
+
+    SELECTION_METHODS.register("first_k", first_k)
+    try:
+        assert scenario_from_dict({"selection": {"method": "first_k"}}).selection.method == (
+            "first_k"
+        )
+    finally:
+        SELECTION_METHODS.unregister("first_k")
+    with pytest.raises(ConfigError, match="selection.method: must be one of"):
+        scenario_from_dict({"selection": {"method": "first_k"}})
 
 
 def test_overrides_are_parsed_as_numbers():

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scenario_helpers import digits_scenario
 
-from wirelessfl.training.calibrate import calibrate
+from wirelessfl.study.calibrate import calibrate
 
 
 @pytest.mark.slow

@@ -10,11 +10,13 @@ import pytest
 import torch
 from scenario_helpers import digits_scenario, interrupt_at
 
+from wirelessfl.algorithms.aggregation import unbiased_weights, weighted_mean_weights
+from wirelessfl.algorithms.state_ops import add_weighted
 from wirelessfl.errors import ConfigError, SimulationError
 from wirelessfl.learners.base import RoundPlan
 from wirelessfl.sim import resume_run, run_scenario
 from wirelessfl.sim.runner import Run
-from wirelessfl.training.aggregation import aggregation_weights, apply_updates
+from wirelessfl.training.runtime import OPTIMIZER
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +64,7 @@ def test_same_seed_same_run_and_client_order_does_not_matter(tmp_path):
     for run, order in zip(runs, (clients, clients[::-1]), strict=True):
         learner = run.learner
         learner.local_round(RoundPlan(0, order, 4, 0.5, 1.0, 4))
-        ups.append({c: learner._pending[c]["update"] for c in clients.tolist()})
+        ups.append({c: learner._pending[c].shared for c in clients.tolist()})
     for c in clients.tolist():
         for name, value in ups[0][c].items():
             torch.testing.assert_close(value, ups[1][c][name], rtol=0, atol=0)
@@ -100,24 +102,19 @@ def test_no_per_client_model_copies(tmp_path):
         runs.append(run)  # keep it alive while counting the next one
         new_params.append(_live_parameters() - before)
         learner = run.learner
-        sizes.append(_tensor_bytes(learner.global_state) + _tensor_bytes(learner.memory))
-        assert len(learner.memory) <= 8  # only clients that trained hold an error memory
+        private = {c: learner.private.get(c) for c in learner.private.clients()}
+        sizes.append(_tensor_bytes(learner.global_state) + _tensor_bytes(private))
+        assert len(private) <= 8  # only clients that trained hold an error memory
     assert new_params[0] == new_params[1] > 0
     assert sizes[0] == pytest.approx(sizes[1], rel=0.5)
 
 
 def test_aggregation_weights_by_hand():
     p = [0.1, 0.3]
-    assert aggregation_weights(p, rule="weighted_mean", n_clients=10, n_scheduled=2) == [
-        pytest.approx(0.25),
-        pytest.approx(0.75),
-    ]
-    assert aggregation_weights(p, rule="unbiased", n_clients=10, n_scheduled=2) == [
-        pytest.approx(0.5),
-        pytest.approx(1.5),
-    ]
+    assert weighted_mean_weights(p, 10, 2) == [pytest.approx(0.25), pytest.approx(0.75)]
+    assert unbiased_weights(p, 10, 2) == [pytest.approx(0.5), pytest.approx(1.5)]
     state = {"w": torch.zeros(2)}
-    apply_updates(
+    add_weighted(
         state, [{"w": torch.tensor([1.0, 0.0])}, {"w": torch.tensor([0.0, 2.0])}], [0.25, 0.75]
     )
     torch.testing.assert_close(state["w"], torch.tensor([0.25, 1.5]))
@@ -126,10 +123,7 @@ def test_aggregation_weights_by_hand():
 @pytest.mark.parametrize(
     ("key", "value", "needle"),
     [
-        ("learner.model", "resnet999", "learner: unknown model 'resnet999'"),
-        ("learner.dataset", "cifar1000", "learner: unknown dataset 'cifar1000'"),
         ("learner.target_modules", ["fc9"], "fc9"),
-        ("strategy.sparsifier", "magic", "strategy.sparsifier: unknown sparsifier 'magic'"),
         ("controller.rank", 65, "controller.rank"),
         ("n_clients", 5000, "learner.partition"),
     ],
@@ -148,8 +142,8 @@ def test_bad_training_input_is_one_clear_line(tmp_path, key, value, needle):
 
 def test_non_finite_loss_stops_the_round_with_client_and_round(tmp_path):
     run = Run(digits_scenario(rounds=5, **{"output.checkpoint_every": 1}), tmp_path / "nan")
-    learner = run.learner
-    original = learner.trainer.loss_fn
+    trainer = run.learner.runtime.trainer
+    original = trainer.loss_fn
     calls = {"n": 0}
 
     def poisoned(model, batch):
@@ -159,7 +153,7 @@ def test_non_finite_loss_stops_the_round_with_client_and_round(tmp_path):
             loss = loss * float("nan")
         return loss, logits
 
-    learner.trainer.loss_fn = poisoned
+    trainer.loss_fn = poisoned
     with pytest.raises(SimulationError, match=r"round 2: client \d+ has a non-finite"):
         run.execute()
     written = pd.read_csv(tmp_path / "nan" / "rounds.csv")
@@ -171,8 +165,9 @@ def test_kept_adam_state_is_per_client_and_survives_resume(tmp_path):
     full = run_scenario(digits_scenario(rounds=5, **kw), tmp_path / "full")
     run = Run(digits_scenario(rounds=5, **kw), tmp_path / "cut")
     interrupt_at(run, 3)
-    states = run.learner.optimizer_state
-    assert states and all("exp_avg" in s["state"][0] for s in states.values())
+    private = run.learner.private
+    states = [private.get(c)[OPTIMIZER] for c in private.clients()]
+    assert states and all("exp_avg" in s["state"][0] for s in states)
     resumed = resume_run(tmp_path / "cut")
     pd.testing.assert_frame_equal(_rounds(full), _rounds(resumed))
 
@@ -182,7 +177,7 @@ def test_stochastic_layers_do_not_depend_on_client_order(tmp_path):
     sc = digits_scenario(rounds=1)
     runs = [Run(sc, tmp_path / f"drop{i}") for i in range(2)]
     for run in runs:  # add dropout to the shared model, as in BERT/EfficientNet
-        run.learner.model.base_model.model.fc1.register_forward_hook(
+        run.learner.runtime.model.base_model.model.fc1.register_forward_hook(
             lambda _m, _i, out: torch.nn.functional.dropout(out, 0.3, training=True)
         )
     clients = np.array([1, 2, 4, 7])
@@ -191,7 +186,7 @@ def test_stochastic_layers_do_not_depend_on_client_order(tmp_path):
     torch.manual_seed(456)
     runs[1].learner.local_round(RoundPlan(0, clients[::-1], 4, 0.5, 1.0, 4))
     for c in clients.tolist():
-        a, b = (r.learner._pending[c]["update"] for r in runs)
+        a, b = (r.learner._pending[c].shared for r in runs)
         for name in a:
             torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
 

@@ -37,7 +37,10 @@ GRADIENT_SAMPLES = 256
 
 
 class PilotRecorder:
-    """Collects pilot arrays from a :class:`~wirelessfl.training.learner.LoraLearner`."""
+    """Collects pilot arrays from a :class:`~wirelessfl.learners.federated.FederatedLearner`
+    (a :class:`~wirelessfl.learners.federated.RoundObserver`)."""
+
+    record_grad_norms = True
 
     def __init__(self) -> None:
         self.grad_norms: list[float] = []
@@ -47,11 +50,14 @@ class PilotRecorder:
         self.params: list[np.ndarray] = []
         self.grads: list[np.ndarray] = []
 
-    def local(self, grad_norms: list[float]) -> None:
-        self.grad_norms.extend(grad_norms)
+    def local(self, results: list) -> None:
+        """Every local step's gradient norm of the round's clients."""
+        for result in results:
+            self.grad_norms.extend(result.grad_norms)
 
-    def aggregate(self, learner, cov_sq: float) -> None:
+    def aggregated(self, learner, metrics: dict[str, float]) -> None:
         """Record after the server updated the global state."""
+        cov_sq = metrics.get("cov_norm", math.nan) ** 2
         theta_sq = 0.0
         for b, a in _global_factors(learner):
             self.component_norms.extend(_component_norms(b, a).tolist())
@@ -69,18 +75,19 @@ def _flat(values: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def _gradient_at_global(learner) -> torch.Tensor:
     """Gradient of the task loss at the global state on a fixed training batch."""
-    learner.state.load(learner.global_state)
-    n = min(GRADIENT_SAMPLES, len(learner.train))
-    batch = learner.train.batch(torch.arange(n))
-    learner.model.zero_grad(set_to_none=True)
-    _, task = learner.trainer.loss(batch)
+    runtime = learner.runtime
+    runtime.state.load(learner.global_state)
+    n = min(GRADIENT_SAMPLES, len(runtime.train_data))
+    batch = runtime.train_data.batch(torch.arange(n))
+    runtime.model.zero_grad(set_to_none=True)
+    _, task = runtime.trainer.loss(batch)
     task.backward()
     grads = {
         name: (p.grad if p.grad is not None else torch.zeros_like(p))
-        for name, p in learner.state.params.items()
+        for name, p in runtime.state.params.items()
     }
     flat = _flat(grads)
-    learner.model.zero_grad(set_to_none=True)
+    runtime.model.zero_grad(set_to_none=True)
     return flat
 
 
@@ -91,7 +98,7 @@ def _component_norms(b: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
 
 def _global_factors(learner) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(theta_B, theta_A) of every adapted layer of the global model, on the CPU."""
-    state = learner.state
+    state = learner.runtime.state
     return [
         tuple(t.cpu() for t in state.paper_factors(learner.global_state, layer))
         for layer in state.layers
@@ -118,7 +125,7 @@ def _pilot(scenario: Scenario, rank: int, rounds: int):
     pilot = scenario_from_dict(data)
     learner = make_learner(pilot)
     recorder = PilotRecorder()
-    learner.recorder = recorder
+    learner.observers.append(recorder)
     sim = Simulator(pilot, learner)
     for t in range(rounds):
         sim.run_round(t)
@@ -133,7 +140,7 @@ def calibrate(scenario: Scenario, rank: int, *, rounds: int = PILOT_ROUNDS, prog
         raise UserError("--calibrate: needs learner.kind = lora (a real training pilot)")
     from wirelessfl.learners import make_learner
 
-    probe = make_learner(scenario)
+    probe = make_learner(scenario).runtime
     limit = min(min(d, e) for d, e in probe.layer_shapes)
     check_rank(probe.bundle, rank, scenario.learner.target_modules)
     ranks = _sweep_ranks(rank, limit)
