@@ -14,7 +14,9 @@ from pathlib import Path
 
 from wirelessfl import __version__
 from wirelessfl.errors import SimulationError, UserError
-from wirelessfl.study import add_study_commands
+from wirelessfl.plots.command import add_plot_command
+from wirelessfl.study.command import add_sweep_command
+from wirelessfl.study.reproduce import add_reproduce_command
 
 
 def _default_out(name: str) -> Path:
@@ -149,7 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = sub.add_parser("scenario-keys", help="every scenario key with default and range")
     keys.set_defaults(func=_cmd_keys)
-    add_study_commands(sub)
+    add_sweep_command(sub)
+    add_plot_command(sub)
+    add_reproduce_command(sub)
     return parser
 
 

@@ -14,9 +14,17 @@ from matplotlib.figure import Figure
 
 from wirelessfl import plots
 from wirelessfl.errors import UserError
-from wirelessfl.results import load
+from wirelessfl.plots.command import KINDS
+from wirelessfl.results import (
+    accuracy_table,
+    as_runs,
+    final_accuracy,
+    frontier_table,
+    load,
+    pareto_front,
+    rounds_table,
+)
 from wirelessfl.study import load_study, run_sweep
-from wirelessfl.study.summary import final_accuracy
 
 SMALL = ["rounds=30", "n_clients=20", "n_scheduled=5", "eval_every=5", "output.clients=true"]
 
@@ -102,7 +110,7 @@ def test_frontier_of_d_th_draws_one_line_per_other_key(study):
 
 def test_pareto_front():
     xs, ys = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 0.4, 0.7, 0.6])
-    assert list(plots.pareto_front(xs, ys)) == [0, 2]
+    assert list(pareto_front(xs, ys)) == [0, 2]
 
 
 # -- network dynamics ---------------------------------------------------------------------------
@@ -178,10 +186,30 @@ def test_bandwidth_shares(run):
 
 
 def test_results_may_be_paths(study, run):
-    assert len(plots.as_runs(study.path)) == 4
-    assert plots.as_runs(run.path)[0].path == run.path
+    assert len(as_runs(study.path)) == 4
+    assert as_runs(run.path)[0].path == run.path
     with pytest.raises(UserError):
-        plots.as_runs([])
+        as_runs([])
+
+
+def test_figures_draw_the_tables_they_are_given(study):
+    runs = study.runs()
+    a = plots.accuracy_vs_round(accuracy_table(study)).axes[0]
+    b = plots.accuracy_vs_round(runs).axes[0]
+    assert [ln.get_label() for ln in a.lines] == [ln.get_label() for ln in b.lines]
+    for la, lb in zip(a.lines, b.lines, strict=True):
+        _close(la.get_ydata(), lb.get_ydata())
+    table = frontier_table(study, x="controller.V")
+    _close(plots.frontier(table, x="controller.V").axes[0].lines[0].get_ydata(), table["accuracy"])
+    table = rounds_table(study, ["sparsification"], ["controller.o_min"])
+    assert list(table["run"].unique()) == [0, 1, 2, 3]
+    ax = plots.sparsification(table).axes[0]
+    _close(ax.lines[3].get_ydata(), runs[3].rounds["sparsification"])
+    assert ax.lines[3].get_label() == "V=0.01, seed=1"
+
+
+def test_every_kind_has_a_figure():
+    assert tuple(plots.PLOTS) == KINDS
 
 
 # -- command line -------------------------------------------------------------------------------

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +20,9 @@ from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.results import load
 from wirelessfl.sim.runner import run_scenario
 from wirelessfl.study import load_study, parse_grid, run_name, run_sweep, summarize
-from wirelessfl.study.sweep import add_sweep_command, normalize_grid, plan_sweep
+from wirelessfl.study.command import add_sweep_command
+from wirelessfl.study.grid import normalize_grid
+from wirelessfl.study.plan import plan_sweep
 
 SMALL = ["rounds=30", "n_clients=20", "n_scheduled=5", "eval_every=5"]
 GRID = {"controller.V": [1e-4, 1e-2], "controller.d_th_s": [1.5, 2.5]}
@@ -214,6 +219,87 @@ def test_parallel_jobs_give_the_serial_tables(tmp_path, base_study):
         pd.testing.assert_frame_equal(_table(tmp_path / "p" / name), _table(base_study / name))
 
 
+def _proc_stat(pid: int) -> list[str]:
+    """Fields of /proc/PID/stat after the command name: [state, ppid, ...]; [] if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _proc_stat(int(stat.parent.name))
+        if fields:
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    fields = _proc_stat(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes with /proc")
+@pytest.mark.parametrize("stop", ["ctrl-c", "a worker dies"])
+def test_a_stopped_parallel_sweep_leaves_no_worker_running(tmp_path, stop):
+    out = tmp_path / "s"
+    sets = ["rounds=1000000", "n_clients=20", "n_scheduled=5"]
+    argv = ["sweep", "paper", "--grid", "controller.V=1e-4,1e-2", "--jobs", "2", "--quiet"]
+    argv += [*(x for s in sets for x in ("--set", s)), "--out", str(out)]
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "wirelessfl", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = [out / "controller.V=0.0001,seed=0", out / "controller.V=0.01,seed=0"]
+    family: set[int] = set()
+    try:
+        deadline = time.monotonic() + 20
+        while not all(len(_lines(run / "rounds.csv")) > 2 for run in runs):
+            assert parent.poll() is None and time.monotonic() < deadline, "the runs never started"
+            time.sleep(0.1)
+        family = _descendants(parent.pid)
+        workers = [
+            pid for pid in family if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
+        ]
+        assert len(workers) == 2
+        if stop == "ctrl-c":
+            parent.send_signal(signal.SIGINT)
+        else:
+            os.kill(workers[0], signal.SIGKILL)
+        _, err = parent.communicate(timeout=20)
+        if stop == "ctrl-c":
+            assert parent.returncode == 130 and "sweep interrupted" in err
+        else:
+            assert parent.returncode == 1 and "died (exit code -9)" in err
+        deadline = time.monotonic() + 5
+        while any(_running(pid) for pid in family) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in family if _running(pid)]
+        assert all(not load(run).finished for run in runs)  # stopped mid-run: resumable
+    finally:  # leave nothing behind if the test failed
+        for pid in family | _descendants(parent.pid):
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        parent.wait()
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
 def test_a_changed_scenario_does_not_reuse_old_runs(study_copy):
     with pytest.raises(UserError, match="rounds"):
         run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=[*SMALL, "rounds=31"])
@@ -262,9 +348,8 @@ def test_cli_sweep(tmp_path, capsys):
 
 def test_registering_the_commands_is_cheap():
     code = (
-        "import sys, argparse; from wirelessfl.study import add_study_commands; "
-        "add_study_commands(argparse.ArgumentParser().add_subparsers()); "
-        "print(sorted(m for m in ('pandas', 'matplotlib', 'cvxpy') if m in sys.modules))"
+        "import sys; from wirelessfl.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('pandas', 'matplotlib', 'cvxpy', 'torch') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,41 +1,40 @@
-"""Figures of runs and studies (``figures``) and the ``wirelessfl plot`` command (``command``).
+"""Figures of runs and studies, and the ``wirelessfl plot`` command (``command``).
 
-The figure functions are imported on first use, so registering the command does not import
-matplotlib or pandas.
+Each figure function draws a tidy DataFrame built by a ``wirelessfl.results.tables`` function;
+it also accepts what that function takes (a run, a list of runs, a study or a folder path) and
+builds the table itself. Runs whose configs differ only in seed form one group: curves show the
+group's mean with its min–max across seeds shaded, and labels name the keys that differ between
+groups.
+
+Figures are built with ``matplotlib.figure.Figure`` directly (no pyplot state, no display
+needed, nothing to close); save one with ``fig.savefig("x.png")``, or show it in a notebook by
+leaving it as a cell's value. The figure modules are imported on first use, so registering the
+command does not import matplotlib or pandas.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from wirelessfl.plots.command import add_plot_command
 
-_FIGURES = (
-    "PLOTS",
-    "RunGroup",
-    "accuracy_curve",
-    "accuracy_vs_round",
-    "accuracy_vs_time",
-    "as_runs",
-    "bandwidth_shares",
-    "config_value",
-    "cov_norm",
-    "frontier",
-    "frontier_table",
-    "group_runs",
-    "offline_bound",
-    "pareto_front",
-    "queue_delay",
-    "share_table",
-    "sparsification",
-)
+_MODULES = {
+    "PLOTS": "kinds",
+    "accuracy_vs_round": "accuracy",
+    "accuracy_vs_time": "accuracy",
+    "bandwidth_shares": "shares",
+    "cov_norm": "dynamics",
+    "frontier": "tradeoff",
+    "offline_bound": "offline",
+    "queue_delay": "dynamics",
+    "sparsification": "dynamics",
+}
 
-__all__ = ["add_plot_command", *_FIGURES]
+__all__ = ["add_plot_command", *_MODULES]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FIGURES:
-        from wirelessfl.plots import figures
-
-        return getattr(figures, name)
+    if name in _MODULES:
+        return getattr(import_module(f"wirelessfl.plots.{_MODULES[name]}"), name)
     raise AttributeError(f"module 'wirelessfl.plots' has no attribute {name!r}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from wirelessfl.errors import UserError
 
+#: the keys of ``kinds.PLOTS``, spelled out so that registering the command stays cheap
 KINDS = (
     "accuracy",
     "latency_accuracy",
@@ -28,7 +29,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else path / f"{args.kind}.png"
     if out.suffix.lower() not in FORMATS:
         raise UserError(f"plot -o: the file name must end in {', '.join(FORMATS)}, got {out}")
-    from wirelessfl.plots.figures import PLOTS, as_runs
+    from wirelessfl.plots.kinds import PLOTS
+    from wirelessfl.results.runs import as_runs
 
     is_study = (path / "index.csv").exists()
     if args.kind == "shares" and is_study:

@@ -1,6 +1,49 @@
-"""Results store: run folders with tidy per-round tables (see ``columns`` for every column)."""
+"""Results: run folders with tidy per-round tables, study folders, and tables for figures.
+
+- ``columns``: every column of the run tables, documented;
+- ``store``: writing and loading run folders (``RunResult``, ``load``);
+- ``summary``: a run's summary numbers (the study index, the frontier);
+- ``study``: study folders (``StudyResult``, ``load_study``, the ``index.csv`` format);
+- ``runs`` and ``groups``: results as runs, runs grouped by config and labelled;
+- ``tables``: the tidy DataFrames the figures of ``wirelessfl.plots`` draw.
+
+Names are imported on first use, so ``wirelessfl.results.summary`` and ``.study`` load without
+pandas (the command line stays cheap to start).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 from wirelessfl.results.columns import CLIENT_COLUMNS, EVENT_COLUMNS, ROUND_COLUMNS
-from wirelessfl.results.store import RunResult, load
 
-__all__ = ["CLIENT_COLUMNS", "EVENT_COLUMNS", "ROUND_COLUMNS", "RunResult", "load"]
+_MODULES = {
+    "RunResult": "store",
+    "load": "store",
+    "SUMMARY_COLUMNS": "summary",
+    "final_accuracy": "summary",
+    "summarize": "summary",
+    "StudyResult": "study",
+    "load_study": "study",
+    "Results": "runs",
+    "as_runs": "runs",
+    "RunGroup": "groups",
+    "config_value": "groups",
+    "group_runs": "groups",
+    "accuracy_curve": "tables",
+    "accuracy_table": "tables",
+    "frontier_table": "tables",
+    "offline_table": "tables",
+    "pareto_front": "tables",
+    "rounds_table": "tables",
+    "share_table": "tables",
+}
+
+__all__ = ["CLIENT_COLUMNS", "EVENT_COLUMNS", "ROUND_COLUMNS", *_MODULES]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(import_module(f"wirelessfl.results.{_MODULES[name]}"), name)
+    raise AttributeError(f"module 'wirelessfl.results' has no attribute {name!r}")

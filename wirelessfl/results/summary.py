@@ -1,4 +1,4 @@
-"""Summary numbers of one run's ``rounds`` table (the study index and the frontier plots)."""
+"""Summary numbers of one run's ``rounds`` table (the study index and the frontier table)."""
 
 from __future__ import annotations
 

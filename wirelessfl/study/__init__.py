@@ -1,24 +1,26 @@
-"""Studies: parameter sweeps into study folders (``sweep``) and their summary numbers."""
+"""Studies: parameter sweeps into study folders, and the paper's figures as named sweeps.
 
-from __future__ import annotations
+- ``grid``: grid values parsed from ``--grid`` and written back as ``--set`` text;
+- ``plan``: every grid point × seed, with its run folder name;
+- ``folder``: writing ``study.json``, ``index.csv`` and inspecting run folders;
+- ``executor``: running the runs here or in worker processes;
+- ``sweep``: ``run_sweep``, tying them together;
+- ``command``: ``wirelessfl sweep``; ``reproduce``: ``wirelessfl reproduce``;
+- ``calibrate``: the ``wirelessfl run --calibrate`` pilot.
 
-from typing import Any
+Reading studies back (``load_study``, ``StudyResult``) and the summary numbers live in
+``wirelessfl.results`` and are re-exported here.
+"""
 
-from wirelessfl.study.summary import SUMMARY_COLUMNS, final_accuracy, summarize
-from wirelessfl.study.sweep import (
-    StudyResult,
-    add_sweep_command,
-    load_study,
-    parse_grid,
-    run_name,
-    run_sweep,
-)
+from wirelessfl.results.study import StudyResult, load_study
+from wirelessfl.results.summary import SUMMARY_COLUMNS, final_accuracy, summarize
+from wirelessfl.study.grid import parse_grid
+from wirelessfl.study.plan import run_name
+from wirelessfl.study.sweep import run_sweep
 
 __all__ = [
     "SUMMARY_COLUMNS",
     "StudyResult",
-    "add_study_commands",
-    "add_sweep_command",
     "final_accuracy",
     "load_study",
     "parse_grid",
@@ -26,13 +28,3 @@ __all__ = [
     "run_sweep",
     "summarize",
 ]
-
-
-def add_study_commands(subparsers: Any) -> None:
-    """Register ``wirelessfl sweep`` and ``wirelessfl plot`` (cheap: no pandas/matplotlib)."""
-    from wirelessfl.plots import add_plot_command
-    from wirelessfl.study.reproduce import add_reproduce_command
-
-    add_sweep_command(subparsers)
-    add_plot_command(subparsers)
-    add_reproduce_command(subparsers)

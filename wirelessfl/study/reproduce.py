@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.errors import UserError
 
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
@@ -39,19 +38,13 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _config(run, dotted: str) -> Any:
-    node: Any = run.config
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def _draw_fig3ab(out: Path, runs: list) -> list[Path]:
     from wirelessfl.plots import accuracy_vs_round
+    from wirelessfl.results.groups import config_value
 
     paths = []
     for panel, rank in (("a", 4), ("b", 8)):
-        chosen = [r for r in runs if _config(r, "controller.rank") == rank]
+        chosen = [r for r in runs if config_value(r, "controller.rank") == rank]
         if chosen:
             fig = accuracy_vs_round(chosen)
             fig.axes[0].set_title(f"Fig. 3({panel}): sparsifiers at r = {rank}, O = 0.5")
@@ -80,9 +73,11 @@ def _draw_fig45(out: Path, runs: list) -> list[Path]:
 def _draw_dpp(out: Path, runs: list) -> list[Path]:
     from matplotlib.figure import Figure
 
+    from wirelessfl.results.groups import config_value
+
     rows = sorted(
         (
-            float(_config(r, "controller.V")),
+            float(config_value(r, "controller.V")),
             float(r.rounds.delay_s.mean()),
             float(r.rounds.bound.mean()),
         )
@@ -92,7 +87,7 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
     fig = Figure(figsize=(8, 3.2))
     ax1, ax2 = fig.subplots(1, 2)
     ax1.semilogx(v, delay, "o-")
-    ax1.axhline(float(_config(runs[0], "controller.d_th_s")), color="k", ls=":", label="D_th")
+    ax1.axhline(float(config_value(runs[0], "controller.d_th_s")), color="k", ls=":", label="D_th")
     ax1.set_xlabel("V")
     ax1.set_ylabel("time-average D^t [s]")
     ax1.legend()
@@ -155,8 +150,9 @@ def reproduce(
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths."""
     import pandas as pd
 
-    from wirelessfl.plots import as_runs
-    from wirelessfl.study import run_sweep
+    from wirelessfl.config.loader import SCENARIO_DIR
+    from wirelessfl.results.runs import as_runs
+    from wirelessfl.study.sweep import run_sweep
 
     if figure not in REPRODUCTIONS:
         raise UserError(

@@ -1,0 +1,49 @@
+"""Test accuracy against round and against virtual time (the latency–accuracy curve)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from wirelessfl.plots.axes import legend, new_axes
+from wirelessfl.results.runs import Results
+from wirelessfl.results.tables import accuracy_table
+
+
+def _accuracy(table: pd.DataFrame, x: str, ax: Axes | None) -> Figure:
+    fig, ax = new_axes(ax)
+    for _, curve in table.groupby("group", sort=True):
+        label, runs = curve["label"].iloc[0], int(curve["runs"].iloc[0])
+        xs = curve["round"] if x == "round" else curve["t_end_s"]
+        (line,) = ax.plot(
+            xs,
+            curve["accuracy"],
+            marker=".",
+            label=f"{label} ({runs} seeds)" if runs > 1 else label,
+        )
+        if runs > 1:
+            ax.fill_between(
+                xs, curve["acc_min"], curve["acc_max"], color=line.get_color(), alpha=0.2
+            )
+    ax.set_xlabel("round $t$" if x == "round" else "cumulative virtual time [s]")
+    ax.set_ylabel("test accuracy")
+    ax.grid(alpha=0.3)
+    legend(ax)
+    return fig
+
+
+def accuracy_vs_round(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Test accuracy vs round. Draws ``accuracy_table`` (built from ``results`` unless given):
+    one line per group (mean over seeds), min–max across seeds shaded."""
+    table = results if isinstance(results, pd.DataFrame) else accuracy_table(results)
+    return _accuracy(table, "round", ax)
+
+
+def accuracy_vs_time(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Latency–accuracy curve: test accuracy vs cumulative virtual time. Draws
+    ``accuracy_table`` (built from ``results`` unless given): seeds are aligned by round, x is
+    the mean ``t_end_s`` of the group's runs at that round, y the mean accuracy, min–max
+    accuracy shaded."""
+    table = results if isinstance(results, pd.DataFrame) else accuracy_table(results)
+    return _accuracy(table, "time", ax)

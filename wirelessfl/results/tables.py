@@ -1,0 +1,229 @@
+"""Tidy DataFrames of runs and studies: what each figure of ``wirelessfl.plots`` draws.
+
+Every function takes ``Results`` (a run, a list of runs, a study or a folder path) and returns
+one DataFrame; runs that differ only in seed form one group (``groups.group_runs``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from wirelessfl.errors import UserError
+from wirelessfl.results.groups import (
+    RunGroup,
+    config_value,
+    distinguishing_labels,
+    group_runs,
+    run_labels,
+)
+from wirelessfl.results.runs import Results, as_runs
+from wirelessfl.results.store import RunResult
+from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize
+
+#: frontier x aliases: outcome columns of ``summarize`` or config keys
+FRONTIER_ALIASES = {
+    "d_th": ("config", "controller.d_th_s"),
+    "bits": ("summary", "total_bits_up"),
+    "time": ("summary", "virtual_time_s"),
+    "delay": ("summary", "mean_delay_s"),
+}
+#: the columns of ``frontier_table`` before the groups' varying parameters
+FRONTIER_COLUMNS = ("label", "x", "accuracy", "acc_min", "acc_max", "n")
+_CURVE_COLUMNS = ["round", "t_end_s", "accuracy", "acc_min", "acc_max", "n"]
+_OFFLINE_COLUMNS = ["curve", "label", "r", "bound", "sparsification", "chosen_rank"]
+
+
+# -- accuracy -----------------------------------------------------------------------------------
+def accuracy_curve(group: RunGroup) -> pd.DataFrame:
+    """Evaluated rounds of a group aggregated by round: ``round``, ``t_end_s`` (mean),
+    ``accuracy`` (mean), ``acc_min``, ``acc_max``, ``n`` (runs evaluated at that round)."""
+    frames = [
+        run.rounds.loc[run.rounds["accuracy"].notna(), ["round", "t_end_s", "accuracy"]]
+        for run in group.runs
+    ]
+    both = pd.concat(frames, ignore_index=True)
+    curve = both.groupby("round", sort=True).agg(
+        t_end_s=("t_end_s", "mean"),
+        accuracy=("accuracy", "mean"),
+        acc_min=("accuracy", "min"),
+        acc_max=("accuracy", "max"),
+        n=("accuracy", "size"),
+    )
+    return curve.reset_index()
+
+
+def accuracy_table(results: Results) -> pd.DataFrame:
+    """Every group's ``accuracy_curve``, one row per group and evaluated round.
+
+    Args:
+        results: runs, a study or a folder.
+
+    Returns:
+        ``group`` (0, 1, ... in order of the groups' first runs), ``label`` (the keys that
+        differ between groups), ``runs`` (runs in the group), then ``accuracy_curve``'s
+        columns. A group with no evaluated round has no rows.
+    """
+    frames = []
+    for i, group in enumerate(group_runs(as_runs(results))):
+        curve = accuracy_curve(group)
+        if not curve.empty:
+            frames.append(curve.assign(group=i, label=group.label, runs=len(group.runs)))
+    columns = ["group", "label", "runs", *_CURVE_COLUMNS]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+# -- per-round series ---------------------------------------------------------------------------
+def rounds_table(
+    results: Results, columns: Sequence[str], config_keys: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Every run's ``rounds`` rows stacked, with the run's label and config values.
+
+    Args:
+        results: runs, a study or a folder.
+        columns: ``rounds`` columns to keep (besides ``round`` and ``t_end_s``).
+        config_keys: dotted config keys with scalar values, one column each.
+
+    Returns:
+        ``run`` (0, 1, ... in input order), ``label`` (``groups.run_labels``), ``round``,
+        ``t_end_s``, ``columns``, then one column per config key (the run's value on each of
+        its rows, NaN if absent).
+    """
+    runs = as_runs(results)
+    keep = list(dict.fromkeys(["round", "t_end_s", *columns]))
+    frames = []
+    for i, (run, label) in enumerate(zip(runs, run_labels(runs), strict=True)):
+        frame = run.rounds[keep].assign(**{key: config_value(run, key) for key in config_keys})
+        frame.insert(0, "label", label)
+        frame.insert(0, "run", i)
+        if not frame.empty:
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["run", "label", *keep, *config_keys])
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- frontier -----------------------------------------------------------------------------------
+def frontier_x(x: str) -> tuple[str, str]:
+    """Where a frontier ``x`` comes from: ``("summary", column)`` or ``("config", key)``."""
+    if x in FRONTIER_ALIASES:
+        return FRONTIER_ALIASES[x]
+    if x in SUMMARY_COLUMNS:
+        return "summary", x
+    return "config", x
+
+
+def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
+    """One row per group: ``label``, ``x`` (mean over seeds), ``accuracy`` (mean final
+    accuracy), ``acc_min``, ``acc_max``, ``n``, plus the group's varying parameters.
+
+    Args:
+        results: runs, a study or a folder.
+        x: ``bits``, ``time``, ``delay``, ``d_th``, a ``SUMMARY_COLUMNS`` name or a dotted
+            config key (see ``frontier_x``).
+
+    Returns:
+        The table, groups in order of their first runs.
+    """
+    source, column = frontier_x(x)
+    rows = []
+    for group in group_runs(as_runs(results)):
+        xs, accs = [], []
+        for run in group.runs:
+            summary = summarize(run.rounds)
+            value = config_value(run, column) if source == "config" else summary[column]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UserError(f"plot frontier: x={x!r} is not a number in {run.path}: {value!r}")
+            if math.isnan(value):
+                raise UserError(f"plot frontier: {run.path} has no config key {column!r}")
+            xs.append(float(value))
+            accs.append(summary["final_accuracy"])
+        rows.append(
+            {
+                "label": group.label,
+                "x": float(np.mean(xs)),
+                "accuracy": float(np.mean(accs)),
+                "acc_min": float(np.min(accs)),
+                "acc_max": float(np.max(accs)),
+                "n": len(group.runs),
+                **group.params,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def pareto_front(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Indices of the points not dominated by another one (lower x and higher y), by x."""
+    order = np.lexsort((-ys, xs))
+    keep, best = [], -np.inf
+    for i in order:
+        if ys[i] > best:
+            keep.append(i)
+            best = ys[i]
+    return np.asarray(keep, dtype=int)
+
+
+# -- offline stage ------------------------------------------------------------------------------
+def offline_table(results: Results) -> pd.DataFrame:
+    """The offline stage (meta.json ``controller``) of every distinct curve, one row per rank.
+
+    Runs with the same bounds and chosen rank count once; runs without an offline stage are
+    left out (the table is empty when no run has one).
+
+    Args:
+        results: runs, a study or a folder.
+
+    Returns:
+        ``curve`` (0, 1, ...), ``label`` (the config keys that tell the curves apart),
+        ``r`` (1..r_max), ``bound`` (γ^0(r), ``offline_bounds``), ``sparsification``
+        (O*(r), ``offline_sparsifications``; NaN if not written) and ``chosen_rank``
+        (``rank``; NaN if none).
+    """
+    members: dict[str, list[RunResult]] = {}
+    for run in as_runs(results):
+        ctrl = run.meta.get("controller") or {}
+        if ctrl.get("offline_bounds"):
+            key = json.dumps([ctrl.get("offline_bounds"), ctrl.get("rank")])
+            members.setdefault(key, []).append(run)
+    labels = distinguishing_labels(list(members.values()))
+    frames = []
+    for i, (runs, label) in enumerate(zip(members.values(), labels, strict=True)):
+        ctrl = runs[0].meta["controller"]
+        bounds = np.asarray(ctrl["offline_bounds"], dtype=float)
+        sparsifications = ctrl.get("offline_sparsifications")
+        rank = ctrl.get("rank")
+        frame = pd.DataFrame(
+            {
+                "curve": i,
+                "label": label,
+                "r": np.arange(1, len(bounds) + 1),
+                "bound": bounds,
+                "sparsification": (
+                    np.asarray(sparsifications, dtype=float) if sparsifications else math.nan
+                ),
+                "chosen_rank": math.nan if rank is None else int(rank),
+            }
+        )
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=_OFFLINE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- bandwidth shares ---------------------------------------------------------------------------
+def share_table(results: Results) -> pd.DataFrame:
+    """clients.share of the first run pivoted to rounds (index) × clients (columns); NaN: not
+    scheduled. Needs the run's ``clients.csv`` (``output.clients: true``)."""
+    run = as_runs(results)[0]
+    if run.clients is None or run.clients.empty:
+        raise UserError(
+            f"plot shares: {run.path} has no clients.csv (run with --set output.clients=true)"
+        )
+    table = run.clients.pivot_table(index="round", columns="client", values="share", aggfunc="sum")
+    return table.reindex(run.rounds["round"]) if len(run.rounds) else table

@@ -1,0 +1,99 @@
+"""``wirelessfl sweep SCENARIO --grid KEY=V1,V2 [--seeds N] [--jobs J]``: a sweep from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.results.study import INDEX_FILE, StudyResult
+from wirelessfl.study.grid import parse_grid
+from wirelessfl.study.sweep import run_sweep
+
+
+def _parse_seeds(text: str) -> int | list[int]:
+    try:
+        if "," in text:
+            return [int(s) for s in text.split(",")]
+        return int(text)
+    except ValueError:
+        raise UserError(f"--seeds: expected a count N or a list like 0,1,5, got {text!r}") from None
+
+
+def _study_summary(study: StudyResult) -> str:
+    index = study.index
+    counts = index["status"].value_counts()
+    what = ", ".join(f"{int(n)} {status}" for status, n in counts.items())
+    show = ["run", "finished", "final_accuracy", "mean_delay_s", "mean_sparsification"]
+    table = index[show].assign(total_MB_up=index["total_bits_up"] / 8e6)
+    lines = [
+        f"study      {study.path}   ({len(index)} runs: {what})",
+        table.to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+        f"index      {study.path / INDEX_FILE}",
+        f"load with  wirelessfl.study.load_study({str(study.path)!r})",
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    grid = parse_grid(args.grid or [])
+    seeds = _parse_seeds(args.seeds)
+    out = Path(args.out) if args.out else Path("runs") / f"sweep-{Path(args.scenario).stem}"
+    try:
+        study = run_sweep(
+            args.scenario,
+            grid=grid,
+            seeds=seeds,
+            out_dir=out,
+            jobs=args.jobs,
+            progress=not args.quiet,
+            overrides=args.set or [],
+        )
+    except KeyboardInterrupt:
+        print(
+            "wirelessfl: sweep interrupted; run the same command again to resume it",
+            file=sys.stderr,
+        )
+        return 130
+    print(_study_summary(study))
+    if study.failed:
+        name, message = next(iter(study.failed.items()))
+        raise SimulationError(
+            f"{len(study.failed)} of {len(study.index)} runs stopped (first: {name}: {message}); "
+            "the same command resumes them"
+        )
+    return 0
+
+
+def add_sweep_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``wirelessfl sweep`` on an ``add_subparsers()`` object."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="run a scenario over a grid of keys and seeds into a study folder",
+        description="Run SCENARIO for every combination of --grid values and every seed, one run "
+        "folder each, plus an index.csv. Running the same command again skips finished runs and "
+        "resumes killed ones.",
+    )
+    p.add_argument("scenario", help="scenario file or shipped name")
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="a key and its values, parsed like --set values (repeat for more keys)",
+    )
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a key in every run"
+    )
+    p.add_argument(
+        "--seeds",
+        default="1",
+        metavar="N|S1,S2,...",
+        help="number of seeds (the scenario's seed and the next ones) or a list (default: 1)",
+    )
+    p.add_argument("--jobs", type=int, default=1, metavar="J", help="runs in parallel (default 1)")
+    p.add_argument("--out", help="study folder (default: runs/sweep-<scenario>)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_cmd_sweep)
+    return p

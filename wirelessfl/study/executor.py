@@ -1,0 +1,199 @@
+"""Running a sweep's runs: one after another here, or in spawned worker processes.
+
+The parallel executor owns its worker processes: on an interrupt, an exception or a worker that
+dies, it terminates every worker at once rather than waiting for their runs to end (a run
+killed at any instant resumes from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from wirelessfl.errors import SimulationError
+from wirelessfl.results.summary import summarize
+
+#: seconds between checks that the workers are alive while waiting for an outcome
+_POLL_S = 0.2
+#: seconds a terminated worker gets to exit before it is killed
+_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run to start (``resume`` false) or resume in ``folder``."""
+
+    name: str
+    scenario_path: str
+    overrides: tuple[str, ...]
+    folder: str
+    resume: bool
+
+
+def execute(task: RunTask) -> dict[str, Any]:
+    """Start or resume one run.
+
+    Args:
+        task: the run.
+
+    Returns:
+        ``error`` (the ``SimulationError`` message, or None), ``finished`` and, without an
+        error, ``summary`` (``summarize`` of its rounds).
+    """
+    from wirelessfl.config import load_scenario
+    from wirelessfl.sim.runner import resume_run, run_scenario
+
+    try:
+        if task.resume:
+            result = resume_run(task.folder)
+        else:
+            result = run_scenario(
+                load_scenario(task.scenario_path, list(task.overrides)), task.folder
+            )
+    except SimulationError as err:
+        return {"error": str(err) or type(err).__name__, "finished": False}
+    return {"error": None, "finished": result.finished, "summary": summarize(result.rounds)}
+
+
+Started = Callable[[RunTask], None]
+Done = Callable[[RunTask, dict[str, Any]], None]
+
+
+def run_tasks(tasks: Sequence[RunTask], jobs: int, started: Started, done: Done) -> None:
+    """Run every task: here when ``jobs`` is 1 (or there is one task), else in ``jobs`` workers.
+
+    Args:
+        tasks: the runs.
+        jobs: runs at a time.
+        started: called here as a run starts.
+        done: called here with a run's ``execute`` outcome as it ends.
+
+    Raises:
+        SimulationError: a worker process died (the sweep resumes its run when run again).
+    """
+    if jobs == 1 or len(tasks) <= 1:
+        for task in tasks:
+            started(task)
+            done(task, execute(task))
+    else:
+        _run_parallel(tasks, min(jobs, len(tasks)), started, done)
+
+
+def share_cores(workers: int) -> None:
+    """Worker start-up: each of ``workers`` processes gets its share of the CPU cores.
+
+    Without this every worker starts one math thread per core and they oversubscribe the
+    machine (seen as 10-30x slower training on 2 cores). Set before torch is imported.
+    """
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, threads)
+
+
+def _portable(err: BaseException) -> BaseException:
+    """``err`` if it survives pickling (to cross to the parent), else a RuntimeError with its
+    text."""
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:
+        return RuntimeError(f"{type(err).__name__}: {err}")
+    return err
+
+
+def _work(worker: int, workers: int, todo: Any, outcomes: Any) -> None:
+    """A worker process: runs ``(index, task)`` items from ``todo`` until a ``None``.
+
+    Puts ``(worker, index, kind, value)`` on ``outcomes``: ``started``, then ``done`` with the
+    outcome or ``raised`` with ``(exception, traceback text)``. Ctrl-C is left to the parent,
+    which terminates the workers; a worker whose parent is gone stops before its next run.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    share_cores(workers)
+    parent = multiprocessing.parent_process()
+    for index, task in iter(todo.get, None):
+        if parent is not None and not parent.is_alive():
+            return
+        outcomes.put((worker, index, "started", None))
+        try:
+            outcomes.put((worker, index, "done", execute(task)))
+        except BaseException as err:
+            outcomes.put((worker, index, "raised", (_portable(err), traceback.format_exc())))
+
+
+def _run_parallel(tasks: Sequence[RunTask], workers: int, started: Started, done: Done) -> None:
+    context = multiprocessing.get_context("spawn")
+    todo, outcomes = context.Queue(), context.Queue()
+    for item in enumerate(tasks):
+        todo.put(item)
+    for _ in range(workers):
+        todo.put(None)
+    processes = [
+        context.Process(
+            target=_work, args=(w, workers, todo, outcomes), name=f"wirelessfl-sweep-{w}"
+        )
+        for w in range(workers)
+    ]
+    running: dict[int, int] = {}  # worker -> index of the task it runs
+    try:
+        for process in processes:
+            process.start()
+        left = len(tasks)
+        while left:
+            try:
+                worker, index, kind, value = outcomes.get(timeout=_POLL_S)
+            except queue.Empty:
+                _check_alive(processes, running, tasks)
+                continue
+            if kind == "started":
+                running[worker] = index
+                started(tasks[index])
+            elif kind == "done":
+                running.pop(worker, None)
+                left -= 1
+                done(tasks[index], value)
+            else:
+                err, text = value
+                err.add_note(f"raised in the sweep worker running {tasks[index].name}:\n{text}")
+                raise err
+        for process in processes:
+            process.join()
+    finally:
+        _stop(processes)
+        todo.close()
+        todo.cancel_join_thread()
+        outcomes.close()
+
+
+def _check_alive(
+    processes: Sequence[BaseProcess], running: dict[int, int], tasks: Sequence[RunTask]
+) -> None:
+    """Raise if a worker died (killed, out of memory) instead of finishing its tasks."""
+    for worker, process in enumerate(processes):
+        if process.exitcode not in (None, 0):
+            what = f"running {tasks[running[worker]].name} " if worker in running else ""
+            raise SimulationError(
+                f"sweep: the worker {what}died (exit code {process.exitcode}); "
+                "run the sweep again to resume"
+            )
+
+
+def _stop(processes: Sequence[BaseProcess]) -> None:
+    """Terminate the workers still alive, kill those that do not exit in time, reap them all."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        if process.pid is None:
+            continue
+        process.join(_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
