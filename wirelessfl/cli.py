@@ -71,7 +71,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else _default_out(scenario.name)
         run = Run(scenario, out)
     if args.calibrate:
-        from wirelessfl.training.calibrate import calibrate_run
+        from wirelessfl.study.calibrate import calibrate_run
 
         return calibrate_run(run, progress=not args.quiet)
     try:
@@ -91,7 +91,7 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 
     from channels import channel_report
     from wirelessfl.config import load_scenario
-    from wirelessfl.sim.simulator import build_cell
+    from wirelessfl.sim.setup import build_cell
 
     scenario = load_scenario(args.scenario, args.set)
     cell = build_cell(scenario)

@@ -353,7 +353,11 @@ class Simulator:
         return RoundOutcome(record, r.events, rows)
 
     def _client_rows(self, r: _Round, arrived: set[int]) -> list[dict]:
-        """``clients.csv`` rows: the training clients in order, then dropped and outage ones."""
+        """``clients.csv`` rows: the training clients in order, then dropped and outage ones.
+
+        Rank and ratio are what the algorithm planned for a client that trained, and the
+        controller's decision for one that dropped.
+        """
         rows = []
 
         def row(i: int, status: str) -> dict:
@@ -368,8 +372,8 @@ class Simulator:
                 "upload_s": r.upload_s.get(cid, 0.0),
                 "bits": report.bits_up if report is not None else 0.0,
                 "status": status,
-                "rank": int(r.ranks[i]),
-                "ratio": float(r.ratios[i]),
+                "rank": report.rank if report is not None else int(r.ranks[i]),
+                "ratio": report.ratio if report is not None else float(r.ratios[i]),
                 "bits_down": report.bits_down if report is not None else 0.0,
             }
 
