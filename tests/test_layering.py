@@ -1,9 +1,17 @@
-"""channels and optim work on a base install: they never import torch, simpy or wirelessfl."""
+"""Dependency direction: channels -> optim -> wirelessfl, and wirelessfl's layers in the order
+``docs/architecture.md`` writes them, with no import cycle. Imports inside functions and under
+``TYPE_CHECKING`` count like the others."""
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("channels", "optim", "wirelessfl")
 
 BLOCKER = """
 import importlib.abc, sys
@@ -21,6 +29,160 @@ def _run(blocked: set[str], code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
 
 
+# -- the layer order, read from docs/architecture.md ------------------------------------------
+def layer_order() -> list[list[str]]:
+    """The layers of ``wirelessfl``, lowest first: the fenced block after "## Layers"."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = re.search(r"## Layers.*?```text\n(.*?)```", text, re.S)
+    assert block, "docs/architecture.md has no '## Layers' section with a ```text block"
+    layers = []
+    for line in block.group(1).splitlines():
+        names = line.split("#")[0].split()
+        if names:
+            layers.append(names)
+    return layers
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> set[str]:
+    """Project modules ``module`` imports anywhere in its file (functions included)."""
+    path = MODULES[module]
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            targets = [f"{prefix}.{alias.name}" for alias in node.names] + [prefix]
+        for target in targets:
+            resolved = _resolve(target)
+            if resolved and resolved != module:
+                found.add(resolved)
+    return found
+
+
+def _unit(module: str) -> str:
+    """``wirelessfl.sim.runner`` -> ``sim``; ``wirelessfl.errors`` -> ``errors``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_layer_order_covers_every_subpackage_and_module():
+    listed = {name for layer in layer_order() for name in layer}
+    present = {_unit(m) for m in MODULES if m.startswith("wirelessfl.")} - {"__init__"}
+    assert present - listed == set(), "add them to docs/architecture.md's layer list"
+    assert listed - present == set(), "docs/architecture.md lists layers that do not exist"
+
+
+def test_no_upward_imports_in_wirelessfl():
+    rank = {name: i for i, layer in enumerate(layer_order()) for name in layer}
+    upward = []
+    for module in MODULES:
+        if not module.startswith("wirelessfl.") or _unit(module) == "__init__":
+            continue
+        for target in imports_of(module):
+            if not target.startswith("wirelessfl.") or _unit(target) == "__init__":
+                continue
+            if rank[_unit(target)] > rank[_unit(module)]:
+                upward.append(f"{module} -> {target}")
+    assert upward == []
+
+
+def test_lower_packages_never_import_higher_ones():
+    bad = [
+        f"{m} -> {t}"
+        for m in MODULES
+        for t in imports_of(m)
+        if (m.startswith("channels") and not t.startswith("channels"))
+        or (m.startswith("optim") and t.startswith("wirelessfl"))
+    ]
+    assert bad == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of size > 1 (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles_between_files_or_subpackages():
+    files = {
+        m: {t for t in imports_of(m) if not (MODULES[m].name == "__init__.py" and t.startswith(m))}
+        for m in MODULES
+    }
+    assert _cycles(files) == []
+    units: dict[str, set[str]] = {}
+    for m, targets in files.items():
+        if m.startswith("wirelessfl."):
+            units.setdefault(_unit(m), set()).update(
+                _unit(t) for t in targets if t.startswith("wirelessfl.") and _unit(t) != _unit(m)
+            )
+    units.pop("__init__", None)
+    for targets in units.values():
+        targets.discard("__init__")
+    assert _cycles(units) == []
+
+
+def test_the_checks_catch_what_they_look_for():
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert "wirelessfl.training.runtime" in imports_of("wirelessfl.learners.federated")
+    lazy = imports_of("wirelessfl.learners")  # make_learner's registry is imported at the top
+    assert "wirelessfl.registries" in lazy
+
+
+# -- what a base install can import ------------------------------------------------------------
 def test_channels_needs_only_numpy_and_scipy():
     proc = _run(
         {"torch", "simpy", "wirelessfl", "optim", "cvxpy", "pandas", "peft", "transformers"},
@@ -60,3 +222,15 @@ def test_network_only_run_needs_no_torch(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "rounds         20" in proc.stdout
+
+
+def test_every_registered_algorithm_module_imports_without_torch():
+    """The schema reads an algorithm's Settings on a base install."""
+    proc = _run(
+        {"torch", "peft", "transformers"},
+        "from wirelessfl.registries import ALGORITHMS\n"
+        "for name in ALGORITHMS:\n"
+        "    print(name, ALGORITHMS.load(name).Settings.__name__)\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "soft SoftSettings" in proc.stdout

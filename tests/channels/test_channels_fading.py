@@ -127,7 +127,10 @@ def test_registry():
     assert isinstance(make_fading("rayleigh"), RayleighFading)
     assert make_fading("gauss_markov", rho=0.3).rho == 0.3
     assert make_fading("rician", k_factor=3.0).k_factor == 3.0
-    with pytest.raises(ValueError, match="unknown fading model 'nakagami'; accepted: 'rayleigh', 'gauss_markov', 'rician'"):
+    with pytest.raises(
+        ValueError,
+        match="unknown fading model 'nakagami'; accepted: 'rayleigh', 'gauss_markov', 'rician'",
+    ):
         make_fading("nakagami")
     with pytest.raises(ValueError, match="rician"):
         make_fading("rician", k=3.0)
