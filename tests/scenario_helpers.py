@@ -44,7 +44,6 @@ def digits_scenario(**overrides):
         "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
         "devices": {"flops_per_s": 1.0e9},
         "controller": {"name": "fixed", "rank": 4, "sparsification": 0.5, "r_max": 16},
-        "strategy": {"sparsifier": "soft"},
         "learner": {
             "kind": "lora",
             "model": "tiny_mlp",
