@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from channels.payload import index_overhead_bits
+from wirelessfl.algorithms.message import Message
 from wirelessfl.compress import compress_update, sparsify
 
 NAMES = ["soft", "topk", "random", "structured", "none"]
@@ -105,8 +106,8 @@ def test_error_feedback_transmits_everything_eventually():
 def test_none_has_zero_memory_and_no_index_bits():
     out = compress_update(make_delta(np.random.default_rng(4)), None, sparsifier="none", ratio=0.1)
     assert all(not b.any() and not a.any() for b, a in out.memory.values())
-    assert out.n_kept == out.n_total and out.index_bits() == 0 and out.index_bits("matrix") == 0
-    assert out.total_bits(32) == 32 * out.n_total
+    assert out.n_kept == out.n_total
+    assert _message(out).bits(bits_per_value=32, count_index=True) == 32 * out.n_total
 
 
 def test_random_reproducible():
@@ -140,12 +141,22 @@ def test_index_overhead_formula():
         index_overhead_bits(17, 16)
 
 
+def _message(out) -> Message:
+    """The SOFT family's message of ``out``: one index space per layer (eq. 6)."""
+    msg = Message()
+    for name, (b, a) in out.sent.items():
+        c = out.counts[name]
+        msg.add_sparse({f"{name}.B": b, f"{name}.A": a}, n_sent=c.kept, n_total=c.total)
+    return msg
+
+
 def test_fractional_bits_per_value():
     out = compress_update(
         {"w": (torch.randn(4, 2), torch.randn(2, 4))}, None, sparsifier="topk", ratio=5 / 16
     )
-    assert out.value_bits(2.5) == 13  # ceil(5 * 2.5)
-    assert out.total_bits(2.5) == 13 + 16
+    msg = _message(out)
+    assert msg.bits(bits_per_value=2.5, count_index=False) == 13  # ceil(5 * 2.5)
+    assert msg.bits(bits_per_value=2.5, count_index=True) == 13 + 16
 
 
 def test_payload_bits_hand_computed():
@@ -154,21 +165,22 @@ def test_payload_bits_hand_computed():
     A = torch.arange(9.0, 17.0).reshape(2, 4) / 10  # 0.9..1.6
     out = compress_update({"w": (B, A)}, None, sparsifier="topk", ratio=5 / 16)
     assert out.n_kept == 5 and out.n_total == 16
-    assert out.index_bits() == 16
-    assert out.value_bits(32) == 160
-    assert out.total_bits(32) == 176
-    # topk keeps 8, 7, 6, 5, 4 (all in B): per matrix min(8, 5 * 3) + 0 = 8
+    msg = _message(out)
+    assert msg.index_bits == 16
+    assert msg.bits(bits_per_value=32, count_index=False) == 160
+    assert msg.bits(bits_per_value=32, count_index=True) == 176
+    # topk keeps 8, 7, 6, 5, 4: all in B
     assert out.counts["w"].kept_B == 5 and out.counts["w"].kept_A == 0
-    assert out.index_bits("matrix") == 8
 
     # Two layers: d = l = 8, r = 2 (32 entries) keeping 3 -> 3 * 5 = 15; plus the 16-entry
     # layer keeping round(3/32 * 16) = round(1.5) = 2 -> 2 * 4 = 8.
     B2, A2 = torch.randn(8, 2), torch.randn(2, 8)
     out = compress_update({"a": (B2, A2), "b": (B, A)}, None, sparsifier="soft", ratio=3 / 32)
     assert out.counts["a"].kept == 3 and out.counts["b"].kept == 2
-    assert out.index_bits() == 15 + 8
-    assert out.value_bits(16) == 5 * 16
-    assert out.total_bits(16) == 80 + 23
+    msg = _message(out)
+    assert msg.index_bits == 15 + 8
+    assert msg.bits(bits_per_value=16, count_index=False) == 5 * 16
+    assert msg.bits(bits_per_value=16, count_index=True) == 80 + 23
     assert out.ratio == pytest.approx(5 / 48)
 
 
@@ -192,8 +204,9 @@ def test_errors():
         compress_update(
             {"x": (torch.ones(3, 2), torch.ones(3, 3))}, None, sparsifier="topk", ratio=1
         )
-    with pytest.raises(ValueError):
-        compress_update(delta, None, sparsifier="topk", ratio=0.5).value_bits(0)
+    with pytest.raises(ValueError, match="bits_per_value"):
+        out = compress_update(delta, None, sparsifier="topk", ratio=0.5)
+        _message(out).bits(bits_per_value=0, count_index=False)
 
 
 def test_missing_memory_layer_starts_from_zero():

@@ -79,19 +79,30 @@ def test_accuracy_only_on_evaluated_rounds(result):
     assert evaluated == [4, 9, 14, 19, 24, 29, 34, 39]
 
 
-def test_surrogate_payload_matches_channels_index_overhead():
-    """The surrogate's cached payload arithmetic equals channels.index_overhead_bits."""
+def test_surrogate_payload_is_the_soft_budget_per_client(make_scenario):
+    """Network-only sizes: round(O_k r_k (d + l)) values per layer, index bits per layer,
+    downloads of the dense rank-r_k LoRA, each client with its own rank and ratio."""
     from channels import index_overhead_bits
-    from wirelessfl.learners.base import ModelGeometry
+    from wirelessfl.learners.base import RoundPlan
     from wirelessfl.learners.surrogate import SurrogateLearner
 
-    shapes = ((768, 768), (64, 32), (5, 3), (512, 1024))
-    learner = SurrogateLearner(geometry=ModelGeometry(shapes, 0, 1, 1))
+    shapes = [[768, 768], [64, 32], [5, 3], [512, 1024]]
+    sc = make_scenario(**{"learner.shape.layer_shapes": shapes, "payload.index_overhead": True})
+    learner = SurrogateLearner.from_scenario(sc)
     rng = np.random.default_rng(0)
-    for rank in (1, 3, 8):
-        for o in [0.0, 1.0, 0.5, *rng.uniform(0, 1, 20)]:
-            kept, total, index = learner._payload(rank, float(o))
-            n = [rank * (d + ell) for d, ell in shapes]
-            k = [round(o * x) for x in n]
-            assert kept == sum(k) and total == sum(n)
-            assert index == sum(int(index_overhead_bits(a, b)) for a, b in zip(k, n, strict=True))
+    clients = np.arange(8)
+    ranks = rng.integers(1, 9, 8)
+    ratios = np.concatenate([[0.0, 1.0, 0.5], rng.uniform(0, 1, 5)])
+    reports = learner.local_round(RoundPlan(0, clients, ranks, ratios, 1.0, 8))
+    for c, r, o in zip(clients, ranks, ratios, strict=True):
+        n = [int(r) * (d + ell) for d, ell in shapes]
+        k = [round(float(o) * x) for x in n]
+        index = sum(int(index_overhead_bits(a, b)) for a, b in zip(k, n, strict=True))
+        rep = reports[int(c)]
+        assert (rep.n_values, rep.n_total, rep.index_bits) == (sum(k), sum(n), index)
+        assert rep.bits_up == 32 * sum(k) + index and rep.bits_down == 32 * sum(n)
+        assert (rep.rank, rep.ratio) == (r, o)
+
+    dense = SurrogateLearner.from_scenario(make_scenario(**{"strategy.sparsifier": "none"}))
+    report = dense.local_round(RoundPlan(0, [3], 4, 0.25, 1.0, 1))[3]
+    assert report.n_values == report.n_total and report.ratio == 1.0  # ILoRA sends it all

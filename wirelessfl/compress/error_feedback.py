@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from channels.payload import index_overhead_bits, payload_bits
 from wirelessfl.compress.base import (
     apply_masks,
     budget_for,
@@ -70,7 +69,8 @@ class CompressedUpdate:
             ``None`` when error feedback is off.
         n_kept: entries sent, summed over layers.
         n_total: ``sum_l r(d_l + l_l)``, the dense parameter count.
-        counts: layer name -> :class:`LayerCounts` (for the index overhead).
+        counts: layer name -> :class:`LayerCounts`: what an algorithm's message declares as
+            one index space per layer (``wirelessfl.algorithms.message``, which counts bits).
     """
 
     sent: dict[str, LoRAPair]
@@ -78,38 +78,6 @@ class CompressedUpdate:
     n_kept: int
     n_total: int
     counts: dict[str, LayerCounts] = field(default_factory=dict)
-
-    def value_bits(self, bits_per_value: float) -> int:
-        """Bits for the sent values: ``ceil(n_kept * v)`` (paper: ``v O sum_l r(d_l + l_l)``).
-
-        Counted by ``channels.payload.payload_bits`` (``v > 0``, may be fractional).
-        """
-        return int(payload_bits(self.n_kept, bits_per_value))
-
-    def index_bits(self, per: Literal["layer", "matrix"] = "layer") -> int:
-        """Index overhead in bits: ``min(bitmask, coordinate list)`` per index space, summed.
-
-        Args:
-            per: ``"layer"`` (default): one index space per adapted layer, the ``r(d+l)``
-                entries of its concatenated ``[B^T A]`` (eq. 6), e.g. ``d = l = 4, r = 2``,
-                5 of 16 kept -> ``min(16, 5 * 4) = 16``. ``"matrix"``: ``B`` and ``A``
-                indexed separately (``min(dr, k_B ceil(log2 dr)) + min(rl, ...)``).
-
-        Dense layers (everything kept, e.g. ``"none"``) cost 0 bits.
-        """
-        if per == "layer":
-            spaces = [(c.kept, c.total) for c in self.counts.values()]
-        elif per == "matrix":
-            spaces = [(c.kept_B, c.total_B) for c in self.counts.values()]
-            spaces += [(c.kept_A, c.total_A) for c in self.counts.values()]
-        else:
-            raise ValueError(f"per must be 'layer' or 'matrix', got {per!r}")
-        # channels.payload.index_overhead_bits: min(n, k * ceil(log2 n)), 0 when dense
-        return sum(int(index_overhead_bits(k, n)) for k, n in spaces if n > 0)
-
-    def total_bits(self, bits_per_value: float, per: Literal["layer", "matrix"] = "layer") -> int:
-        """``value_bits(bits_per_value) + index_bits(per)``."""
-        return self.value_bits(bits_per_value) + self.index_bits(per)
 
     @property
     def ratio(self) -> float:

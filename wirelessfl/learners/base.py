@@ -51,7 +51,6 @@ class ClientReport:
         n_total: values of the dense update.
         index_bits: index overhead of the sparse upload [bit] (reported even if not sent).
         flops: FLOPs of its local training (virtual compute time).
-        train_loss: mean task loss over its local steps.
     """
 
     rank: int
@@ -62,7 +61,6 @@ class ClientReport:
     n_total: int
     index_bits: int
     flops: float
-    train_loss: float
 
 
 class Learner(ABC):

@@ -129,7 +129,6 @@ class FederatedLearner(Learner):
                     n_total=message.n_total,
                     index_bits=message.index_bits,
                     flops=float(self.runtime.flops_per_step * self.runtime.steps_for(p.client)),
-                    train_loss=result.mean_loss,
                 )
         except BaseException:
             self.private.discard()

@@ -110,7 +110,7 @@ class SurrogateLearner(Learner):
     def expected_flops(self, rank: int) -> float:
         return self._flops(rank)
 
-    def _sized_report(self, plan: ClientPlan, loss: float) -> ClientReport:
+    def _sized_report(self, plan: ClientPlan) -> ClientReport:
         """The report of a client with ``plan`` (sizes from the algorithm's payload model)."""
         shapes = self._geometry.layer_shapes
         up = self.algorithm.sized_message(plan, shapes)
@@ -125,18 +125,16 @@ class SurrogateLearner(Learner):
             n_total=up.n_total,
             index_bits=up.index_bits,
             flops=self._flops(plan.rank),
-            train_loss=loss,
         )
 
     def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
         self._last_plan = plan
-        loss = float(self.excess)
         by_size: dict[tuple[int, float], ClientReport] = {}  # sizes depend on rank and ratio
         reports = {}
         for p in self.algorithm.plan(plan):
             key = (p.rank, p.ratio)
             if key not in by_size:
-                by_size[key] = self._sized_report(p, loss)
+                by_size[key] = self._sized_report(p)
             reports[p.client] = by_size[key]
         return reports
 

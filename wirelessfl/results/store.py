@@ -22,10 +22,6 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from wirelessfl.results.columns import CLIENT_COLUMNS, EVENT_COLUMNS, ROUND_COLUMNS
-
-TABLES = {"rounds": ROUND_COLUMNS, "events": EVENT_COLUMNS, "clients": CLIENT_COLUMNS}
-
 
 def _cell(value: Any) -> str:
     kind = type(value)

@@ -311,11 +311,6 @@ class Runtime:
             for module, adapter, value in saved:
                 module.scaling[adapter] = value
 
-    def task_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The task loss of the model as it is loaded, on ``batch`` (no regularizer)."""
-        loss, _ = self.bundle.loss_and_logits(self.model, batch)
-        return loss
-
     # ---- evaluation ------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self, values: dict[str, torch.Tensor]) -> dict[str, float]:
