@@ -23,12 +23,13 @@ peft = pytest.importorskip("peft")
 
 from torch import nn  # noqa: E402
 
+from wirelessfl.algorithms.state_ops import truncate_rank  # noqa: E402
 from wirelessfl.data import ArrayDataset, load_dataset  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.models.bundle import ModelBundle  # noqa: E402
 from wirelessfl.models.losses import image_loss_and_logits  # noqa: E402
 from wirelessfl.models.rng import seeded  # noqa: E402
-from wirelessfl.training.batched import BatchedTrainer, truncate_rank  # noqa: E402
+from wirelessfl.training.batched import BatchedTrainer  # noqa: E402
 from wirelessfl.training.local import LocalTrainer, torch_generator  # noqa: E402
 from wirelessfl.training.lora_state import TrainableState  # noqa: E402
 
@@ -339,13 +340,13 @@ def test_rank_padded_client_trains_like_unpadded(digits, make, optimizer, rslora
         small, small_state = wrap(make(), rank=r, dtype=dtype, rslora=rslora)
         ref_trainer, _ = trainers(small, small_state, image_loss_and_logits, optimizer, dtype)
         ref = ref_trainer.train(
-            truncate_rank(g, state, r),
+            truncate_rank(g, state.layers, r),
             data[c],
             steps=steps[c],
             batch_size=16,
             generator=torch_generator(7, "batches", c, 0),
         )
-        cut = truncate_rank(res.local, state, r)
+        cut = truncate_rank(res.local, state.layers, r)
         for name in ref.local:
             torch.testing.assert_close(cut[name], ref.local[name], **TOL[dtype])
         assert res.mean_loss == pytest.approx(ref.mean_loss, rel=1e-12)

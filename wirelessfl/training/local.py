@@ -19,6 +19,7 @@ from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
 from wirelessfl.models.rng import seeded
+from wirelessfl.training.batch_schedule import batch_schedule
 from wirelessfl.training.lora_state import TrainableState
 
 
@@ -107,15 +108,8 @@ class LocalTrainer:
             opt = self._make_optimizer()
             if optimizer_state is not None:
                 opt.load_state_dict(optimizer_state)
-            n = len(data)
-            order = torch.randperm(n, generator=generator, device=generator.device)
-            cursor, losses, norms = 0, [], []
-            for _ in range(steps):
-                if cursor >= n:
-                    order = torch.randperm(n, generator=generator, device=generator.device)
-                    cursor = 0
-                idx = order[cursor : cursor + batch_size]
-                cursor += batch_size
+            losses, norms = [], []
+            for idx in batch_schedule(len(data), steps, batch_size, generator):
                 opt.zero_grad(set_to_none=True)
                 total, task = self.loss(data.batch(idx))
                 total.backward()
