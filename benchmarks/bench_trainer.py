@@ -45,9 +45,9 @@ from torch import nn  # noqa: E402
 from wirelessfl.data import ArrayDataset  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.models.bundle import ModelBundle  # noqa: E402
-from wirelessfl.models.rng import seeded  # noqa: E402
+from wirelessfl.models.rng import seeded, torch_generator  # noqa: E402
 from wirelessfl.training.batched import BatchedTrainer  # noqa: E402
-from wirelessfl.training.local import LocalTrainer, torch_generator  # noqa: E402
+from wirelessfl.training.local import LocalTrainer  # noqa: E402
 from wirelessfl.training.lora_state import TrainableState  # noqa: E402
 
 SEED = 0

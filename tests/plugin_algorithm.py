@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 import torch
 
 from wirelessfl.algorithms import FederatedAlgorithm, Message
-from wirelessfl.algorithms.state_ops import add_weighted, truncate_rank, zero_pad_rank
+from wirelessfl.algorithms.state_ops import add_weighted
 from wirelessfl.config.schema import option
+from wirelessfl.training.rank_padding import truncate_rank, zero_pad_rank
 
 
 @dataclass

@@ -23,15 +23,15 @@ peft = pytest.importorskip("peft")
 
 from torch import nn  # noqa: E402
 
-from wirelessfl.algorithms.state_ops import truncate_rank  # noqa: E402
 from wirelessfl.data import ArrayDataset, load_dataset  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.models.bundle import ModelBundle  # noqa: E402
 from wirelessfl.models.losses import image_loss_and_logits  # noqa: E402
-from wirelessfl.models.rng import seeded  # noqa: E402
+from wirelessfl.models.rng import seeded, torch_generator  # noqa: E402
 from wirelessfl.training.batched import BatchedTrainer  # noqa: E402
-from wirelessfl.training.local import LocalTrainer, torch_generator  # noqa: E402
+from wirelessfl.training.local import LocalTrainer  # noqa: E402
 from wirelessfl.training.lora_state import TrainableState  # noqa: E402
+from wirelessfl.training.rank_padding import truncate_rank  # noqa: E402
 
 pytestmark = [
     pytest.mark.train,

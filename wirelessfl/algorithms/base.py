@@ -104,7 +104,7 @@ class FederatedAlgorithm(ABC):
 
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """What the server sends ``plan.client``: the global state at the client's rank, dense."""
-        from wirelessfl.algorithms.state_ops import truncate_rank
+        from wirelessfl.training.rank_padding import truncate_rank
 
         runtime = self.runtime_or_fail()
         start = global_state

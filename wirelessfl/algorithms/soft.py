@@ -145,7 +145,8 @@ class SoftFamily(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """theta <- theta + sum_k w_k Delta_k over the arrived clients (DESIGN item 9)."""
-        from wirelessfl.algorithms.state_ops import add_weighted, lora_rank, zero_pad_rank
+        from wirelessfl.algorithms.state_ops import add_weighted
+        from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
 
         runtime = self.runtime_or_fail()
         ids = list(messages)

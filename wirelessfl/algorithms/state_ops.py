@@ -1,19 +1,15 @@
-"""Pure functions on named-tensor states (parameter name -> tensor, peft naming).
+"""Aggregation arithmetic on named-tensor states (parameter name -> tensor, peft naming).
 
-Each is tested on its own. LoRA layers are given as ``LoraLayer`` records
-(``wirelessfl.training.lora_state``): ``lora_A`` is ``(r, d_in[, k, k])`` and ``lora_B``
-``(d_out, r[, 1, 1])``, so the rank is dim 0 of A and dim 1 of B.
+Rank truncation and zero padding are in ``wirelessfl.training.rank_padding``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from wirelessfl.training.lora_state import LoraLayer
-
-__all__ = ["add_weighted", "lora_rank", "truncate_rank", "zero_pad_rank"]
+__all__ = ["add_weighted"]
 
 State = dict[str, torch.Tensor]
 
@@ -24,43 +20,3 @@ def add_weighted(state: State, updates: Sequence[State], weights: Sequence[float
     for name, value in state.items():
         for w, update in zip(weights, updates, strict=True):
             value.add_(update[name], alpha=float(w))
-
-
-def lora_rank(state: State, layers: Iterable[LoraLayer]) -> int:
-    """The rank of the LoRA pairs in ``state`` (all layers share it; 0 without layers)."""
-    ranks = {int(state[layer.a_param].shape[0]) for layer in layers}
-    if len(ranks) > 1:
-        raise ValueError(f"LoRA layers of one state have different ranks {sorted(ranks)}")
-    return ranks.pop() if ranks else 0
-
-
-def truncate_rank(state: State, layers: Iterable[LoraLayer], rank: int) -> State:
-    """``state`` with every LoRA pair cut to its first ``rank`` components (new tensors).
-
-    ``lora_A (r, ...) -> (rank, ...)``, ``lora_B (d_out, r, ...) -> (d_out, rank, ...)``;
-    other entries are shared with ``state``.
-    """
-    out = dict(state)
-    for layer in layers:
-        out[layer.a_param] = state[layer.a_param][:rank].clone()
-        out[layer.b_param] = state[layer.b_param][:, :rank].clone()
-    return out
-
-
-def zero_pad_rank(state: State, layers: Iterable[LoraLayer], rank: int) -> State:
-    """``state`` with every LoRA pair padded with zero components up to ``rank`` (new tensors).
-
-    The padded components contribute nothing to ``B A`` and, in training, receive exactly zero
-    gradients (``dA[j] = s B[:, j]^T (...)``, ``dB[:, j] = s (...) A[j]^T``), so they stay zero.
-    """
-    out = dict(state)
-    for layer in layers:
-        a, b = state[layer.a_param], state[layer.b_param]
-        extra = rank - a.shape[0]
-        if extra < 0:
-            raise ValueError(f"{layer.name}: rank {a.shape[0]} exceeds the padded rank {rank}")
-        if extra == 0:
-            continue
-        out[layer.a_param] = torch.cat([a, a.new_zeros((extra, *a.shape[1:]))], dim=0)
-        out[layer.b_param] = torch.cat([b, b.new_zeros((b.shape[0], extra, *b.shape[2:]))], dim=1)
-    return out

@@ -1,4 +1,5 @@
-"""``seeded``: a block run with torch's global RNG forked and seeded."""
+"""Torch randomness from addressed seeds: ``seeded`` (a block run with torch's global RNG
+forked and seeded) and ``torch_generator`` (a generator on ``channels.streams.stream_seed``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["seeded"]
+from channels.streams import stream_seed
+
+__all__ = ["seeded", "torch_generator"]
 
 
 @contextlib.contextmanager
@@ -24,3 +27,15 @@ def seeded(seed: int, device: torch.device | str | None = None) -> Iterator[None
     with torch.random.fork_rng(devices=[dev] if dev is not None and dev.type == "cuda" else []):
         torch.manual_seed(int(seed))
         yield
+
+
+def torch_generator(
+    seed: int, stream: str, *address: int, device: torch.device | str = "cpu"
+) -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded by ``stream_seed(seed, stream, *address)``.
+
+    Addressed by (seed, stream, client, round), it does not depend on what was drawn before.
+    """
+    gen = torch.Generator(device=device)
+    gen.manual_seed(stream_seed(seed, stream, *address))
+    return gen

@@ -46,8 +46,8 @@ Without stochastic layers the results equal the sequential trainer's up to float
 concatenated batch from torch's global generator, seeded from ``model_seeds`` when given:
 reproducible and order-independent, but a client's masks depend on which clients share the
 batch and differ from the sequential trainer's (same distribution). The model's own
-trainable parameters are neither read nor changed (the start state comes in as
-``global_state``).
+trainable parameters are neither read nor changed (the start states come in as
+``starts``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from channels.streams import combined_seed
 from wirelessfl.lora_math import orthogonality_penalty
 from wirelessfl.models.rng import seeded
 from wirelessfl.training.batch_schedule import batch_schedule
@@ -123,7 +124,7 @@ class BatchedTrainer:
 
     def train_many(
         self,
-        global_state: dict[str, torch.Tensor],
+        starts: dict[str, torch.Tensor] | Sequence[dict[str, torch.Tensor]],
         datasets: Sequence[Any],
         *,
         steps: Sequence[int],
@@ -134,10 +135,11 @@ class BatchedTrainer:
         record_grad_norms: bool = False,
         model_seeds: Sequence[int] | None = None,
     ) -> list[LocalResult]:
-        """Train K clients from ``global_state``; result k equals ``LocalTrainer.train``'s.
+        """Train K clients from their start states; result k equals ``LocalTrainer.train``'s.
 
         Args:
-            global_state: peft-named trainable parameters every client starts from.
+            starts: peft-named trainable parameters, at the model's rank: one dict every
+                client starts from, or K dicts (client k starts from ``starts[k]``).
             datasets: K ``ArrayDataset`` (anything with ``x``, ``y``, optional
                 ``attention_mask`` tensors, or a ``batch(idx)`` method).
             steps: K step counts (may differ; 0 allowed).
@@ -160,6 +162,8 @@ class BatchedTrainer:
             of the task loss, Adam ``optimizer_state`` (``None`` for SGD), ``grad_norms``.
         """
         k_all = len(datasets)
+        if not isinstance(starts, dict) and len(starts) != k_all:
+            raise ValueError(f"got {len(starts)} start states for {k_all} clients")
         if len(steps) != k_all or len(generators) != k_all:
             raise ValueError(
                 f"got {k_all} datasets, {len(steps)} step counts and {len(generators)} generators"
@@ -181,13 +185,11 @@ class BatchedTrainer:
         if model_seeds is not None:
             if len(model_seeds) != k_all:
                 raise ValueError(f"got {len(model_seeds)} model seeds for {k_all} clients")
-            words = [int(x) for x in model_seeds]
-            seed = int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0])
             device = next(iter(self.state.params.values())).device
-            scope = seeded(seed & (2**63 - 1), device)
+            scope = seeded(combined_seed([int(x) for x in model_seeds]), device)
         with scope:
             return self._train_many(
-                global_state,
+                starts,
                 datasets,
                 steps,
                 batch_size,
@@ -199,7 +201,7 @@ class BatchedTrainer:
 
     def _train_many(
         self,
-        global_state: dict[str, torch.Tensor],
+        starts: dict[str, torch.Tensor] | Sequence[dict[str, torch.Tensor]],
         datasets: Sequence[Any],
         steps: Sequence[int],
         batch_size: int,
@@ -220,7 +222,7 @@ class BatchedTrainer:
 
         ref = next(iter(self.state.params.values()))
         sites = self._patch.lora_sites
-        stacks = self._init_stacks(global_state, order, ranks)
+        stacks = self._init_stacks(starts, order, ranks)
         factors = rank_factors(sites, order, ranks, ref.device)
         adam = self.optimizer == "adam"
         opt = (
@@ -296,7 +298,7 @@ class BatchedTrainer:
 
     def _init_stacks(
         self,
-        global_state: dict[str, torch.Tensor],
+        starts: dict[str, torch.Tensor] | Sequence[dict[str, torch.Tensor]],
         order: list[int],
         ranks: Sequence[int] | None,
     ) -> dict[str, torch.Tensor]:
@@ -305,8 +307,12 @@ class BatchedTrainer:
         k_all = len(order)
         stacks: dict[str, torch.Tensor] = {}
         for name, p in self.state.params.items():
-            value = global_state[name].detach().to(device=p.device, dtype=p.dtype)
-            stacks[name] = value.unsqueeze(0).repeat(k_all, *([1] * value.ndim))
+            if isinstance(starts, dict):
+                value = starts[name].detach().to(device=p.device, dtype=p.dtype)
+                stacks[name] = value.unsqueeze(0).repeat(k_all, *([1] * value.ndim))
+            else:
+                rows = [starts[k][name].detach().to(device=p.device, dtype=p.dtype) for k in order]
+                stacks[name] = torch.stack(rows)
         if ranks is not None:
             zero_padding(stacks, self._patch.lora_sites, order, ranks)
         for s in stacks.values():

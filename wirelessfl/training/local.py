@@ -8,7 +8,6 @@ generator addressed by (seed, client, round).
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -21,21 +20,6 @@ from wirelessfl.lora_math import orthogonality_penalty
 from wirelessfl.models.rng import seeded
 from wirelessfl.training.batch_schedule import batch_schedule
 from wirelessfl.training.lora_state import TrainableState
-
-
-def derived_seed(seed: int, stream: str, client: int, round_index: int) -> int:
-    """A 63-bit seed addressed by (seed, stream, client, round): independent of call order."""
-    words = [int(seed), zlib.crc32(stream.encode()), int(client), int(round_index)]
-    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & (2**63 - 1)
-
-
-def torch_generator(
-    seed: int, stream: str, client: int, round_index: int, device: str | torch.device = "cpu"
-) -> torch.Generator:
-    """A torch generator addressed by (seed, stream, client, round): independent of call order."""
-    gen = torch.Generator(device=device)
-    gen.manual_seed(derived_seed(seed, stream, client, round_index))
-    return gen
 
 
 @dataclass

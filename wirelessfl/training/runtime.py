@@ -27,9 +27,11 @@ import torch
 from channels import lora_training_flops
 from channels.streams import stream_seed
 from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
 from wirelessfl.training.lora_state import TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
+from wirelessfl.training.rank_padding import lora_rank, truncate_rank, zero_pad_rank
 
 if TYPE_CHECKING:
     from wirelessfl.config.scenario import Scenario
@@ -145,7 +147,6 @@ class Runtime:
         from peft import LoraConfig, get_peft_model
 
         from wirelessfl.models import check_rank
-        from wirelessfl.models.rng import seeded
 
         lc = self.settings
         try:
@@ -206,9 +207,7 @@ class Runtime:
 
     def generator(self, stream: str, client: int, round_index: int) -> torch.Generator:
         """A generator on the runtime's device addressed by (seed, stream, client, round)."""
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(stream_seed(self.seed, stream, client, round_index))
-        return gen
+        return torch_generator(self.seed, stream, client, round_index, device=self.device)
 
     # ---- training --------------------------------------------------------------------------
     def train(
@@ -232,14 +231,15 @@ class Runtime:
         clients = [p.client for p in plans]
         subsets = [self.train_data.subset(self.partition.indices[c]) for c in clients]
         steps = [self.steps_for(c) for c in clients]
-        gens = [_cpu_generator(self.seed, "batches", p.client, p.round_index) for p in plans]
+        gens = [torch_generator(self.seed, "batches", p.client, p.round_index) for p in plans]
         keep = lc.keep_optimizer_state
         opt_states = [private.get(c).get(OPTIMIZER) for c in clients] if keep else None
         seeds = [stream_seed(self.seed, "model", p.client, p.round_index) for p in plans]
         ranks = [p.rank for p in plans]
         if self.batched is not None:
+            shared = all(start is starts[0] for start in starts)
             results = self.batched.train_many(
-                starts,
+                self.padded(starts[0]) if shared else [self.padded(s) for s in starts],
                 subsets,
                 steps=steps,
                 batch_size=lc.batch_size,
@@ -274,8 +274,6 @@ class Runtime:
 
     def padded(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``values`` zero-padded to the model rank (unchanged when already at it)."""
-        from wirelessfl.algorithms.state_ops import lora_rank, zero_pad_rank
-
         if lora_rank(values, self.state.layers) == self.rank:
             return values
         return zero_pad_rank(values, self.state.layers, self.rank)
@@ -284,8 +282,6 @@ class Runtime:
         """``result`` with its values cut to ``rank`` (unchanged at the model rank)."""
         if rank == self.rank:
             return result
-        from wirelessfl.algorithms.state_ops import truncate_rank
-
         result.local = truncate_rank(result.local, self.state.layers, rank)
         return result
 
@@ -315,8 +311,6 @@ class Runtime:
     @torch.no_grad()
     def evaluate(self, values: dict[str, torch.Tensor]) -> dict[str, float]:
         """Test ``accuracy`` and ``test_loss`` of the model holding ``values``."""
-        from wirelessfl.algorithms.state_ops import lora_rank
-
         rank = lora_rank(values, self.state.layers) or self.rank
         with self.client_rank(rank):
             self.state.load(self.padded(values))
@@ -352,10 +346,3 @@ class Runtime:
             "client_sizes": self.partition.sizes.tolist(),
             "label_histograms": self.partition.label_histograms().tolist(),
         }
-
-
-def _cpu_generator(seed: int, stream: str, client: int, round_index: int) -> torch.Generator:
-    """A CPU generator addressed by (seed, stream, client, round) (batch order)."""
-    gen = torch.Generator()
-    gen.manual_seed(stream_seed(seed, stream, client, round_index))
-    return gen
