@@ -73,7 +73,6 @@ def time_plain_loop(sc, rounds: int) -> float:
     """The same per-round numbers without SimPy, events or records."""
     sim = Simulator(sc, make_learner(sc))  # reuse the cell, controller and learner set-up
     ctrl, learner, bw = sim.controller, sim.learner, sc.channel.bandwidth_hz
-    v = sc.payload.bits_per_value
     t0 = time.perf_counter()
     for t in range(rounds):
         snr_all = sim.channel.snr(t)
@@ -82,8 +81,8 @@ def time_plain_loop(sc, rounds: int) -> float:
         snr = snr_all[chosen]
         decision = ctrl.decide(snr, np.zeros(len(chosen)))
         plan = RoundPlan(t, chosen, ctrl.rank, decision.sparsification, decision.bound, len(chosen))
-        up = learner.local_round(plan)[int(chosen[0])]
-        uploads = up.n_values * v / rate_bps(decision.shares, bw, snr)
+        report = learner.local_round(plan)[int(chosen[0])]
+        uploads = report.bits_up / rate_bps(decision.shares, bw, snr)
         delay = float(uploads.max())
         learner.aggregate(t, chosen)
         ctrl.observe(delay)

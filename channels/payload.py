@@ -79,10 +79,13 @@ def kept_values(ratio: float, n_total: int) -> int:
     Input: ``ratio`` O, a finite number in [0, 1]; ``n_total`` n >= 0 entries.
     Output: int in [0, n]. Python's ``round`` (half to even): O = 0.5, n = 5 keeps 2.
     """
-    o = as_float("ratio", ratio, lower=0.0)
-    if o > 1.0:
-        raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
-    n = int(as_int_array("n_total", n_total, lower=0))
+    if type(ratio) is float and type(n_total) is int and 0.0 <= ratio <= 1.0 and n_total >= 0:
+        o, n = ratio, n_total  # the per-layer hot path: already valid Python scalars
+    else:
+        o = as_float("ratio", ratio, lower=0.0)
+        if o > 1.0:
+            raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
+        n = int(as_int_array("n_total", n_total, lower=0))
     return min(n, max(0, round(o * n)))
 
 
@@ -93,6 +96,8 @@ def payload_bits(n_values: ArrayLike, bits_per_value: float) -> int | np.ndarray
     fractional entropy-coded size).
     Output: int (int64 array for array input).
     """
+    if type(n_values) is int and type(bits_per_value) is int and n_values >= 0 < bits_per_value:
+        return n_values * bits_per_value  # valid Python ints: the per-message hot path
     n = as_int_array("n_values", n_values, lower=0)
     v = as_float("bits_per_value", bits_per_value, lower=0.0, lower_op=">")
     if float(v).is_integer():
@@ -132,6 +137,10 @@ def index_overhead_bits(n_kept: ArrayLike, n_total: ArrayLike) -> int | np.ndarr
     broadcasting).
     Output: int (int64 array for array input).
     """
+    if type(n_kept) is int and type(n_total) is int and 0 <= n_kept <= n_total and n_total >= 1:
+        # one index space given as Python ints (the per-layer hot path): the same formula
+        coordinates = n_kept * (n_total - 1).bit_length()  # (n - 1).bit_length() = ceil(log2 n)
+        return 0 if n_kept == n_total else min(n_total, coordinates)
     kept = as_int_array("n_kept", n_kept, lower=0)
     total = as_int_array("n_total", n_total, lower=1)
     kept, total = np.broadcast_arrays(kept, total)

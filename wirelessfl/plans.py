@@ -34,8 +34,11 @@ class RoundPlan:
         clients = np.asarray(self.clients, dtype=int).reshape(-1)
         n = clients.size
         object.__setattr__(self, "clients", clients)
-        object.__setattr__(self, "ranks", np.broadcast_to(np.asarray(self.ranks, int), (n,)))
-        object.__setattr__(self, "ratios", np.broadcast_to(np.asarray(self.ratios, float), (n,)))
+        for name, dtype in (("ranks", int), ("ratios", float)):
+            value = np.asarray(getattr(self, name), dtype=dtype)
+            if value.shape != (n,):
+                value = np.broadcast_to(value, (n,))
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,16 @@ def test_sparse_payload():
 def test_bad_inputs(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_scalar_and_array_paths_agree():
+    """Python-int arguments take a scalar path; it must give the array path's numbers."""
+    for n in range(1, 200):
+        kept = np.arange(n + 1)
+        arrays = index_overhead_bits(kept, np.full(n + 1, n))
+        assert [index_overhead_bits(int(k), n) for k in kept] == arrays.tolist()
+    assert payload_bits(7, 32) == int(payload_bits(np.int64(7), 32.0)) == 224
+    with pytest.raises(ValueError):
+        index_overhead_bits(5, 4)
+    with pytest.raises(ValueError):
+        payload_bits(-1, 32)

@@ -18,7 +18,8 @@ def test_sparse_and_dense_parts_by_hand():
     msg.add_sparse({"a": torch.zeros(2, 4), "b": torch.zeros(4, 2)}, n_sent=5, n_total=16)
     msg.shared["head"] = torch.zeros(3, 10)  # dense: 30 values, no index
     msg.private["memory"] = torch.ones(100)  # never counted
-    assert msg.n_values == 35 and msg.n_total == 46 and msg.index_bits == 16
+    size = msg.payload(bits_per_value=32, count_index=True)
+    assert (size.n_values, size.n_total, size.index_bits, size.bits) == (35, 46, 16, 32 * 35 + 16)
     assert msg.bits(bits_per_value=32, count_index=False) == 32 * 35
     assert msg.bits(bits_per_value=32, count_index=True) == 32 * 35 + 16
     assert msg.bits(bits_per_value=4.5, count_index=False) == math.ceil(35 * 4.5)

@@ -166,7 +166,7 @@ def test_payload_bits_hand_computed():
     out = compress_update({"w": (B, A)}, None, sparsifier="topk", ratio=5 / 16)
     assert out.n_kept == 5 and out.n_total == 16
     msg = _message(out)
-    assert msg.index_bits == 16
+    assert msg.payload(bits_per_value=32, count_index=True).index_bits == 16
     assert msg.bits(bits_per_value=32, count_index=False) == 160
     assert msg.bits(bits_per_value=32, count_index=True) == 176
     # topk keeps 8, 7, 6, 5, 4: all in B
@@ -178,7 +178,7 @@ def test_payload_bits_hand_computed():
     out = compress_update({"a": (B2, A2), "b": (B, A)}, None, sparsifier="soft", ratio=3 / 32)
     assert out.counts["a"].kept == 3 and out.counts["b"].kept == 2
     msg = _message(out)
-    assert msg.index_bits == 15 + 8
+    assert msg.payload(bits_per_value=16, count_index=True).index_bits == 15 + 8
     assert msg.bits(bits_per_value=16, count_index=False) == 5 * 16
     assert msg.bits(bits_per_value=16, count_index=True) == 80 + 23
     assert out.ratio == pytest.approx(5 / 48)

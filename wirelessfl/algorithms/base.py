@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from wirelessfl.algorithms.message import Message
+from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
@@ -76,10 +76,9 @@ class FederatedAlgorithm(ABC):
     # ---- 1. plan ---------------------------------------------------------------------------
     def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
         """One plan per client that trains (default: the controller's rank and ratio)."""
-        return [
-            ClientPlan(int(c), round_plan.round_index, int(r), float(o))
-            for c, r, o in zip(round_plan.clients, round_plan.ranks, round_plan.ratios, strict=True)
-        ]
+        t, rp = round_plan.round_index, round_plan
+        columns = (rp.clients.tolist(), rp.ranks.tolist(), rp.ratios.tolist())
+        return [ClientPlan(c, t, r, o) for c, r, o in zip(*columns, strict=True)]
 
     # ---- network-only ----------------------------------------------------------------------
     def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
@@ -90,12 +89,12 @@ class FederatedAlgorithm(ABC):
         )
 
     def sized_broadcast(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
-        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA, r_k(d + l) per layer."""
-        message = Message()
-        for d, ell in layer_shapes:
-            n = plan.rank * (d + ell)
-            message.add_sparse({}, n_sent=n, n_total=n)
-        return message
+        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA, r_k(d + l) per layer.
+
+        Must depend on ``plan.rank`` only (the network-only learner caches it per rank).
+        """
+        n = plan.rank * sum(d + ell for d, ell in layer_shapes)
+        return Message(sparse=[IndexSpace((), n, n)])
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def initial_state(self) -> State:

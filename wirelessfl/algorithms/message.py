@@ -20,39 +20,61 @@ tensors, only :class:`IndexSpace` counts): the network-only learner sends those.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.payload import index_overhead_bits, payload_bits
 
-__all__ = ["IndexSpace", "Message"]
+__all__ = ["IndexSpace", "Message", "Payload"]
 
 
 @dataclass(frozen=True)
 class IndexSpace:
-    """Values sent out of one index space.
+    """Values sent out of one index space (or out of each of ``copies`` equal ones).
 
     Attributes:
         names: the shared tensors the space spans (empty for a size-only message).
         n_sent: values transmitted (kept positions, zeros included).
         n_total: entries of the space; ``n_sent == n_total`` is a dense space (no index).
+        copies: how many identical spaces this stands for (a size-only message of layers of
+            equal shapes); 1 for a space of real tensors.
     """
 
     names: tuple[str, ...]
     n_sent: int
     n_total: int
+    copies: int = 1
 
     def __post_init__(self) -> None:
-        if not 0 <= self.n_sent <= self.n_total:
-            raise ValueError(f"need 0 <= n_sent <= n_total, got {self.n_sent}, {self.n_total}")
+        if not 0 <= self.n_sent <= self.n_total or self.copies < 1:
+            raise ValueError(
+                f"need 0 <= n_sent <= n_total and copies >= 1, got {self.n_sent}, "
+                f"{self.n_total}, {self.copies}"
+            )
 
     @property
     def index_bits(self) -> int:
-        """min(bitmask, coordinate list) [bit]; 0 when dense or empty."""
+        """min(bitmask, coordinate list) [bit] per copy, times ``copies``; 0 when dense."""
         if self.n_total == 0:
             return 0
-        return int(index_overhead_bits(self.n_sent, self.n_total))
+        return self.copies * int(index_overhead_bits(self.n_sent, self.n_total))
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a message costs on the air.
+
+    Attributes:
+        n_values: values sent (the sparse spaces' kept counts plus every dense shared tensor).
+        n_total: values of the dense equivalent of what is shared.
+        index_bits: index overhead of the sparse spaces [bit].
+        bits: v per value sent, plus ``index_bits`` when counted [bit].
+    """
+
+    n_values: int
+    n_total: int
+    index_bits: int
+    bits: float
 
 
 @dataclass
@@ -69,28 +91,21 @@ class Message:
         self.shared.update(tensors)
         self.sparse.append(IndexSpace(tuple(tensors), int(n_sent), int(n_total)))
 
-    def _dense_names(self) -> Iterable[str]:
+    def payload(self, *, bits_per_value: float, count_index: bool) -> Payload:
+        """Values, index bits and payload bits of what is shared (see :class:`Payload`).
+
+        Args:
+            bits_per_value: v [bit].
+            count_index: add the index bits to the payload (``payload.index_overhead``).
+        """
         covered = {name for space in self.sparse for name in space.names}
-        return (name for name in self.shared if name not in covered)
-
-    @property
-    def n_values(self) -> int:
-        """Values sent: the sparse spaces' kept counts plus every dense shared tensor."""
-        dense = sum(int(self.shared[name].numel()) for name in self._dense_names())
-        return dense + sum(space.n_sent for space in self.sparse)
-
-    @property
-    def n_total(self) -> int:
-        """Values of the dense equivalent of what is shared."""
-        dense = sum(int(self.shared[name].numel()) for name in self._dense_names())
-        return dense + sum(space.n_total for space in self.sparse)
-
-    @property
-    def index_bits(self) -> int:
-        """Index overhead of the sparse spaces [bit]."""
-        return sum(space.index_bits for space in self.sparse)
+        dense = sum(int(t.numel()) for name, t in self.shared.items() if name not in covered)
+        n_values = dense + sum(space.n_sent * space.copies for space in self.sparse)
+        n_total = dense + sum(space.n_total * space.copies for space in self.sparse)
+        index = sum(space.index_bits for space in self.sparse)
+        bits = float(payload_bits(n_values, bits_per_value)) + (index if count_index else 0)
+        return Payload(n_values, n_total, index, bits)
 
     def bits(self, *, bits_per_value: float, count_index: bool) -> float:
         """Payload [bit]: v per value sent, plus the index bits if ``count_index``."""
-        values = float(payload_bits(self.n_values, bits_per_value))
-        return values + (self.index_bits if count_index else 0)
+        return self.payload(bits_per_value=bits_per_value, count_index=count_index).bits

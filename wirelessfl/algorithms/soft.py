@@ -26,13 +26,14 @@ residual of the global factors (Fig. 2).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from channels.payload import kept_values
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.message import Message
+from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
 from wirelessfl.registries import AGGREGATIONS, SPARSIFIERS
@@ -85,11 +86,13 @@ class SoftFamily(FederatedAlgorithm):
     # ---- network-only payload model ----------------------------------------------------------
     def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
         """round(O_k r_k (d + l)) values per layer, each layer one index space."""
-        message = Message()
-        for d, ell in layer_shapes:
-            n = plan.rank * (d + ell)
-            message.add_sparse({}, n_sent=kept_values(plan.ratio, n), n_total=n)
-        return message
+        layers_of_size = Counter(plan.rank * (d + ell) for d, ell in layer_shapes)
+        return Message(
+            sparse=[
+                IndexSpace((), kept_values(plan.ratio, n), n, copies)
+                for n, copies in layers_of_size.items()
+            ]
+        )
 
     # ---- 4. the client's message ---------------------------------------------------------------
     def client_message(

@@ -120,14 +120,15 @@ class FederatedLearner(Learner):
                 self._pending[p.client] = message
                 self._losses[p.client] = result.mean_loss
                 self._plans[p.client] = p
+                up = message.payload(bits_per_value=v, count_index=count_index)
                 reports[p.client] = ClientReport(
                     rank=p.rank,
                     ratio=p.ratio,
-                    bits_up=message.bits(bits_per_value=v, count_index=count_index),
+                    bits_up=up.bits,
                     bits_down=download.bits(bits_per_value=v, count_index=False),
-                    n_values=message.n_values,
-                    n_total=message.n_total,
-                    index_bits=message.index_bits,
+                    n_values=up.n_values,
+                    n_total=up.n_total,
+                    index_bits=up.index_bits,
                     flops=float(self.runtime.flops_per_step * self.runtime.steps_for(p.client)),
                 )
         except BaseException:

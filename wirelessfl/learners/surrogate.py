@@ -62,6 +62,7 @@ class SurrogateLearner(Learner):
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
         self._flops_at: dict[int, float] = {}
+        self._bits_down_at: dict[int, float] = {}
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> SurrogateLearner:
@@ -113,14 +114,18 @@ class SurrogateLearner(Learner):
     def _sized_report(self, plan: ClientPlan) -> ClientReport:
         """The report of a client with ``plan`` (sizes from the algorithm's payload model)."""
         shapes = self._geometry.layer_shapes
-        up = self.algorithm.sized_message(plan, shapes)
-        down = self.algorithm.sized_broadcast(plan, shapes)
         v = self.payload.bits_per_value
+        up = self.algorithm.sized_message(plan, shapes).payload(
+            bits_per_value=v, count_index=self.payload.index_overhead
+        )
+        if plan.rank not in self._bits_down_at:  # the download depends on the rank only
+            down = self.algorithm.sized_broadcast(plan, shapes)
+            self._bits_down_at[plan.rank] = down.bits(bits_per_value=v, count_index=False)
         return ClientReport(
             rank=plan.rank,
             ratio=plan.ratio,
-            bits_up=up.bits(bits_per_value=v, count_index=self.payload.index_overhead),
-            bits_down=down.bits(bits_per_value=v, count_index=False),
+            bits_up=up.bits,
+            bits_down=self._bits_down_at[plan.rank],
             n_values=up.n_values,
             n_total=up.n_total,
             index_bits=up.index_bits,
