@@ -97,3 +97,18 @@ def test_resume_after_sigkill_matches_uninterrupted(make_scenario, tmp_path):
     resumed = resume_run(out)
     full = run_scenario(sc, tmp_path / "full")
     pd.testing.assert_frame_equal(_table(full), _table(resumed))
+
+
+def test_resume_refuses_a_table_with_other_columns(make_scenario, tmp_path):
+    """A run folder written with other columns is not appended to (rows would misalign)."""
+    from wirelessfl.errors import UserError
+    from wirelessfl.sim.runner import Run
+
+    every = {"output.checkpoint_every": 2, "output.checkpoint_interval_s": 1e6}
+    run_scenario(make_scenario(rounds=4, **every), tmp_path / "run")
+    path = tmp_path / "run" / "rounds.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0].replace(",bits_down", ""), *lines[1:]]) + "\n")
+    (tmp_path / "run" / "meta.json").write_text("{}")
+    with pytest.raises(UserError, match="rounds.csv: its columns differ"):
+        Run.resume_from(tmp_path / "run").execute()

@@ -22,6 +22,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from wirelessfl.errors import UserError
+
 
 def _cell(value: Any) -> str:
     kind = type(value)
@@ -60,6 +62,15 @@ class TableWriter:
         self.path = path
         self.columns = list(columns)
         new = not path.exists() or path.stat().st_size == 0
+        if not new:
+            with open(path, encoding="utf-8") as fh:
+                header = fh.readline().rstrip("\n").split(",")
+            if header != self.columns:
+                raise UserError(
+                    f"{path.name}: its columns differ from the ones this run writes (was it "
+                    "written by another version of wirelessfl?); continue it with that version "
+                    "or start a new run"
+                )
         self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
         if new:
             self._fh.write(",".join(self.columns) + "\n")
@@ -117,8 +128,6 @@ def load(path: str | Path) -> RunResult:
     """Load a run folder written by ``wirelessfl run``."""
     path = Path(path)
     if not (path / "rounds.csv").exists():
-        from wirelessfl.errors import UserError
-
         raise UserError(f"results: {path} is not a run folder (no rounds.csv)")
     config_path, meta_path = path / "config.yaml", path / "meta.json"
     config = yaml.safe_load(config_path.read_text()) if config_path.exists() else {}
