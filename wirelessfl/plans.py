@@ -45,6 +45,9 @@ class RoundPlan:
 class ClientPlan:
     """What the server decided for one client's round.
 
+    An algorithm with more knobs per client (a sketch size, a router temperature) returns a
+    frozen dataclass subclass with extra fields from its ``plan`` step.
+
     Attributes:
         client: client id.
         round_index: t.
