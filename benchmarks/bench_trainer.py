@@ -5,7 +5,7 @@ For a random-init ViT-Base (``vit_random``, default config, 224 px) and the Mini
 ``modules_to_save``), K clients in {1, 10, 50}, a per-client batch of 16 and E local steps
 of Adam with the eq. (2) regularizer, it reports samples/s of
 
-(a) sequential clients: K calls of ``LocalTrainer.train`` (what ``LoraLearner`` does today);
+(a) sequential clients: K calls of ``LocalTrainer.train`` (the runtime's CPU default);
 (b) ``BatchedTrainer.train_many`` over the K clients;
 (c) one peft client stepping over single batches of K x 16 samples (the practical ceiling:
     the same samples per step, one LoRA state);
