@@ -1,7 +1,7 @@
 """FDMA bandwidth shares for the scheduled clients.
 
-Client k on share b_k of the band B [Hz] uploads at b_k B log2(1 + SNR_k) [bit/s] (DESIGN.md
-section 4 item 1). Two allocations:
+Client k on share b_k of the band B [Hz] uploads at b_k B log2(1 + SNR_k) [bit/s] (paper
+section II-C). Two allocations:
 
 - :func:`equal_delay_bandwidth`: eq. (31), b_k proportional to 1 / log2(1 + SNR_k), which gives
   every scheduled client the same upload delay when they send the same number of bits (SOFT's

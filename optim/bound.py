@@ -7,7 +7,7 @@ gamma^t = 2 S^2 H (r_max - r) W^2                       (LoRA rank gap, Assumpti
         + 4 N (1 - O)^2 / (K O^4) r S^2 W^4             (sparsification error, Lemma 1)
         + E (E - 1)(2E - 1) S^2 eta^2 G^2 / 6           (local drift)
 
-as printed in eq. (14), (15a), (16a) and (29a) of Kim & Choi (DESIGN.md section 4 item 6). Only the
+as printed in eq. (14), (15a), (16a) and (29a) of Kim & Choi (docs/solvers.md). Only the
 fifth term depends on the sparsification ratio O, so gamma(O) = offset + a (1 - O)^2 / O^4 with
 ``a = 4 N r S^2 W^4 / K`` (:func:`sparsification_coefficient`) and ``offset`` the other five terms
 (:func:`bound_offset`); the solvers use that split.

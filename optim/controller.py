@@ -1,6 +1,6 @@
 """Lyapunov online controller: the virtual queue of eq. (21) around the per-slot solver P3.
 
-Lyapunov function L(Q) = Q^2 / 2 (DESIGN.md section 4 item 4: the paper's eq. 22 writes
+Lyapunov function L(Q) = Q^2 / 2 (an erratum, see docs/solvers.md: the paper's eq. 22 writes
 (D^t)^2 / 2, a typo; the drift bound of eq. 25-28 is derived for Q). Minimising the drift-plus-
 penalty bound (eq. 28 + V gamma^t) slot by slot gives P3 (eq. 29), solved by
 :func:`optim.online.solve_slot`; the queue then evolves as Q^{t+1} = max(Q^t + D^t - D_th, 0),

@@ -7,7 +7,7 @@ averaging over a uniformly drawn set of K of the N clients (eq. 18-19) gives the
     D^0(O, r) = (K / N) sum_{k=1}^N v O r p / (B log2(1 + SNR_bar_k)) = (K / N) A O r     [s],
     A = sum_{k=1}^N v p / (B log2(1 + SNR_bar_k))                                        [s].
 
-Lemma 2 erratum (DESIGN.md section 4 item 3): setting D^0 = D_th gives
+Lemma 2 erratum (docs/solvers.md): setting D^0 = D_th gives
 
     O^0 = clip(N D_th / (A K r), O_min, 1);
 

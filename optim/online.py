@@ -233,7 +233,7 @@ def _solve_checked(
     k = s.size
     sum_inv = float((1.0 / spectral_efficiency(s)).sum())  # sum_j 1 / log2(1 + SNR_j)
     shares = equal_delay_shares(s)  # eq. (31)
-    # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (DESIGN 4.5).
+    # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (docs/solvers.md).
     c = v * r * p * sum_inv / bw
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
     o, used, fell_back = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)

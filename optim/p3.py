@@ -4,7 +4,7 @@ With the equal-delay bandwidth rule (eq. 31) every scheduled client finishes at
 
     D^t(O) = c O,     c = v r p sum_{j in K^t} 1 / (B log2(1 + SNR_j))   [s]
 
-(DESIGN.md section 4 item 5), and gamma^t(O) = offset + a (1 - O)^2 / O^4 with
+(docs/solvers.md), and gamma^t(O) = offset + a (1 - O)^2 / O^4 with
 a = 4 N r S^2 W^4 / K (eq. 14). P3 (eq. 29a-b) is therefore
 
     minimize_{O in [O_min, 1]}  f(O) = Q c O + V (offset + a (1 - O)^2 / O^4).

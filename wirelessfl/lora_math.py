@@ -68,7 +68,7 @@ def orthogonality_penalty(B: Tensor, A: Tensor) -> Tensor:
 
     Returns:
         Differentiable tensor of shape ``(...)`` (a 0-d scalar for unbatched inputs). The
-        training loss adds ``zeta * penalty`` per adapted layer (DESIGN.md section 4 item 8).
+        training loss adds ``zeta * penalty`` per adapted layer (docs/training.md).
     """
     _check_factors(B, A)
     GB, GA = _grams(B, A)

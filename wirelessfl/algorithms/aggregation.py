@@ -1,4 +1,4 @@
-"""Aggregation weight rules (DESIGN item 9): pure functions of the arrived clients' p_k.
+"""Aggregation weight rules (docs/training.md): pure functions of the arrived clients' p_k.
 
 A rule maps ``(p, n_clients, n_scheduled)`` to one weight per arrived client, with
 ``p_k = |D_k| / |D|``. The server then adds ``sum_k w_k Delta_k`` to the global state.

@@ -147,7 +147,7 @@ class SoftFamily(FederatedAlgorithm):
         plans: dict[int, ClientPlan],
         round_plan: RoundPlan,
     ) -> State:
-        """theta <- theta + sum_k w_k Delta_k over the arrived clients (DESIGN item 9)."""
+        """theta <- theta + sum_k w_k Delta_k over the arrived clients (docs/training.md)."""
         from wirelessfl.algorithms.state_ops import add_weighted
         from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
 

@@ -1,7 +1,7 @@
 """Per-layer update compression with error feedback (paper section III-C, eqs. 4-7).
 
 For every adapted layer a client holds the update ``Delta = (dB (d, r), dA (r, l))`` (local
-minus global LoRA matrices, DESIGN.md section 4 item 7) and an error memory
+minus global LoRA matrices: sparsification acts on updates, eqs. 4-7) and an error memory
 ``m = (m_B (d, r), m_A (r, l))``. One round of Algorithm 1, lines 7-10:
 
 * ``u = m + Delta``                               (error feedback incorporated, line 8)

@@ -8,7 +8,7 @@ is the square of the proxy in :func:`wirelessfl.lora_math.singular_value_proxy`)
 Reading of eq. (3) implemented here:
 
 * the importances are computed from the matrices being sparsified (with error feedback these
-  are ``u = m + Delta``, DESIGN.md section 4 item 7);
+  are ``u = m + Delta``, eqs. 4-7);
 * the real shares ``o_i = n_keep * w_i / sum_j w_j`` become integers summing exactly to
   ``n_keep`` by largest-remainder rounding, each capped at ``d + l`` with the overflow
   redistributed in proportion to the other components' weights until none exceeds
