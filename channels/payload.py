@@ -1,4 +1,4 @@
-"""LoRA payload sizes in parameters and bits: the paper's v·O·Σ_l r(d_l + ℓ_l) uplink, and more.
+"""LoRA payload sizes in parameters and bits (the paper's uplink v·O·Σ_l r(d_l + ℓ_l)).
 
 A rank-r LoRA on layers l with θ_B ∈ R^{d_l×r}, θ_A ∈ R^{r×ℓ_l} has Σ_l r(d_l + ℓ_l)
 parameters. The paper's uplink payload is v·O·Σ_l r(d_l + ℓ_l) bits (v bits per value, kept
