@@ -121,8 +121,7 @@ _SEED_MASK = 2**63 - 1
 
 def stream_seed(seed: int, stream: str, *address: int) -> int:
     """A 63-bit integer seed from :func:`seed_sequence` (for ``torch.Generator.manual_seed``)."""
-    state = seed_sequence(seed, stream, *address).generate_state(1, np.uint64)
-    return int(state[0]) & _SEED_MASK
+    return _seed63(seed_sequence(seed, stream, *address))
 
 
 def combined_seed(seeds: Sequence[int]) -> int:
@@ -134,7 +133,12 @@ def combined_seed(seeds: Sequence[int]) -> int:
     words = [as_int("seeds", s, lower=0) for s in seeds]
     if not words:
         raise ValueError("seeds must not be empty")
-    return int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0]) & _SEED_MASK
+    return _seed63(np.random.SeedSequence(words))
+
+
+def _seed63(sequence: np.random.SeedSequence) -> int:
+    """The first 64-bit word of ``sequence``, masked to 63 bits (torch takes signed seeds)."""
+    return int(sequence.generate_state(1, np.uint64)[0]) & _SEED_MASK
 
 
 def as_client_generators(

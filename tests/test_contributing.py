@@ -20,6 +20,7 @@ from wirelessfl import registries
 from wirelessfl.sim import run_scenario
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 TEXT = (Path(__file__).resolve().parents[1] / "CONTRIBUTING.md").read_text()
 SECTION = re.compile(
@@ -55,7 +56,6 @@ def _flat(data: dict, prefix: str = "") -> dict:
 
 @pytest.mark.parametrize("title", sorted(EXAMPLES))
 def test_worked_example_runs(title, tmp_path, monkeypatch):
-    torch.set_num_threads(1)
     example = EXAMPLES[title]
     module = "contrib_" + Path(example["path"]).stem
     (tmp_path / f"{module}.py").write_text(example["code"])

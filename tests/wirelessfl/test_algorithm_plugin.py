@@ -18,6 +18,7 @@ from wirelessfl.sim import resume_run, run_scenario
 from wirelessfl.sim.runner import Run
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture
@@ -34,7 +35,6 @@ def _scenario(**overrides):
 
 
 def test_plugin_algorithm_runs_with_per_client_plans_and_private_state(registered, tmp_path):
-    torch.set_num_threads(1)
     run = Run(_scenario(rounds=3), tmp_path / "run")
     result = run.execute()
     clients, rounds = result.clients, result.rounds
@@ -62,7 +62,6 @@ def test_plugin_algorithm_runs_with_per_client_plans_and_private_state(registere
 
 
 def test_plugin_private_state_survives_resume(registered, tmp_path):
-    torch.set_num_threads(1)
     full = run_scenario(_scenario(rounds=4), tmp_path / "full")
     interrupt_at(Run(_scenario(rounds=4), tmp_path / "cut"), 3)
     resumed = resume_run(tmp_path / "cut")

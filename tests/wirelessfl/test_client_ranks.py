@@ -19,13 +19,7 @@ from wirelessfl.training.private_state import PrivateState  # noqa: E402
 from wirelessfl.training.rank_padding import truncate_rank  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _runtime(rank: int, trainer: str = "sequential", optimizer: str = "adam") -> Runtime:

@@ -18,13 +18,7 @@ from wirelessfl.sim import resume_run, run_scenario
 from wirelessfl.sim.runner import Run
 from wirelessfl.training.runtime import OPTIMIZER
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _rounds(result):

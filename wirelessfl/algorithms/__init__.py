@@ -5,6 +5,8 @@ See :mod:`wirelessfl.algorithms.base` for the steps an algorithm defines and
 :mod:`wirelessfl.algorithms.soft`). Importing this package does not import torch.
 """
 
+from typing import Any
+
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.plans import ClientPlan, RoundPlan
@@ -18,4 +20,10 @@ __all__ = [
     "Message",
     "RoundPlan",
     "State",
+    "make_algorithm",
 ]
+
+
+def make_algorithm(scenario: Any) -> FederatedAlgorithm:
+    """The algorithm named by ``algorithm.name``, with the scenario's ``strategy`` settings."""
+    return ALGORITHMS.load(scenario.algorithm.name)(scenario.strategy, scenario=scenario)

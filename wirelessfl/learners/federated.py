@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from wirelessfl.algorithms import make_algorithm
 from wirelessfl.algorithms.message import Message
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
-from wirelessfl.registries import ALGORITHMS
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
@@ -53,8 +53,7 @@ class FederatedLearner(Learner):
     def __init__(self, scenario: Any) -> None:
         self.scenario = scenario
         self.runtime = Runtime(scenario)
-        algorithm_class = ALGORITHMS.load(scenario.algorithm.name)
-        self.algorithm = algorithm_class(scenario.strategy, scenario=scenario)
+        self.algorithm = make_algorithm(scenario)
         self.private = PrivateState()
         self.observers: list[RoundObserver] = []
         self.global_state: dict[str, torch.Tensor] = {}

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from channels import lora_training_flops
+from wirelessfl.algorithms import make_algorithm
 from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
-from wirelessfl.registries import ALGORITHMS
 from wirelessfl.results.store import atomic_write_text
 
 if TYPE_CHECKING:
@@ -74,10 +74,9 @@ class SurrogateLearner(Learner):
             batch_size=lc.shape.batch_size,
             seq_len=lc.shape.seq_len,
         )
-        algorithm = ALGORITHMS.load(scenario.algorithm.name)(scenario.strategy, scenario=scenario)
         return cls(
             geometry=geometry,
-            algorithm=algorithm,
+            algorithm=make_algorithm(scenario),
             payload=scenario.payload,
             initial_loss=lc.initial_loss,
             progress_rate=lc.progress_rate,

@@ -123,23 +123,21 @@ class Runtime:
         """Tokens per sample (1 for images)."""
         return int(self.train_data.x.shape[1]) if self.data.kind != "image" else 1
 
-    def steps_for(self, client: int) -> int:
-        """Local steps of ``client`` per round: E steps, or E epochs of its data."""
+    def _steps_for_samples(self, n_samples: int) -> int:
+        """Local steps per round on ``n_samples``: E steps, or E epochs of the data."""
         lc = self.settings
         if lc.local_unit == "steps":
             return lc.local_steps
-        return lc.local_steps * math.ceil(len(self.partition.indices[client]) / lc.batch_size)
+        return lc.local_steps * math.ceil(n_samples / lc.batch_size)
+
+    def steps_for(self, client: int) -> int:
+        """Local steps of ``client`` per round."""
+        return self._steps_for_samples(len(self.partition.indices[client]))
 
     def expected_flops(self) -> float:
         """FLOPs the server expects a median client's round to take (compute-aware shares)."""
         median = int(np.median(self.partition.sizes))
-        lc = self.settings
-        steps = (
-            lc.local_steps
-            if lc.local_unit == "steps"
-            else lc.local_steps * math.ceil(median / lc.batch_size)
-        )
-        return float(self.flops_per_step * steps)
+        return float(self.flops_per_step * self._steps_for_samples(median))
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, seed: int) -> None:
