@@ -101,3 +101,12 @@ def test_entry_point_group_registers_an_installed_plugin(tmp_path, monkeypatch):
     assert registry.names() == ["soft", "my_algo"]
     assert "my_plugin" not in sys.modules  # listed without importing it
     assert registry.load("my_algo") is HalfRankPersonalHead
+
+
+def test_network_only_run_refuses_an_algorithm_without_a_payload_model(registered, tmp_path):
+    from scenario_helpers import small_scenario
+
+    with pytest.raises(ConfigError) as err:
+        Run(small_scenario(**{"algorithm.name": "half_rank_personal"}), tmp_path / "run")
+    assert str(err.value).startswith("learner.kind: 'surrogate' needs a network-only payload")
+    assert "HalfRankPersonalHead" in str(err.value) and "\n" not in str(err.value)

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
@@ -82,10 +83,23 @@ class FederatedAlgorithm(ABC):
 
     # ---- network-only ----------------------------------------------------------------------
     def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
-        """The upload of ``plan`` as sizes only (for the network-only learner)."""
-        raise NotImplementedError(
-            f"algorithm {type(self).__name__} has no network-only payload model; "
-            "use learner.kind = lora"
+        """The upload of ``plan`` as sizes only (for the network-only learner).
+
+        Optional: an algorithm without a payload model runs with real training only, and
+        ``learner.kind = surrogate`` refuses it when the run is built
+        (:meth:`require_payload_model`).
+        """
+        raise ConfigError(self._missing_payload_model())
+
+    def require_payload_model(self) -> None:
+        """Raise a one-line ``ConfigError`` unless the algorithm defines :meth:`sized_message`."""
+        if type(self).sized_message is FederatedAlgorithm.sized_message:
+            raise ConfigError(self._missing_payload_model())
+
+    def _missing_payload_model(self) -> str:
+        return (
+            f"learner.kind: 'surrogate' needs a network-only payload model, and algorithm "
+            f"{type(self).__name__} has none (no sized_message); use learner.kind = lora"
         )
 
     def sized_broadcast(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:

@@ -74,9 +74,11 @@ class SurrogateLearner(Learner):
             batch_size=lc.shape.batch_size,
             seq_len=lc.shape.seq_len,
         )
+        algorithm = make_algorithm(scenario)
+        algorithm.require_payload_model()
         return cls(
             geometry=geometry,
-            algorithm=make_algorithm(scenario),
+            algorithm=algorithm,
             payload=scenario.payload,
             initial_loss=lc.initial_loss,
             progress_rate=lc.progress_rate,
