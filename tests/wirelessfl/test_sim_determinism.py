@@ -63,7 +63,9 @@ def test_resume_after_exception_matches_uninterrupted(make_scenario, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run.execute()
     partial = pd.read_csv(tmp_path / "cut" / "rounds.csv")
-    assert len(partial) == 21  # rounds 0..20: written with the checkpoint after round 20
+    # rounds 0..21: the 21 of the checkpoint after round 20, and round 21, written when the
+    # interrupt came (the resume cuts it and runs it again)
+    assert len(partial) == 22
     resumed = resume_run(tmp_path / "cut")
     pd.testing.assert_frame_equal(_table(full), _table(resumed))
     pd.testing.assert_frame_equal(full.events, resumed.events)

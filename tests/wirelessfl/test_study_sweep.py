@@ -191,7 +191,8 @@ def test_a_failed_run_is_recorded_and_resumed_from_its_checkpoint(tmp_path, monk
     name = "controller.V=0.01,seed=1"
     assert study.failed == {name: "non-finite update (injected)"}
     row = study.index.set_index("run").loc[name]
-    assert row["status"] == "failed" and not row["finished"] and row["rounds_done"] == 10
+    # rounds 0..16 are kept (10 under the checkpoint); the resume re-runs from round 10
+    assert row["status"] == "failed" and not row["finished"] and row["rounds_done"] == 17
     assert load_study(tmp_path / "s").failed == study.failed
 
     def counting(self, t):

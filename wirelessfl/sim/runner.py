@@ -1,23 +1,13 @@
 """A run: a scenario simulated into a results folder, with checkpoints and ``--resume``.
 
-Folder layout (see ``wirelessfl.results`` for the tables)::
-
-    OUT/config.yaml        the fully resolved scenario
-    OUT/meta.json          versions, seed, git revision, device, times, controller summary
-    OUT/rounds.csv         one row per round (append-only)
-    OUT/events.csv         one row per event (if output.events)
-    OUT/clients.csv        one row per scheduled client per round (if output.clients)
-    OUT/state.json         the last complete checkpoint: {"next_round": n, "folder": ...}
-    OUT/checkpoints/<n>/   simulator + learner state after round n - 1
-
-Rows are buffered and written together with each checkpoint: every ``output.checkpoint_every``
-rounds, whenever ``output.checkpoint_interval_s`` of wall time has passed (so a training run,
-whose rounds take seconds, checkpoints after every round), and after the last round. Each table
-gets one ``write`` of whole rounds, then the learner state goes into a fresh folder, which
-becomes current only when ``state.json`` is atomically replaced: a kill at any instant leaves a
-consistent checkpoint and loses at most the work since it. Resuming cuts the tables back to the
-checkpoint's round and re-runs from there; every draw is addressed by (seed, stream, round), so
-the resumed tables equal an uninterrupted run's (``wall_s`` aside).
+The folder layout, what a checkpoint records and what a resume checks are described in
+``wirelessfl.results.run_folder``. Rows are buffered and written together with each checkpoint:
+every ``output.checkpoint_every`` rounds, whenever ``output.checkpoint_interval_s`` of wall
+time has passed (so a training run, whose rounds take seconds, checkpoints after every round),
+and after the last round. A kill at any instant leaves a consistent checkpoint and loses at most
+the work since it; every draw is addressed by (seed, stream, round), so the resumed tables equal
+an uninterrupted run's (``wall_s`` aside). A run stopped by a numerical fault, or interrupted,
+first writes the rows of every round it completed.
 """
 
 from __future__ import annotations
@@ -25,18 +15,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import platform
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from wirelessfl import __version__
-from wirelessfl.config.loader import dump_scenario, read_mapping
+from wirelessfl.config.loader import read_mapping
 from wirelessfl.config.scenario import Scenario
-from wirelessfl.config.schema import build
-from wirelessfl.errors import UserError
+from wirelessfl.config.schema import build, to_dict
+from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import make_learner
 from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
@@ -44,7 +34,23 @@ from wirelessfl.results.columns import (
     ROUND_COLUMNS,
     algorithm_columns,
 )
-from wirelessfl.results.store import RunResult, TableWriter, atomic_write_text, load, truncate_table
+from wirelessfl.results.files import atomic_write_text
+from wirelessfl.results.run_folder import (
+    CONFIG,
+    FORMAT,
+    META,
+    Checkpoint,
+    DamagedRunError,
+    claim_new,
+    config_sha256,
+    find_checkpoint,
+    run_again,
+    table_path,
+    verify_checkpoint,
+    write_checkpoint,
+)
+from wirelessfl.results.store import RunResult, load
+from wirelessfl.results.table_writer import DamagedTableError, TableWriter
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
 
@@ -88,38 +94,64 @@ def _versions() -> dict[str, str]:
 
 
 class Run:
-    """One scenario simulated into ``out_dir`` (new, or resumed with ``resume=True``)."""
+    """One scenario simulated into ``out_dir``: a new folder, or a resumed one (``resume_from``)."""
 
-    def __init__(self, scenario: Scenario, out_dir: str | Path, *, resume: bool = False):
+    def __init__(
+        self,
+        scenario: Scenario,
+        out_dir: str | Path,
+        *,
+        resume: bool = False,
+        checkpoint: Checkpoint | None = None,
+    ):
+        """A new run into ``out_dir`` (new or empty); ``resume_from`` builds a checked resume."""
         self.scenario = scenario
         self.out = Path(out_dir)
         self.resume = resume
-        if not resume and (self.out / "rounds.csv").exists():
-            raise UserError(
-                f"--out: {self.out} already holds a run; use --resume {self.out} to continue it "
-                "or choose another folder"
-            )
-        self.out.mkdir(parents=True, exist_ok=True)
+        self._checkpoint = checkpoint
+        if not resume:
+            claim_new(self.out)
         self.learner = make_learner(scenario)
         self.sim = Simulator(scenario, self.learner)
 
     @classmethod
     def resume_from(cls, out_dir: str | Path) -> Run:
-        """Continue the run in ``out_dir`` from its last checkpoint."""
+        """Continue the run in ``out_dir`` from its last checkpoint, after checking the folder.
+
+        Raises ``UserError`` (one line: what is damaged, what to do) when the folder is not a
+        run, or its config, state or checkpoint disagree with each other.
+        """
         out = Path(out_dir)
-        if not (out / "config.yaml").exists():
-            raise UserError(f"--resume: {out} is not a run folder (no config.yaml)")
-        scenario = build(Scenario, read_mapping(out / "config.yaml"))
-        return cls(scenario, out, resume=True)
+        try:
+            if not (out / CONFIG).is_file():
+                raise UserError(f"--resume: {out} is not a run folder (no {CONFIG})")
+            config_hash = config_sha256(out)
+        except OSError as err:
+            raise UserError(f"--resume: cannot read {out}: {err.strerror or err}") from None
+        checkpoint = find_checkpoint(out)
+        recorded = checkpoint.config_sha256 if checkpoint else _meta(out).get("config_sha256")
+        if recorded is not None and recorded != config_hash:
+            raise DamagedRunError(
+                f"--resume {out}: {CONFIG} differs from the one the run was started with (it "
+                "was edited or cut); restore it"
+            )
+        try:
+            scenario = build(Scenario, read_mapping(out / CONFIG))
+        except UserError as err:
+            raise UserError(f"--resume {out}: {CONFIG}: {err}") from None
+        if checkpoint is not None:
+            verify_checkpoint(out, checkpoint, config_hash, scenario.rounds)
+        return cls(scenario, out, resume=True, checkpoint=checkpoint)
 
     # ------------------------------------------------------------------------------------
     def _write_meta(self, **extra: object) -> None:
-        path = self.out / "meta.json"
-        meta = json.loads(path.read_text()) if path.exists() else {}
+        meta = _meta(self.out)
         if not meta:
             meta = {
+                "format": FORMAT,
                 "seed": self.scenario.seed,
                 "name": self.scenario.name,
+                "config_sha256": config_sha256(self.out),
                 "versions": _versions(),
                 "git_revision": _git_revision(),
                 "machine": platform.platform(),
@@ -128,52 +160,69 @@ class Run:
                 "learner": self.learner.describe(),
                 "finished": False,
             }
+            if self.resume:
+                meta["rebuilt"] = _now()  # meta.json was missing or damaged
         meta.update(extra)
-        atomic_write_text(path, json.dumps(meta, indent=2, default=float))
+        atomic_write_text(self.out / META, json.dumps(meta, indent=2, default=float))
 
-    def _checkpoint(self) -> None:
-        n = self.sim.next_round
-        folder = self.out / "checkpoints" / str(n)
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
+    def _save_state(self, folder: Path) -> None:
         self.learner.save_state(folder)
         np.save(folder / "average_rate.npy", self.sim.average_rate)
         (folder / "sim.json").write_text(json.dumps(self.sim.state_dict()))
-        atomic_write_text(self.out / "state.json", json.dumps({"next_round": n, "folder": str(n)}))
-        for old in (self.out / "checkpoints").iterdir():
-            if old.name != str(n):
-                shutil.rmtree(old, ignore_errors=True)
 
-    def _restore(self) -> int:
-        state_path = self.out / "state.json"
-        if not state_path.exists():
-            return 0
-        state = json.loads(state_path.read_text())
-        folder = self.out / "checkpoints" / state["folder"]
-        sim_state = json.loads((folder / "sim.json").read_text())
-        self.learner.load_state(folder)
-        self.sim.load_state_dict(sim_state, np.load(folder / "average_rate.npy"))
-        return int(state["next_round"])
+    def _restore(self, checkpoint: Checkpoint) -> None:
+        folder = checkpoint.folder
+        try:
+            sim_state = json.loads((folder / "sim.json").read_text())
+            average_rate = np.load(folder / "average_rate.npy")
+            self.learner.load_state(folder)
+            self.sim.load_state_dict(sim_state, average_rate)
+        except UserError:
+            raise
+        except Exception as err:  # a checkpoint this version cannot read: one line, not a trace
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise DamagedRunError(
+                f"--resume {self.out}: checkpoint {folder.name} cannot be loaded ({first}); "
+                f"{run_again(self.out)}"
+            ) from None
+
+    def _open_tables(self) -> dict[str, TableWriter]:
+        sc = self.scenario
+        columns = {"rounds": [*ROUND_COLUMNS, *algorithm_columns(self.learner.metric_names())]}
+        if sc.output.events:
+            columns["events"] = EVENT_COLUMNS
+        if sc.output.clients:
+            columns["clients"] = CLIENT_COLUMNS
+        marks = self._checkpoint.tables if self._checkpoint else {}
+        writers = {}
+        try:
+            for name, cols in columns.items():
+                if self._checkpoint is not None and name not in marks:
+                    raise DamagedTableError(f"{name}.csv is not covered by the checkpoint")
+                writers[name] = TableWriter(table_path(self.out, name), cols, mark=marks.get(name))
+        except DamagedTableError as err:
+            for writer in writers.values():
+                writer.close()
+            raise DamagedRunError(
+                f"--resume {self.out}: {err}; restore it, or {run_again(self.out)}"
+            ) from None
+        return writers
 
     # ------------------------------------------------------------------------------------
     def execute(self, *, progress: bool = False) -> RunResult:
         """Simulate the remaining rounds; returns the loaded results."""
         sc = self.scenario
-        start = self._restore() if self.resume else 0
-        for name in ("rounds", "events", "clients"):
-            truncate_table(self.out / f"{name}.csv", start)
         if not self.resume:
-            dump_scenario(sc, self.out / "config.yaml")
+            text = yaml.safe_dump(to_dict(sc), sort_keys=False)
+            atomic_write_text(self.out / CONFIG, text)
+        writers = self._open_tables()
+        start = 0
+        if self._checkpoint is not None:
+            self._restore(self._checkpoint)
+            start = self._checkpoint.next_round
         self._write_meta(
-            **({"resumed": [*self._meta_list("resumed"), _now()]} if self.resume else {})
+            **({"resumed": [*_meta(self.out).get("resumed", []), _now()]} if self.resume else {})
         )
-        round_columns = [*ROUND_COLUMNS, *algorithm_columns(self.learner.metric_names())]
-        writers = {"rounds": TableWriter(self.out / "rounds.csv", round_columns)}
-        if sc.output.events:
-            writers["events"] = TableWriter(self.out / "events.csv", EVENT_COLUMNS)
-        if sc.output.clients:
-            writers["clients"] = TableWriter(self.out / "clients.csv", CLIENT_COLUMNS)
         pending: dict[str, list] = {name: [] for name in writers}
         bar = None
         if progress:
@@ -182,6 +231,7 @@ class Run:
             bar = tqdm(total=sc.rounds, initial=start, unit="round", dynamic_ncols=True)
         last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), start
         last_accuracy = None
+        config_hash = config_sha256(self.out)
         try:
             for t in range(start, sc.rounds):
                 outcome = self.sim.run_round(t)
@@ -197,13 +247,9 @@ class Run:
                     or time.perf_counter() - last_checkpoint_wall >= sc.output.checkpoint_interval_s
                 )
                 if due:
-                    for name, writer in writers.items():
-                        if name == "events":
-                            writer.append_lines(pending[name])
-                        else:
-                            writer.append(pending[name])
-                        pending[name].clear()
-                    self._checkpoint()
+                    _write_pending(writers, pending)
+                    marks = {name: writer.sync() for name, writer in writers.items()}
+                    write_checkpoint(self.out, t + 1, config_hash, marks, self._save_state)
                     last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), t + 1
                 if bar is not None:
                     r = outcome.record
@@ -214,6 +260,11 @@ class Run:
                         post["acc"] = f"{last_accuracy:.3f}"
                     bar.set_postfix(post, refresh=False)
                     bar.update(1)
+        except (SimulationError, KeyboardInterrupt) as err:
+            _write_pending(writers, pending)  # the rounds completed before it; resume re-runs them
+            if isinstance(err, SimulationError):
+                self._write_meta(stopped=str(err))
+            raise
         finally:
             if bar is not None:
                 bar.close()
@@ -222,11 +273,23 @@ class Run:
         self._write_meta(finished=True, ended=_now())
         return load(self.out)
 
-    def _meta_list(self, key: str) -> list:
-        path = self.out / "meta.json"
-        if not path.exists():
-            return []
-        return list(json.loads(path.read_text()).get(key, []))
+
+def _write_pending(writers: dict[str, TableWriter], pending: dict[str, list]) -> None:
+    for name, writer in writers.items():
+        if name == "events":
+            writer.append_lines(pending[name])
+        else:
+            writer.append(pending[name])
+        pending[name].clear()
+
+
+def _meta(out: Path) -> dict:
+    """``meta.json`` as a dict ({} when it is missing or damaged: it is rebuilt)."""
+    try:
+        meta = json.loads((out / META).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, *, progress: bool = False) -> RunResult:
