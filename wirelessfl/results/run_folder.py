@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError
-from wirelessfl.results.files import atomic_write_text, file_sha256, fsync_path
+from wirelessfl.results.files import TMP_SUFFIX, atomic_write_text, file_sha256, fsync_path
 from wirelessfl.results.table_writer import TableMark
 
 CONFIG = "config.yaml"
@@ -60,6 +60,9 @@ def claim_new(out: Path) -> None:
         if out.exists() and not out.is_dir():
             raise UserError(f"--out: {out} is a file; give a folder that is new or empty")
         if out.is_dir():
+            leftover = out / (CONFIG + TMP_SUFFIX)  # a kill while the config was written
+            if leftover.is_file():
+                leftover.unlink()
             held = sorted(p.name for p in out.iterdir())
             if held and (out / CONFIG).exists():
                 raise UserError(

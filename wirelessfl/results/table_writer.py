@@ -74,6 +74,38 @@ def cell_text(value: Any) -> str:
     return text
 
 
+def verify_table(path: Path, columns: Sequence[str], mark: TableMark) -> hashlib._Hash:
+    """Check that ``path`` starts with what ``mark`` recorded; the SHA-256 hasher of that part.
+
+    Raises ``DamagedTableError`` (one line) if the file is missing, has other columns, was cut
+    inside the marked rows, or differs from them. Reads the file; changes nothing.
+    """
+    if not path.is_file():
+        raise DamagedTableError(
+            f"{path.name} is missing (the checkpoint covers {mark.rows} of its rows)"
+        )
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    if first != (",".join(columns) + "\n").encode("utf-8"):
+        raise DamagedTableError(
+            f"{path.name}: its columns differ from the ones this run writes (was it "
+            "written by another version of wirelessfl?); continue it with that version"
+        )
+    if path.stat().st_size < mark.n_bytes:
+        complete = max(path.read_bytes().count(b"\n") - 1, 0)
+        raise DamagedTableError(
+            f"{path.name} holds {complete} complete rows but the checkpoint covers "
+            f"{mark.rows} (the file was cut)"
+        )
+    hasher = hash_prefix(path, mark.n_bytes)
+    if hasher.hexdigest() != mark.sha256:
+        raise DamagedTableError(
+            f"{path.name} differs from what the checkpoint recorded in its first "
+            f"{mark.rows} rows (it was edited or damaged)"
+        )
+    return hasher
+
+
 class TableWriter:
     """One append-only table of a run folder (see the module docstring).
 
@@ -81,49 +113,31 @@ class TableWriter:
         path: the CSV file.
         columns: the header.
         mark: None to start the table (header only, replacing any file of that name); a
-            checkpoint's mark to continue it (``DamagedTableError`` if the file disagrees).
+            checkpoint's mark to continue it after the rows it covers (``DamagedTableError``
+            if the file disagrees; see :func:`verify_table`).
+        verified: the hasher :func:`verify_table` returned for this mark, if already checked.
     """
 
-    def __init__(self, path: Path, columns: Sequence[str], *, mark: TableMark | None = None):
+    def __init__(
+        self,
+        path: Path,
+        columns: Sequence[str],
+        *,
+        mark: TableMark | None = None,
+        verified: hashlib._Hash | None = None,
+    ):
         self.path = path
         self.columns = list(columns)
-        header = (",".join(self.columns) + "\n").encode("utf-8")
         if mark is None:
             self._fh = open(path, "wb")  # noqa: SIM115 - kept open for the run
             self._hasher = hashlib.sha256()
             self.rows, self.n_bytes = 0, 0
-            self._write(header, 0)
+            self._write((",".join(self.columns) + "\n").encode("utf-8"), 0)
             return
-        self._check(mark, header)
-        self._hasher = hash_prefix(path, mark.n_bytes)
-        if self._hasher.hexdigest() != mark.sha256:
-            raise DamagedTableError(
-                f"{path.name} differs from what the checkpoint recorded in its first "
-                f"{mark.rows} rows (it was edited or damaged)"
-            )
-        os.truncate(path, mark.n_bytes)
+        self._hasher = verified or verify_table(path, self.columns, mark)
+        os.truncate(path, mark.n_bytes)  # rows after the checkpoint, a partial last line
         self._fh = open(path, "ab")  # noqa: SIM115 - kept open for the run
         self.rows, self.n_bytes = mark.rows, mark.n_bytes
-
-    def _check(self, mark: TableMark, header: bytes) -> None:
-        if not self.path.is_file():
-            raise DamagedTableError(
-                f"{self.path.name} is missing (the checkpoint covers {mark.rows} of its rows)"
-            )
-        with open(self.path, "rb") as fh:
-            first = fh.readline()
-        if first != header:
-            raise DamagedTableError(
-                f"{self.path.name}: its columns differ from the ones this run writes (was it "
-                "written by another version of wirelessfl?); continue it with that version"
-            )
-        size = self.path.stat().st_size
-        if size < mark.n_bytes:
-            complete = max(self.path.read_bytes().count(b"\n") - 1, 0)
-            raise DamagedTableError(
-                f"{self.path.name} holds {complete} complete rows but the checkpoint covers "
-                f"{mark.rows} (the file was cut)"
-            )
 
     def _write(self, data: bytes, n_rows: int) -> None:
         self._fh.write(data)

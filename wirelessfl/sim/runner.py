@@ -50,7 +50,7 @@ from wirelessfl.results.run_folder import (
     write_checkpoint,
 )
 from wirelessfl.results.store import RunResult, load
-from wirelessfl.results.table_writer import DamagedTableError, TableWriter
+from wirelessfl.results.table_writer import DamagedTableError, TableWriter, verify_table
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
 
@@ -194,18 +194,23 @@ class Run:
         if sc.output.clients:
             columns["clients"] = CLIENT_COLUMNS
         marks = self._checkpoint.tables if self._checkpoint else {}
-        writers = {}
-        try:
+        verified = {}
+        try:  # check every table before cutting any
             for name, cols in columns.items():
                 if self._checkpoint is not None and name not in marks:
                     raise DamagedTableError(f"{name}.csv is not covered by the checkpoint")
-                writers[name] = TableWriter(table_path(self.out, name), cols, mark=marks.get(name))
+                if name in marks:
+                    verified[name] = verify_table(table_path(self.out, name), cols, marks[name])
         except DamagedTableError as err:
-            for writer in writers.values():
-                writer.close()
             raise DamagedRunError(
                 f"--resume {self.out}: {err}; restore it, or {run_again(self.out)}"
             ) from None
+        writers = {}
+        for name, cols in columns.items():
+            path = table_path(self.out, name)
+            writers[name] = TableWriter(
+                path, cols, mark=marks.get(name), verified=verified.get(name)
+            )
         return writers
 
     # ------------------------------------------------------------------------------------
