@@ -1,7 +1,15 @@
-"""Load a scenario file (YAML or TOML), apply ``--set key=value`` overrides, write it back."""
+"""Load a scenario file (YAML or TOML), apply ``--set key=value`` overrides, write it back.
+
+Every mistake in a file or an override is a :class:`~wirelessfl.errors.ConfigError` (or
+:class:`~wirelessfl.errors.UserError`) with one line naming the file or ``--set`` key: files
+that are not UTF-8 text, larger than :data:`MAX_FILE_BYTES`, empty, not valid YAML/TOML,
+with duplicate keys, recursive or exploding aliases or nesting deeper than
+:data:`~wirelessfl.config.yaml_limits.MAX_DEPTH` (see :mod:`wirelessfl.config.yaml_limits`).
+"""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -10,10 +18,20 @@ import yaml
 
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build, to_dict
+from wirelessfl.config.yaml_limits import MAX_DEPTH, load_yaml, one_line, show_key
 from wirelessfl.errors import ConfigError, UserError
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 DEFAULT_SCENARIO = "default"
+#: Largest scenario file read (the shipped ones are ~2 KB; parsing 1 MiB takes about a second).
+MAX_FILE_BYTES = 1 << 20
+
+# one part of a --set key: a name (letters, digits, _ and -), as scenario keys and options are
+_KEY_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*\Z")
+
+
+def _show_path(path: str | Path) -> str:
+    return one_line(str(path), 160)
 
 
 def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
@@ -21,49 +39,189 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
     if name_or_path is None:
         name_or_path = DEFAULT_SCENARIO
     path = Path(name_or_path)
-    if path.is_file():
+    if _exists(path, "file"):
         return path
     for candidate in (SCENARIO_DIR / f"{name_or_path}.yaml", SCENARIO_DIR / f"{name_or_path}.toml"):
-        if candidate.is_file():
+        if _exists(candidate, "file"):
             return candidate
+    if _exists(path, "dir"):
+        raise UserError(
+            f"scenario: {_show_path(path)} is a directory; give a scenario file (.yaml or .toml) "
+            "or a shipped scenario's name"
+        )
+    if _exists(path, "any"):
+        raise UserError(
+            f"scenario: {_show_path(path)} is not a regular file; give a scenario file "
+            "(.yaml or .toml) or a shipped scenario's name"
+        )
     shipped = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")) if SCENARIO_DIR.is_dir() else []
     raise UserError(
-        f"scenario: no file {str(name_or_path)!r} and no shipped scenario of that name "
-        f"(shipped: {', '.join(shipped) or 'none'})"
+        f"scenario: no file {one_line(repr(str(name_or_path)), 160)} and no shipped scenario of "
+        f"that name (shipped: {', '.join(shipped) or 'none'})"
     )
 
 
-def read_mapping(path: Path) -> dict[str, Any]:
-    """Parse a YAML or TOML file into a dict (safe loaders only)."""
-    text = path.read_text()
+def _exists(path: Path, kind: str) -> bool:
+    """``is_file``/``is_dir``/``exists`` that say False for names the OS cannot even look up."""
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ConfigError(f"scenario: {path} is not valid {path.suffix[1:]}: {first}") from None
-    if data is None:
-        return {}
+        if kind == "file":
+            return path.is_file()
+        if kind == "dir":
+            return path.is_dir()
+        return path.exists()
+    except (OSError, ValueError):  # a name too long, an embedded NUL byte
+        return False
+
+
+def _read_text(path: Path) -> str:
+    where = f"scenario: {_show_path(path)}"
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        raise UserError(f"{where} is a directory; give a scenario file (.yaml or .toml)") from None
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UserError(f"{where} cannot be read: {one_line(reason)}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"{where} is larger than {MAX_FILE_BYTES // 1024} KiB (the limit on a scenario file); "
+            "is it the right file?"
+        )
+    try:
+        return raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is dropped
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{where} is not a text file (UTF-8): byte 0x{raw[err.start]:02x} at offset "
+            f"{err.start} cannot be decoded; a scenario is a YAML or TOML text file"
+        ) from None
+
+
+def _toml_has_content(text: str) -> bool:
+    """Whether TOML ``text`` holds anything but blank lines and comments."""
+    return any(line.strip() and not line.strip().startswith("#") for line in text.splitlines())
+
+
+def read_mapping(path: Path) -> dict[str, Any]:
+    """Parse a YAML or TOML file into a dict (safe loaders only, with limits)."""
+    text = _read_text(path)
+    where = f"scenario: {_show_path(path)}"
+    toml = path.suffix.lower() == ".toml"
+    if toml:
+        data = _load_toml(text, where)
+        found = _toml_has_content(text)
+    else:
+        found, data = load_yaml(text, where)
+    if not found or data is None:  # no document, or one holding nothing (``---``, ``null``)
+        hint = (
+            "write {} in it to run with every default"
+            if not toml
+            else 'set at least one key (e.g. name = "..."), or use a YAML file holding {} to '
+            "run with every default"
+        )
+        raise ConfigError(f"{where} is empty (it holds no settings); {hint}")
     if not isinstance(data, dict):
-        raise ConfigError(f"scenario: {path} must hold a table of settings at the top level")
+        raise ConfigError(
+            f"{where} must hold a table of settings (key: value lines) at the top level, "
+            f"got {_kind_of(data)}"
+        )
     return data
 
 
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {one_line(repr(value), 60)}"
+
+
+def _load_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{where}: not valid TOML: {one_line(str(err))}") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: nested deeper than {MAX_DEPTH} levels (limit {MAX_DEPTH})"
+        ) from None
+    _check_depth(data, where)
+    return data
+
+
+def _check_depth(data: Any, where: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH (iteratively: no recursion limit to hit)."""
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if level > MAX_DEPTH:
+            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels (limit {MAX_DEPTH})")
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, level + 1) for v in value)
+
+
+def _split_override(item: Any) -> tuple[str, list[str], str]:
+    """``"a.b=1"`` → ("a.b", ["a", "b"], "1"), refusing malformed keys with one line."""
+    if not isinstance(item, str):
+        raise ConfigError(f"--set: expected a KEY=VALUE string, got {one_line(repr(item), 60)}")
+    if "=" not in item:
+        raise ConfigError(
+            f"--set: expected KEY=VALUE (e.g. rounds=50 or controller.V=1e-3), "
+            f"got {one_line(repr(item), 80)}"
+        )
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    shown = one_line(key, 80)
+    if not key:
+        raise ConfigError(
+            f"--set {one_line(repr(item), 80)}: the key before '=' is empty; write KEY=VALUE, "
+            "e.g. rounds=50"
+        )
+    parts = key.split(".")
+    if any(not p for p in parts):
+        raise ConfigError(
+            f"--set {shown}: empty name between dots; write names separated by single dots, "
+            "e.g. controller.V=1e-3"
+        )
+    for part in parts:
+        if not _KEY_PART.match(part):
+            raise ConfigError(
+                f"--set {shown}: {one_line(repr(part), 60)} is not a key name; names are letters, "
+                "digits, _ and - separated by dots (see wirelessfl scenario-keys)"
+            )
+    return key, parts, raw
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
-    """Apply ``key.sub=value`` strings; values are parsed as YAML scalars (``1e6``, ``true``)."""
+    """Apply ``key.sub=value`` strings; values are parsed as YAML (``1e6``, ``true``, ``[1, 2]``).
+
+    A key names a path of tables; a missing table is created. Raises ConfigError naming
+    ``--set KEY`` for a malformed key, a value that is not valid YAML, or a path through a
+    value that is not a table.
+    """
+    if isinstance(overrides, str):
+        overrides = [overrides]
     for item in overrides or []:
-        if "=" not in item:
-            raise ConfigError(f"--set: expected key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        key = key.strip()
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        key, parts, raw = _split_override(item)
+        where = f"--set {one_line(key, 80)}"
+        if raw.strip():
+            found, value = load_yaml(raw, where, root_path=key)
+            value = _numbers_in(value, where) if found else ""
+        else:
+            value = ""
         node = data
-        parts = key.split(".")
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise ConfigError(f"--set {key}: {part} is not a table")
+                here = ".".join(parts[: depth + 1])
+                raise ConfigError(
+                    f"{where}: {here} is not a table (it holds {one_line(repr(child), 60)}), so it "
+                    f"has no key {show_key(parts[depth + 1])}"
+                )
             node = child
-        node[parts[-1]] = _number_or_value(value)
+        node[parts[-1]] = value
     return data
 
 
@@ -82,21 +240,35 @@ def load_scenario(
 ) -> Scenario:
     """Read, override and validate a scenario; raises ConfigError with one clear line."""
     path = resolve_scenario_path(name_or_path)
-    data = apply_overrides(_numbers_in(read_mapping(path)), overrides)
+    where = f"scenario: {_show_path(path)}"
+    data = apply_overrides(_numbers_in(read_mapping(path), where), overrides)
     return build(Scenario, data)
 
 
 def scenario_from_dict(data: dict[str, Any], overrides: list[str] | None = None) -> Scenario:
     """Validate a scenario given as a plain dict (library use, tests, notebooks)."""
-    return build(Scenario, apply_overrides(_numbers_in(dict(data)), overrides))
+    if not isinstance(data, dict):
+        raise ConfigError(f"scenario: expected a table (dict) of settings, got {_kind_of(data)}")
+    return build(Scenario, apply_overrides(_numbers_in(dict(data), "scenario"), overrides))
 
 
-def _numbers_in(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _numbers_in(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_numbers_in(v) for v in data]
-    return _number_or_value(data) if isinstance(data, str) else data
+def _numbers_in(data: Any, where: str) -> Any:
+    """Numeric strings (``"1e6"``) as numbers, everywhere in ``data``; refuses nesting (or a
+    structure containing itself) deeper than MAX_DEPTH."""
+
+    def walk(value: Any, level: int) -> Any:
+        if level > MAX_DEPTH:
+            raise ConfigError(
+                f"{where}: nested deeper than {MAX_DEPTH} levels, or a table or list that contains "
+                f"itself (limit {MAX_DEPTH})"
+            )
+        if isinstance(value, dict):
+            return {k: walk(v, level + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, level + 1) for v in value]
+        return _number_or_value(value) if isinstance(value, str) else value
+
+    return walk(data, 1)
 
 
 def dump_scenario(scenario: Scenario, path: Path) -> None:

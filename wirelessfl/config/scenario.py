@@ -11,7 +11,7 @@ from typing import Any
 
 from channels import FADING_MODELS
 from optim import SELECTION_METHODS
-from wirelessfl.config.schema import option, settings_option
+from wirelessfl.config.schema import key_text, option, settings_option, show
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import (
     ALGORITHMS,
@@ -22,6 +22,42 @@ from wirelessfl.registries import (
     MODELS,
     PARTITIONERS,
 )
+
+# ---- limits on values a run allocates memory (or time) in proportion to --------------------
+#: Most clients: every block of fading rounds makes one random generator per client (~1.2 KB
+#: and ~20 us each), besides the (block_rounds, N) arrays below.
+MAX_CLIENTS = 1_000_000
+#: Most rounds: rounds.csv (~30 numbers a round) is read back whole when a run ends.
+MAX_ROUNDS = 10_000_000
+#: Largest r_max: the offline stage scores every rank 1..r_max and meta.json keeps the scores.
+MAX_RANK = 65_536
+#: Largest side of one adapted layer (d or l), and most adapted layers.
+MAX_LAYER_SIDE = 1_000_000
+MAX_LAYERS = 10_000
+#: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a
+#: draw (complex128 coefficients, a float64 SNR, a temporary and the previous block's SNRs).
+FADING_BYTES_PER_VALUE = 40
+FADING_BLOCK_BUDGET = 4 * 2**30
+#: Built-in fading models take their parameters from their own keys, not ``params``.
+_FADING_OWN_KEYS = {
+    "rayleigh": "it has no settings",
+    "gauss_markov": "it is set by channel.fading.rho, or doppler_hz and slot_s",
+    "rician": "it is set by channel.fading.k_factor",
+}
+
+
+def _check_option_names(options: dict, key: str) -> None:
+    """Option tables are passed on as keyword arguments: their keys must be Python names."""
+    for name in options:
+        if not name.isidentifier():
+            raise ConfigError(
+                f"{key}: option names are Python names (letters, digits and _, not starting with "
+                f"a digit), got {show(name)}"
+            )
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.3g} GiB"
 
 
 @dataclass
@@ -38,6 +74,12 @@ class FadingConfig:
     )
 
     def validate(self, prefix: str) -> None:
+        _check_option_names(self.params, f"{prefix}.params")
+        if self.params and self.model in _FADING_OWN_KEYS:
+            raise ConfigError(
+                f"{prefix}.params: only for a user-registered fading model, not {self.model!r} "
+                f"({_FADING_OWN_KEYS[self.model]}); got {key_text(next(iter(self.params)))}"
+            )
         if (
             self.model == "gauss_markov"
             and self.rho is None
@@ -81,7 +123,12 @@ class ChannelConfig:
     downlink_rate_bps: float = option(
         0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
     )
-    block_rounds: int = option(128, ge=1, doc="rounds of fading drawn per block (memory/speed)")
+    block_rounds: int = option(
+        128,
+        ge=1,
+        doc="rounds of fading drawn per block (memory/speed); n_clients x block_rounds x 40 B "
+        "must stay within 4 GiB",
+    )
 
     def validate(self, prefix: str) -> None:
         if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:
@@ -125,7 +172,9 @@ class ControllerConfig:
     V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
     d_th_s: float = option(1.0, gt=0.0, doc="average upload-delay threshold D_th")
     o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
-    r_max: int = option(64, ge=1, doc="largest rank considered (TSFA) / r_max of the bound")
+    r_max: int = option(
+        64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
+    )
     rank: int = option(8, ge=1, doc="rank for osfa and fixed")
     sparsification: float = option(1.0, gt=0.0, le=1.0, doc="O for the fixed controller")
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
@@ -172,6 +221,25 @@ class ModelShapeConfig:
     batch_size: int = option(16, ge=1, doc="local batch size (for FLOPs)")
     seq_len: int = option(197, ge=1, doc="tokens per sample (for FLOPs)")
 
+    def validate(self, prefix: str) -> None:
+        key = f"{prefix}.layer_shapes"
+        shapes = self.layer_shapes
+        if not shapes:
+            raise ConfigError(f"{key}: expected at least one [d, l] pair, got []")
+        if len(shapes) > MAX_LAYERS:
+            raise ConfigError(f"{key}: at most {MAX_LAYERS:,} adapted layers, got {len(shapes):,}")
+        for i, pair in enumerate(shapes):
+            if len(pair) != 2:
+                raise ConfigError(
+                    f"{key}[{i}]: expected a pair [d, l] of layer sizes, got {show(pair)}"
+                )
+            for side in pair:
+                if not 1 <= side <= MAX_LAYER_SIDE:
+                    raise ConfigError(
+                        f"{key}[{i}]: layer sizes must be integers in [1, {MAX_LAYER_SIDE:,}], "
+                        f"got {show(pair)}"
+                    )
+
 
 @dataclass
 class LearnerConfig:
@@ -215,6 +283,10 @@ class LearnerConfig:
     )
     device: str = option("auto", choices=("auto", "cpu", "cuda"), doc="torch device")
 
+    def validate(self, prefix: str) -> None:
+        _check_option_names(self.dataset_options, f"{prefix}.dataset_options")
+        _check_option_names(self.partition_options, f"{prefix}.partition_options")
+
 
 @dataclass
 class FaultsConfig:
@@ -251,10 +323,10 @@ class Scenario:
     """A complete run description (see ``scenarios/*.yaml``)."""
 
     name: str = option("scenario", doc="label")
-    seed: int = option(0, ge=0, doc="run seed (all streams derive from it)")
-    n_clients: int = option(100, ge=1, doc="N")
+    seed: int = option(0, ge=0, le=2**63 - 1, doc="run seed (all streams derive from it)")
+    n_clients: int = option(100, ge=1, le=MAX_CLIENTS, doc="N")
     n_scheduled: int = option(10, ge=1, doc="K scheduled per round")
-    rounds: int = option(1000, ge=1, doc="T")
+    rounds: int = option(1000, ge=1, le=MAX_ROUNDS, doc="T")
     eval_every: int = option(10, ge=1, doc="evaluate every this many rounds (and the last)")
     channel: ChannelConfig = field(default_factory=ChannelConfig)
     devices: DevicesConfig = field(default_factory=DevicesConfig)
@@ -271,6 +343,15 @@ class Scenario:
     output: OutputConfig = field(default_factory=OutputConfig)
 
     def validate(self, prefix: str) -> None:
+        values = self.n_clients * self.channel.block_rounds
+        if values * FADING_BYTES_PER_VALUE > FADING_BLOCK_BUDGET:
+            raise ConfigError(
+                f"n_clients x channel.block_rounds = {self.n_clients:,} x "
+                f"{self.channel.block_rounds:,} = {values:,} values "
+                f"({_gib(values * FADING_BYTES_PER_VALUE)} at ~{FADING_BYTES_PER_VALUE} bytes "
+                f"each) exceeds the {_gib(FADING_BLOCK_BUDGET)} limit on one fading block; "
+                "lower channel.block_rounds or n_clients"
+            )
         if self.n_scheduled > self.n_clients:
             raise ConfigError(
                 f"n_scheduled: must be <= n_clients ({self.n_clients}), got {self.n_scheduled}"

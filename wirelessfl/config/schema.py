@@ -25,6 +25,35 @@ from wirelessfl.errors import ConfigError
 
 T = TypeVar("T")
 
+#: Integers are kept to 64 bits (what numpy, the results tables and torch seeds hold); keys
+#: with a real cost have tighter limits of their own (see ``wirelessfl.config.scenario``).
+INT_LIMIT = 2**63
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` on one line, shortened to about ``limit`` characters (for messages)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        try:
+            return f"{float(value):.4g}"  # 1e+30, not 31 digits
+        except OverflowError:
+            digits = int(value.bit_length() * 0.30103) + 1
+            return f"{'-' if value < 0 else ''}an integer of about {digits} digits"
+    if isinstance(value, str | bytes | list | tuple | dict | set) and len(value) > 4 * limit:
+        value = value[: 4 * limit] if not isinstance(value, dict | set) else value
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a message must not fail
+        text = f"<{type(value).__name__}>"
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def key_text(key: Any) -> str:
+    """A mapping key as written in a dotted path (repr unless it is a plain printable name)."""
+    if isinstance(key, str) and key and key.isprintable() and " " not in key and len(key) <= 80:
+        return key
+    return show(key, 80)
+
 
 def option(
     default: Any = dataclasses.MISSING,
@@ -124,46 +153,87 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
                 errors.append(err)
         names = " or ".join(_type_name(a) for a in args if a is not type(None))
         opt = " (or null)" if type(None) in args else ""
-        raise ConfigError(f"{key}: expected {names}{opt}, got {value!r}")
+        raise ConfigError(f"{key}: expected {names}{opt}, got {show(value)}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: expected a table of settings, got {value!r}")
+            raise ConfigError(f"{key}: expected a table of settings, got {show(value)}")
         return build(tp, value, prefix=key)
     if origin in (list, tuple, Sequence) or tp in (list, tuple):
         if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-            raise ConfigError(f"{key}: expected a list, got {value!r}")
+            raise ConfigError(f"{key}: expected a list, got {show(value)}")
         inner = args[0] if args else Any
         items = [_coerce(v, inner, f"{key}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
     if origin in (dict, Mapping) or tp is dict:
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: expected a table, got {value!r}")
+            raise ConfigError(f"{key}: expected a table, got {show(value)}")
         vt = args[1] if len(args) == 2 else Any
-        return {str(k): _coerce(v, vt, f"{key}.{k}") for k, v in value.items()}
+        for k in value:
+            if not isinstance(k, str):
+                raise ConfigError(f"{key}: keys are names (strings), got the key {show(k)}")
+        return {k: _coerce(v, vt, f"{key}.{key_text(k)}") for k, v in value.items()}
     if tp is Any:
+        return value
+    if tp is object:
+        _check_plain(value, key)
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+            raise ConfigError(f"{key}: expected true or false, got {show(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+            if not (isinstance(value, float) and value.is_integer()):
+                raise ConfigError(f"{key}: expected an integer, got {show(value)}")
+            value = int(value)
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key}: expected a number, got {value!r}")
-        value = float(value)
+            raise ConfigError(f"{key}: expected a number, got {show(value)}")
+        try:
+            value = float(value) + 0.0  # + 0.0: -0.0 reads as 0.0
+        except OverflowError:  # an integer beyond the float range
+            value = math.inf
         if not math.isfinite(value):
-            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
+            raise ConfigError(f"{key}: expected a finite number, got {show(value)}")
         return value
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            raise ConfigError(f"{key}: expected a string, got {show(value)}")
         return value
     return value
+
+
+def _check_plain(value: Any, key: str) -> None:
+    """Option values (``dict[str, object]``) are plain data: what YAML, JSON and TOML share.
+
+    Strings, finite numbers, true/false, null, and lists and tables (string keys) of those.
+    """
+    stack = [(value, key)]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, bool | str):
+            continue
+        if isinstance(item, int):
+            _check_int64(item, where)
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ConfigError(f"{where}: expected a finite number, got {show(item)}")
+            continue
+        if isinstance(item, list | tuple):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+            continue
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise ConfigError(f"{where}: keys are names (strings), got the key {show(k)}")
+                stack.append((v, f"{where}.{key_text(k)}"))
+            continue
+        raise ConfigError(
+            f"{where}: expected plain data (a string, number, true/false, null, or a list or "
+            f"table of those), got {show(item)}"
+        )
 
 
 def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
@@ -175,9 +245,10 @@ def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
         for p in meta.get("prefixes", ())
     )
     if choices is not None and value not in choices and not prefixed:
-        raise ConfigError(f"{key}: must be one of {_choices_text(meta)}, got {value!r}")
+        raise ConfigError(f"{key}: must be one of {_choices_text(meta)}, got {show(value)}")
     bounds = _range_text(meta)
     if not bounds or not isinstance(value, int | float):
+        _check_int64(value, key)
         return
     bad = (
         (meta.get("gt") is not None and not value > meta["gt"])
@@ -186,7 +257,17 @@ def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
         or (meta.get("le") is not None and not value <= meta["le"])
     )
     if bad:
-        raise ConfigError(f"{key}: must be {bounds}, got {value!r}")
+        raise ConfigError(f"{key}: must be {bounds}, got {show(value)}")
+    _check_int64(value, key)
+
+
+def _check_int64(value: Any, key: str) -> None:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not -INT_LIMIT <= value < INT_LIMIT
+    ):
+        raise ConfigError(f"{key}: expected a 64-bit integer (below 2**63), got {show(value)}")
 
 
 def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> T:
@@ -194,10 +275,15 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
     data = dict(data or {})
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    accepted = ", ".join(sorted(fields))
+    for k in data:
+        if not isinstance(k, str):
+            where = f"{prefix}: key {show(k)}" if prefix else f"key {show(k)}"
+            raise ConfigError(f"{where}: keys are names (strings); accepted here: {accepted}")
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        where = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
-        accepted = ", ".join(sorted(fields))
+        name = key_text(unknown[0])
+        where = f"{prefix}.{name}" if prefix else name
         raise ConfigError(f"{where}: unknown key (accepted here: {accepted})")
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
@@ -207,7 +293,7 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
             section = settings_class(f.metadata["registry"], owner.name)
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
-                raise ConfigError(f"{key}: expected a table of settings, got {raw!r}")
+                raise ConfigError(f"{key}: expected a table of settings, got {show(raw)}")
             kwargs[name] = build(section, raw, prefix=key)
             continue
         if name in data:
