@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.errors import UserError
+from wirelessfl.errors import (
+    RESOURCE_ERRNOS,
+    UserError,
+    file_problem,
+    folder_problem,
+    int_in_range,
+    path_text,
+    short_path,
+)
 
 #: the keys of ``kinds.PLOTS``, spelled out so that registering the command stays cheap
 KINDS = (
@@ -20,17 +28,43 @@ KINDS = (
     "shares",
 )
 FORMATS = (".png", ".pdf", ".svg")
+#: accepted --dpi values: below, figures are unreadable; above, a PNG needs gigabytes
+DPI_RANGE = (10, 1200)
+
+
+def _read_runs(path: Path) -> list:
+    """The runs of a run or study folder; a damaged or foreign table is one ``UserError``."""
+    import pandas as pd
+
+    from wirelessfl.results.runs import as_runs
+
+    try:
+        return as_runs(path)
+    except UserError:
+        raise
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise UserError(
+            f"plot: cannot read the results in {short_path(path)} ({first}); "
+            "is it a run or study folder written by wirelessfl?"
+        ) from None
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
     path = Path(args.path)
+    problem = folder_problem(path)
+    if problem:
+        raise UserError(f"plot: {problem}")
     if not path.is_dir():
         raise UserError(f"plot: {path} is not a folder (give a run or a study folder)")
     out = Path(args.output) if args.output else path / f"{args.kind}.png"
+    where = "plot -o" if args.output else "plot"
     if out.suffix.lower() not in FORMATS:
         raise UserError(f"plot -o: the file name must end in {', '.join(FORMATS)}, got {out}")
+    problem = file_problem(out)
+    if problem:
+        raise UserError(f"{where}: cannot write the figure: {problem}")
     from wirelessfl.plots.kinds import PLOTS
-    from wirelessfl.results.runs import as_runs
 
     is_study = (path / "index.csv").exists()
     if args.kind == "shares" and is_study:
@@ -44,9 +78,25 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         if args.kind != "frontier":
             raise UserError("plot --by: only for --kind frontier")
         kwargs["by"] = args.by
-    fig = PLOTS[args.kind](as_runs(path), **kwargs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=args.dpi)
+    runs = _read_runs(path)
+    try:
+        fig = PLOTS[args.kind](runs, **kwargs)
+    except KeyError as err:
+        column = err.args[0] if err.args else None
+        lacking = [r for r in runs if column not in r.rounds.columns]
+        if not isinstance(column, str) or not lacking:
+            raise
+        raise UserError(
+            f"plot --kind {args.kind}: {short_path(lacking[0].path)} has no column {column!r} "
+            "in rounds.csv (not a wirelessfl run folder, or one written by another version)"
+        ) from None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=args.dpi)
+    except OSError as err:
+        if err.errno in RESOURCE_ERRNOS:
+            raise  # the command line names the resource that ran out
+        raise UserError(f"{where}: cannot write {short_path(out)}: {err.strerror or err}") from None
     print(f"wrote {out}")
     return 0
 
@@ -59,7 +109,9 @@ def add_plot_command(subparsers: Any) -> argparse.ArgumentParser:
         description="Draw one figure of a run folder or of every run of a study folder. "
         "Runs differing only in seed are averaged (min-max shaded).",
     )
-    p.add_argument("path", metavar="STUDY_OR_RUN", help="a study folder or a run folder")
+    p.add_argument(
+        "path", type=path_text, metavar="STUDY_OR_RUN", help="a study folder or a run folder"
+    )
     p.add_argument(
         "--kind",
         choices=KINDS,
@@ -76,8 +128,17 @@ def add_plot_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--by", metavar="KEY", help="frontier: one line per value of this config key")
     p.add_argument(
-        "-o", "--output", metavar="FILE", help="figure file (default: STUDY_OR_RUN/<kind>.png)"
+        "-o",
+        "--output",
+        type=path_text,
+        metavar="FILE",
+        help="figure file, .png, .pdf or .svg (default: STUDY_OR_RUN/<kind>.png)",
     )
-    p.add_argument("--dpi", type=int, default=150, help="resolution of PNG output (default 150)")
+    p.add_argument(
+        "--dpi",
+        type=int_in_range(*DPI_RANGE),
+        default=150,
+        help=f"resolution of PNG output, {DPI_RANGE[0]} to {DPI_RANGE[1]} (default 150)",
+    )
     p.set_defaults(func=_cmd_plot)
     return p

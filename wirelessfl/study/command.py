@@ -7,19 +7,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.errors import SimulationError, UserError, path_text
 from wirelessfl.results.study import INDEX_FILE, StudyResult
 from wirelessfl.study.grid import parse_grid
-from wirelessfl.study.sweep import run_sweep
+from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS, run_sweep
 
 
 def _parse_seeds(text: str) -> int | list[int]:
+    accepted = f"a count from 1 to {MAX_SEEDS} or a list of distinct seeds >= 0 like 0,1,5"
     try:
-        if "," in text:
-            return [int(s) for s in text.split(",")]
-        return int(text)
+        seeds = [int(s) for s in text.split(",")] if "," in text else int(text)
     except ValueError:
-        raise UserError(f"--seeds: expected a count N or a list like 0,1,5, got {text!r}") from None
+        raise UserError(f"--seeds: expected {accepted}, got {text!r}") from None
+    if isinstance(seeds, int):
+        ok = 1 <= seeds <= MAX_SEEDS
+    else:
+        ok = 0 < len(seeds) <= MAX_SEEDS and min(seeds) >= 0 and len(set(seeds)) == len(seeds)
+    if not ok:
+        raise UserError(f"--seeds: expected {accepted}, got {text!r}")
+    return seeds
 
 
 def _study_summary(study: StudyResult) -> str:
@@ -76,7 +82,7 @@ def add_sweep_command(subparsers: Any) -> argparse.ArgumentParser:
         "folder each, plus an index.csv. Running the same command again skips finished runs and "
         "resumes killed ones.",
     )
-    p.add_argument("scenario", help="scenario file or shipped name")
+    p.add_argument("scenario", type=path_text, help="scenario file or shipped name")
     p.add_argument(
         "--grid",
         action="append",
@@ -90,10 +96,17 @@ def add_sweep_command(subparsers: Any) -> argparse.ArgumentParser:
         "--seeds",
         default="1",
         metavar="N|S1,S2,...",
-        help="number of seeds (the scenario's seed and the next ones) or a list (default: 1)",
+        help=f"number of seeds, 1 to {MAX_SEEDS} (the scenario's seed and the next ones), or a "
+        "list of distinct seeds (default: 1)",
     )
-    p.add_argument("--jobs", type=int, default=1, metavar="J", help="runs in parallel (default 1)")
-    p.add_argument("--out", help="study folder (default: runs/sweep-<scenario>)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="J",
+        help=f"runs in parallel, {MIN_JOBS} to {MAX_JOBS} (default 1)",
+    )
+    p.add_argument("--out", type=path_text, help="study folder (default: runs/sweep-<scenario>)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_sweep)
     return p

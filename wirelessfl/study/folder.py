@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.errors import UserError
+from wirelessfl.errors import RESOURCE_ERRNOS, UserError, folder_problem, short_path
 from wirelessfl.results.study import INDEX_FILE, STUDY_FILE, index_columns
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.grid import format_value
@@ -19,6 +19,19 @@ from wirelessfl.study.grid import format_value
 if TYPE_CHECKING:
     from wirelessfl.config.scenario import Scenario
     from wirelessfl.study.plan import SweepPoint
+
+
+def make_folder(folder: Path, option: str) -> None:
+    """Create ``folder`` (and its parents); a path the system refuses is a ``UserError`` naming
+    ``option``, while a full disk or quota (``RESOURCE_ERRNOS``) propagates as the ``OSError``
+    the command line reports as a resource that ran out."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        if err.errno in RESOURCE_ERRNOS:
+            raise
+        problem = folder_problem(folder) or f"{short_path(folder)}: {err.strerror or err}"
+        raise UserError(f"{option}: cannot create the folder: {problem}") from None
 
 
 def write_spec(out: Path, spec: dict[str, Any]) -> None:
@@ -71,6 +84,8 @@ def run_state(folder: Path, scenario: Scenario) -> str:
     A folder killed before its ``config.yaml`` was written holds nothing to resume and is
     removed; one written for another scenario is refused (``UserError``).
     """
+    if folder.is_file():
+        raise UserError(f"sweep: {folder} is a file where this sweep keeps a run folder")
     if (folder / "config.yaml").exists():
         _check_same_scenario(folder, scenario)
         return "finished" if _finished(folder) else "unfinished"

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.errors import UserError
+from wirelessfl.errors import UserError, folder_problem, int_in_range, path_text
+from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS
 
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
 
@@ -159,8 +160,13 @@ def reproduce(
             f"reproduce: unknown figure {figure!r} (accepted: {', '.join(REPRODUCTIONS)}, all)"
         )
     spec = REPRODUCTIONS[figure]
+    from wirelessfl.study.folder import make_folder
+
     out = Path(out_dir) / (f"{figure}-full" if full else figure)
-    out.mkdir(parents=True, exist_ok=True)
+    problem = folder_problem(out)
+    if problem:
+        raise UserError(f"--out: {problem}")
+    make_folder(out, "--out")
     sweeps = (spec.full_sweeps or spec.sweeps) if full else spec.sweeps
     runs, studies = [], {}
     for name, grid in sweeps.items():
@@ -212,9 +218,21 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("reproduce", help="re-run a figure of the paper's section V")
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
-    p.add_argument("--out", default="runs/reproduce", help="parent folder of the studies")
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (mean and spread)")
+    p.add_argument(
+        "--out", type=path_text, default="runs/reproduce", help="parent folder of the studies"
+    )
+    p.add_argument(
+        "--jobs",
+        type=int_in_range(MIN_JOBS, MAX_JOBS),
+        default=1,
+        help=f"runs in parallel, {MIN_JOBS} to {MAX_JOBS} (default 1)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int_in_range(1, MAX_SEEDS),
+        default=1,
+        help=f"seeds per grid point (mean and spread), 1 to {MAX_SEEDS} (default 1)",
+    )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_reproduce)

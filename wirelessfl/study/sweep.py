@@ -24,13 +24,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.errors import UserError
+from wirelessfl.errors import UserError, folder_problem
 from wirelessfl.results.study import StudyResult, load_study
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.executor import RunTask, run_tasks
-from wirelessfl.study.folder import StudyIndex, folder_summary, run_state, write_spec
-from wirelessfl.study.grid import normalize_grid
+from wirelessfl.study.folder import (
+    StudyIndex,
+    folder_summary,
+    make_folder,
+    run_state,
+    write_spec,
+)
+from wirelessfl.study.grid import normalize_grid, plain
 from wirelessfl.study.plan import plan_sweep, seed_list
+
+#: runs a sweep may run at a time (each is a process importing the simulator, maybe torch)
+MIN_JOBS, MAX_JOBS = 1, 256
+#: seeds per grid point
+MAX_SEEDS = 1000
 
 
 class _Progress:
@@ -89,9 +100,16 @@ def run_sweep(
     """
     from wirelessfl.config import load_scenario, resolve_scenario_path
 
-    if jobs < 1:
-        raise UserError(f"--jobs: expected at least 1, got {jobs}")
+    if not MIN_JOBS <= jobs <= MAX_JOBS:
+        raise UserError(f"--jobs: expected an integer from {MIN_JOBS} to {MAX_JOBS}, got {jobs}")
+    count = plain(seeds)
+    count = count if isinstance(count, int) else len(count)
+    if count > MAX_SEEDS:
+        raise UserError(f"--seeds: at most {MAX_SEEDS} seeds per grid point, got {count}")
     out = Path(out_dir)
+    problem = folder_problem(out)
+    if problem:
+        raise UserError(f"--out: {problem}")
     scenario_path = resolve_scenario_path(scenario).resolve()
     fixed = list(overrides or [])
     seeds = seed_list(seeds, load_scenario(scenario_path, fixed).seed)
@@ -99,7 +117,7 @@ def run_sweep(
     # validate every point before running anything (a bad key or value fails in a second)
     scenarios = {p.name: load_scenario(scenario_path, list(p.overrides)) for p in points}
 
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out, "--out")
     write_spec(
         out,
         {
