@@ -8,7 +8,7 @@ Layout::
     OUT/state.json                 names the current checkpoint (atomic)
     OUT/checkpoints/<n>/           state after round n - 1, with manifest.json
 
-A checkpoint is built in ``checkpoints/.partial-<n>``, its files flushed to the disk, then
+A checkpoint is built in ``checkpoints/.partial-<n>``, then
 renamed to ``checkpoints/<n>``; it becomes current when ``state.json`` is atomically replaced.
 Its ``manifest.json`` records the next round, the SHA-256 of ``config.yaml``, of every file it
 holds, and each table's :class:`~wirelessfl.results.table_writer.TableMark` (rows, bytes,
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError
-from wirelessfl.results.files import TMP_SUFFIX, atomic_write_text, file_sha256, fsync_path
+from wirelessfl.results.files import TMP_SUFFIX, atomic_write_text, file_sha256
 from wirelessfl.results.table_writer import TableMark
 
 CONFIG = "config.yaml"
@@ -143,19 +143,15 @@ def write_checkpoint(
     save(partial)
     files = {}
     for path in sorted(p for p in partial.rglob("*") if p.is_file()):
-        fsync_path(path)
         files[path.relative_to(partial).as_posix()] = file_sha256(path)
     final = root / str(next_round)
     checkpoint = Checkpoint(final, next_round, config_hash, files, dict(tables))
     atomic_write_text(partial / MANIFEST, json.dumps(checkpoint.manifest(), indent=1))
-    fsync_path(partial)
     if final.exists():  # left by an earlier attempt that never became current
         shutil.rmtree(final)
     os.replace(partial, final)
-    fsync_path(root)
     state = {"format": FORMAT, "next_round": next_round, "folder": str(next_round)}
     atomic_write_text(out / STATE, json.dumps(state))
-    fsync_path(out)
     for old in root.iterdir():
         ours = _ROUND_NAME.fullmatch(old.name) or old.name.startswith(_PARTIAL)
         if ours and old.name != final.name and old.is_dir():

@@ -1,7 +1,7 @@
 """Append-only CSV tables that a checkpoint can vouch for: rows, bytes and a running SHA-256.
 
-A table is written in whole rounds (one ``write`` per checkpoint) and flushed to the disk by
-:meth:`TableWriter.sync`, which returns the :class:`TableMark` the checkpoint records. A resume
+A table is written in whole rounds (one ``write`` per checkpoint) and flushed by
+:meth:`TableWriter.flush`, which returns the :class:`TableMark` the checkpoint records. A resume
 hands that mark back: the writer checks the file's first ``n_bytes`` against it (so a table cut
 or edited inside the checkpointed rounds is refused, never silently shortened), cuts whatever
 follows (rows of rounds after the checkpoint, a partial last line) and appends from there.
@@ -156,10 +156,9 @@ class TableWriter:
         if lines:
             self._write(("\n".join(lines) + "\n").encode("utf-8"), len(lines))
 
-    def sync(self) -> TableMark:
-        """Flush everything written to the disk; the mark a checkpoint records."""
+    def flush(self) -> TableMark:
+        """Hand everything written to the operating system; the mark a checkpoint records."""
         self._fh.flush()
-        os.fsync(self._fh.fileno())
         return TableMark(self.rows, self.n_bytes, self._hasher.hexdigest())
 
     def close(self) -> None:

@@ -253,7 +253,7 @@ class Run:
                 )
                 if due:
                     _write_pending(writers, pending)
-                    marks = {name: writer.sync() for name, writer in writers.items()}
+                    marks = {name: writer.flush() for name, writer in writers.items()}
                     write_checkpoint(self.out, t + 1, config_hash, marks, self._save_state)
                     last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), t + 1
                 if bar is not None:
