@@ -60,6 +60,8 @@ CASES = [
     ("plot-folder-empty-table", ["plot", "{tmp}/empty_table"], 2, LINE, "cannot read"),
     ("plot-folder-foreign-table", ["plot", "{tmp}/foreign_table"], 2, LINE,
      "has no column 'accuracy'"),
+    ("plot-study-foreign-index", ["plot", "{tmp}/foreign_index"], 2, LINE, "no column 'run'"),
+    ("plot-study-binary-index", ["plot", "{tmp}/binary_index"], 2, LINE, "cannot read"),
     ("plot-unknown-kind", ["plot", "{run}", "--kind", "pie"], 2, ARGPARSE, "--kind"),
     ("plot-x-for-wrong-kind", ["plot", "{run}", "--kind", "offline", "--x", "time"], 2, LINE,
      "--x"),
@@ -181,6 +183,10 @@ def places(tmp_path_factory) -> dict[str, str]:
     (tmp / "empty_table" / "rounds.csv").write_text("")
     (tmp / "foreign_table").mkdir()
     (tmp / "foreign_table" / "rounds.csv").write_text("a,b\n1,2\n")
+    (tmp / "foreign_index").mkdir()
+    (tmp / "foreign_index" / "index.csv").write_text("{}\n")
+    (tmp / "binary_index").mkdir()
+    (tmp / "binary_index" / "index.csv").write_bytes(b"\x00\x01\xff")
     run = tmp / "run"
     assert cli.main(["run", NETWORK_ONLY, "--set", "rounds=3", "--out", str(run), "--quiet"]) == 0
     return {"tmp": str(tmp), "file": str(tmp / "file.txt"), "run": str(run), "long": LONG}

@@ -42,8 +42,10 @@ def _read_runs(path: Path) -> list:
         return as_runs(path)
     except UserError:
         raise
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError, KeyError) as err:
+        # a table that is empty, not CSV, not UTF-8 or lacks a column wirelessfl writes
+        text = f"no column {err.args[0]!r}" if isinstance(err, KeyError) and err.args else str(err)
+        first = (text.strip().splitlines() or [type(err).__name__])[0]
         raise UserError(
             f"plot: cannot read the results in {short_path(path)} ({first}); "
             "is it a run or study folder written by wirelessfl?"
