@@ -8,6 +8,7 @@ revision, device, times), ``rounds.csv`` (one row per round), optionally ``event
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,24 +40,47 @@ class RunResult:
 
 
 def load(path: str | Path) -> RunResult:
-    """Load a run folder written by ``wirelessfl run``."""
+    """Load a run folder written by ``wirelessfl run`` (``UserError`` naming a damaged file).
+
+    A partial last row, which a run killed mid-write leaves, is not loaded.
+    """
     path = Path(path)
-    if not (path / "rounds.csv").exists():
+    if not (path / "rounds.csv").is_file():
         raise UserError(f"results: {path} is not a run folder (no rounds.csv)")
-    config_path, meta_path = path / "config.yaml", path / "meta.json"
-    config = yaml.safe_load(config_path.read_text()) if config_path.exists() else {}
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    config = _read_mapping(path / "config.yaml", yaml.safe_load)
+    meta = _read_mapping(path / "meta.json", json.loads)
     return RunResult(
         path,
         _read_table(path / "rounds.csv"),
-        config or {},
+        config,
         meta,
         _read_table(path / "events.csv"),
         _read_table(path / "clients.csv"),
     )
 
 
+def _read_mapping(path: Path, parse) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UserError(f"results: {path} cannot be read ({first})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"results: {path} does not hold a table of settings")
+    return data
+
+
 def _read_table(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
-    return pd.read_csv(path)
+    try:
+        raw = path.read_bytes()
+        complete = raw[: raw.rfind(b"\n") + 1]
+        return pd.read_csv(io.BytesIO(complete))
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # pandas' parser errors too
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UserError(f"results: {path} cannot be read as a table ({first})") from None
