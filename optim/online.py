@@ -48,6 +48,9 @@ class SlotSolution:
         queue_after: Q^{t+1} [s] after eq. (21) with ``delay_s``; only set by
             :meth:`optim.controller.LyapunovController.step` (``None`` from ``decide`` and
             ``solve_slot``, which do not touch the queue).
+        fallbacks: solvers that failed before one answered: 0 when the first answered; with
+            ``"cvxpy"``, 1 when SCS rescued CLARABEL and 2 when both failed and the exact
+            solver answered (``fell_back``).
     """
 
     sparsification: float
@@ -59,35 +62,39 @@ class SlotSolution:
     fell_back: bool
     queue_before: float
     queue_after: float | None = None
+    fallbacks: int = 0
 
 
-# A slot method maps (qc, va, o_min, cvxpy_problem) -> (O, method actually used, fell_back).
-SlotMethod = Callable[[float, float, float, object], tuple[float, str, bool]]
+# A slot method maps (qc, va, o_min, cvxpy_problem) -> (O, method actually used, fallbacks):
+# the solvers that failed before one answered (a bool counts as 0 or 1).
+SlotMethod = Callable[[float, float, float, object], tuple[float, str, int]]
 
 
-def _solve_exact(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, bool]:
-    return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", False
+def _solve_exact(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, int]:
+    return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", 0
 
 
-def _solve_cvxpy(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, bool]:
+def _solve_cvxpy(qc: float, va: float, o_min: float, problem: object) -> tuple[float, str, int]:
     from optim import p3_cvxpy  # lazy: importing cvxpy costs ~1 s and the exact path needs none
 
     if qc <= 0.0 or va <= 0.0:
         # A zero weight makes P3 monotone (optimum O = 1 for Q c = 0, O_min for V a = 0) and the
         # conic problem degenerate (a cost-free epigraph variable); answer in closed form.
-        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", False
+        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", 0
     prob = problem if problem is not None else p3_cvxpy.default_problem()
     if not isinstance(prob, p3_cvxpy.P3CvxpyProblem):
         raise ValueError(f"cvxpy_problem must be a P3CvxpyProblem; got {type(prob).__name__}")
     res = prob.solve(qc=qc, va=va, o_min=o_min)
     if res.sparsification is None:
-        logger.warning(
+        prob.warn_once(
+            logger,
+            "exact",
             "P3: CVXPY status %r (solver %s) is not optimal; falling back to the exact solver",
             res.status,
             res.solver,
         )
-        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", True
-    return res.sparsification, "cvxpy", False
+        return solve_p3_exact(qc=qc, va=va, o_min=o_min), "exact", max(1, res.failures)
+    return res.sparsification, "cvxpy", res.failures
 
 
 SLOT_METHODS: dict[str, SlotMethod] = {
@@ -236,7 +243,8 @@ def _solve_checked(
     # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (docs/solvers.md).
     c = v * r * p * sum_inv / bw
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
-    o, used, fell_back = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)
+    o, used, fallbacks = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)
+    fallbacks = int(fallbacks)
     delay = c * o
     bound = offset + a * (1.0 - o) ** 2 / o**4  # gamma^t, eq. (14)
     return SlotSolution(
@@ -246,6 +254,7 @@ def _solve_checked(
         bound=bound,
         objective=q * delay + V * bound,  # eq. (29a)
         method=used,
-        fell_back=fell_back,
+        fell_back=fallbacks > 0 and used != method,
         queue_before=q,
+        fallbacks=fallbacks,
     )

@@ -59,11 +59,14 @@ class P3CvxpyResult:
             ``optimal``.
         status: the last CVXPY status string (``"optimal"`` on success, or the error text).
         solver: the solver that produced ``status``.
+        failures: solvers that failed before ``solver`` answered (1: SCS rescued CLARABEL),
+            or every solver tried when none answered.
     """
 
     sparsification: float | None
     status: str
     solver: str
+    failures: int = 0
 
 
 class P3CvxpyProblem:
@@ -72,6 +75,13 @@ class P3CvxpyProblem:
     Args:
         solvers: solvers to try in order; the first one installed that reports ``optimal`` wins.
             Default: CLARABEL, then SCS (with tight tolerances) as a fallback.
+
+    A solver's failure is counted in :attr:`P3CvxpyResult.failures` (the simulator's
+    ``solver_fallback`` column) and logged: a warning the first time for this problem, at
+    DEBUG level after that, so a run whose every slot needs SCS does not flood stderr.
+
+    Attributes:
+        warned: what this problem has already warned about (see :meth:`warn_once`).
     """
 
     def __init__(self, solvers: tuple[str, ...] = ("CLARABEL", "SCS")) -> None:
@@ -82,6 +92,7 @@ class P3CvxpyProblem:
                 f"solvers must name at least one installed CVXPY solver; got {solvers}, "
                 f"installed: {sorted(installed)}"
             )
+        self.warned: set[str] = set()
         self._x = cp.Variable(name="inv_sparsification")
         self._wq = cp.Parameter(nonneg=True, name="queue_weight")
         self._wv = cp.Parameter(nonneg=True, name="penalty_weight")
@@ -96,6 +107,14 @@ class P3CvxpyProblem:
         self.problem = cp.Problem(objective, constraints)
         assert self.problem.is_dpp(), "P3 must be DPP so that re-solves skip canonicalisation"
 
+    def warn_once(self, log: logging.Logger, key: str, msg: str, *args: object) -> None:
+        """Log ``msg`` as a warning the first time this problem sees ``key``, else at DEBUG."""
+        if key in self.warned:
+            log.debug(msg, *args)
+            return
+        self.warned.add(key)
+        log.warning(msg + " (once per problem; later ones are logged at DEBUG)", *args)
+
     def solve(self, *, qc: float, va: float, o_min: float) -> P3CvxpyResult:
         """Solve P3 for the given weights (see :func:`optim.p3.solve_p3_exact` for their meaning).
 
@@ -107,7 +126,7 @@ class P3CvxpyProblem:
         self._wq.value = qc / scale
         self._wv.value = va / scale
         self._x_max.value = x_max
-        status, solver = "not solved", ""
+        status, solver, failures = "not solved", "", 0
         for solver in self.solvers:
             kwargs: dict[str, object] = {}
             if solver == "SCS":
@@ -116,7 +135,8 @@ class P3CvxpyProblem:
                 self.problem.solve(solver=solver, **kwargs)
             except cp.SolverError as err:
                 status = f"solver error: {err}"
-                logger.warning("P3: CVXPY solver %s failed: %s", solver, err)
+                failures += 1
+                self.warn_once(logger, solver, "P3: CVXPY solver %s failed: %s", solver, err)
                 continue
             status = str(self.problem.status)
             if status == cp.OPTIMAL and self._x.value is not None:
@@ -126,9 +146,10 @@ class P3CvxpyProblem:
                 elif x <= 1.0 + _SNAP:
                     x = 1.0
                 o = min(1.0, max(o_min, 1.0 / x))
-                return P3CvxpyResult(sparsification=o, status=status, solver=solver)
-            logger.warning("P3: CVXPY solver %s returned status %r", solver, status)
-        return P3CvxpyResult(sparsification=None, status=status, solver=solver)
+                return P3CvxpyResult(o, status, solver, failures)
+            failures += 1
+            self.warn_once(logger, solver, "P3: CVXPY solver %s returned status %r", solver, status)
+        return P3CvxpyResult(None, status, solver, failures)
 
 
 _DEFAULT: P3CvxpyProblem | None = None

@@ -21,6 +21,12 @@ Each round the learner calls, in this order:
    columns; every other name ``m`` in :attr:`~FederatedAlgorithm.METRICS` becomes the
    ``rounds.csv`` column ``algo.m``.
 
+The learner checks what the steps produce, so an algorithm need not: a client's training loss
+and trained state (before :meth:`~FederatedAlgorithm.client_message` sees them), its message,
+the global state after :meth:`~FederatedAlgorithm.aggregate` and the metrics; a non-finite
+value stops the run with one line naming the round and the client
+(:mod:`wirelessfl.algorithms.finite`). A metric that was not measured is NaN.
+
 The network-only learner runs steps 1 and 4 on sizes only (:meth:`sized_message`), so an
 algorithm with a payload model can be studied without training.
 

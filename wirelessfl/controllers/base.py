@@ -8,6 +8,7 @@ the same (the arrays are then left ``None`` and filled with the scalar).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,8 @@ import numpy as np
 
 from channels.fdma import full_band_upload_s
 from channels.payload import planned_payload_bits
-from optim import BoundConstants, VirtualQueue
+from optim import BoundConstants, VirtualQueue, convergence_bound
+from wirelessfl.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,15 @@ class Decision:
         sparsification: O^t (the round's ratio; the ``sparsification`` column).
         shares: (K',) bandwidth shares b_k^t, summing to <= 1.
         planned_delay_s: D^t the controller expects with these shares [s].
-        bound: gamma^t.
-        fell_back: CVXPY failed and the exact solver answered.
+        bound: gamma^t (NaN: not computed by this controller).
+        fell_back: every CVXPY solver failed and the exact solver answered.
         ranks: (K',) per-client LoRA ranks, each <= the controller's ``rank``; ``None``: all
             clients get ``rank``.
         ratios: (K',) per-client sparsification; ``None``: all get ``sparsification``.
+        fallbacks: solver fallbacks in the round: how many solvers failed before one answered
+            (0: the first; with ``controller.method = cvxpy``, 1: SCS rescued CLARABEL, 2: both
+            failed and the exact solver answered). ``fell_back`` with ``fallbacks = 0`` counts
+            as 1. The ``solver_fallback`` column of ``rounds.csv``.
     """
 
     sparsification: float
@@ -56,6 +62,7 @@ class Decision:
     fell_back: bool = False
     ranks: np.ndarray | None = None
     ratios: np.ndarray | None = None
+    fallbacks: int = 0
 
     def client_ranks(self, rank: int) -> np.ndarray:
         """(K',) ranks: :attr:`ranks`, or ``rank`` for every client."""
@@ -70,13 +77,58 @@ class Decision:
         return np.asarray(self.ratios, dtype=float)
 
 
+def constants_overflow(constants: BoundConstants, detail: str) -> str:
+    """The one-line message for Theorem 1 constants too large for floating point."""
+    k = constants
+    return (
+        f"constants: the convergence bound is not finite ({detail}) with S = {k.S}, "
+        f"H = {k.H}, W = {k.W}, phi = {k.phi}, G = {k.G}; use constants of ordinary "
+        "magnitude (wirelessfl run --calibrate estimates them)"
+    )
+
+
 class Controller(ABC):
     """Base class: a virtual queue (eq. 21) plus the decisions of a concrete policy."""
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
         self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
-        self.rank = self.choose_rank()
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.rank = self.choose_rank()
+        except OverflowError:
+            raise ConfigError(
+                constants_overflow(ctx.constants, "it overflows in the rank search")
+            ) from None
+        self.check_bound()
+
+    def check_bound(self) -> None:
+        """A one-line ``ConfigError`` if the constants make gamma^t non-finite at the run's rank.
+
+        Checked at the worst case a round can meet: one scheduled client and the smallest
+        ratio (``controller.o_min``, or ``controller.sparsification`` if smaller).
+        """
+        c, s = self.ctx, self.ctx.settings
+        o = min(float(s.o_min), float(s.sparsification))
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                gamma = float(
+                    convergence_bound(
+                        rank=self.rank,
+                        sparsification=o,
+                        n_scheduled=1,
+                        n_clients=c.n_clients,
+                        constants=c.constants,
+                    )
+                )
+        except OverflowError:
+            gamma = math.inf
+        if not math.isfinite(gamma):
+            raise ConfigError(
+                constants_overflow(
+                    c.constants, f"gamma^t = {gamma} at rank {self.rank}, O = {o}, K = 1"
+                )
+            )
 
     @property
     def queue(self) -> float:

@@ -41,6 +41,7 @@ class OnlineLyapunov(Controller):
             planned_delay_s=float(slot.delay_s) + self.fixed_delay_s(snr),
             bound=float(slot.bound),
             fell_back=bool(slot.fell_back),
+            fallbacks=int(slot.fallbacks),
         )
 
     def observe(self, delay_s: float) -> float:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from wirelessfl.algorithms import make_algorithm
+from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
@@ -33,6 +34,15 @@ from wirelessfl.training.runtime import Runtime
 __all__ = ["FederatedLearner", "RoundObserver"]
 
 CHECKPOINT = "learner.pt"
+#: What to try when training diverges.
+HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
+#: peft's prefix of the wrapped model's parameter names (left out of messages).
+PEFT_PREFIX = "base_model.model."
+
+
+def _clients(ids: list[int]) -> str:
+    """``clients [3, 5]``, or ``12 clients`` when there are many."""
+    return f"clients {ids}" if len(ids) <= 8 else f"{len(ids)} clients"
 
 
 class RoundObserver(Protocol):
@@ -97,23 +107,24 @@ class FederatedLearner(Learner):
         results = self.algorithm.train(  # 3. client: local training
             plans, [d.shared for d in downloads], self.private, record_grad_norms=record
         )
-        for observer in self.observers:
-            observer.local(results)
         v = self.scenario.payload.bits_per_value
         count_index = self.scenario.payload.index_overhead
         self._pending, self._losses, self._plans, reports = {}, {}, {}, {}
         try:
+            for p, result in zip(plans, results, strict=True):
+                self._check_update(p, result)  # before the algorithm compresses it
+            for observer in self.observers:
+                observer.local(results)
             for p, download, result in zip(plans, downloads, results, strict=True):
-                if not math.isfinite(result.mean_loss):
-                    raise SimulationError(
-                        f"round {t}: client {p.client} has a non-finite training loss"
-                    )
                 message = self.algorithm.client_message(  # 4. client -> server
                     p, download, result, self.private.get(p.client)
                 )
-                if not all(bool(torch.isfinite(x).all()) for x in message.shared.values()):
+                bad = non_finite(message.shared, label=self._label)
+                if bad is not None:
                     raise SimulationError(
-                        f"round {t}: client {p.client} produced a non-finite update"
+                        f"round {t}: client {p.client} has a non-finite message ({bad}) from "
+                        f"{type(self.algorithm).__name__}.client_message, though its local "
+                        f"update is finite; {KEPT} Check the algorithm's client_message"
                     )
                 self.private.stage(p.client, message.private)
                 self._pending[p.client] = message
@@ -146,6 +157,14 @@ class FederatedLearner(Learner):
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
+            bad = non_finite(self.global_state, label=self._label)
+            if bad is not None:
+                raise SimulationError(
+                    f"round {round_index}: the global state holds non-finite values ({bad}) "
+                    f"after {type(self.algorithm).__name__}.aggregate of {_clients(ids)}, though "
+                    f"their messages are finite; {KEPT} Check the algorithm's aggregation "
+                    "and its weights"
+                )
         metrics = self.algorithm.metrics(self.global_state, messages, self._round_plan)
         p = np.array([self.runtime.data_fractions[c] for c in ids])
         loss = float(np.dot(p, [self._losses[c] for c in ids]) / p.sum()) if ids else math.nan
@@ -154,6 +173,30 @@ class FederatedLearner(Learner):
         for observer in self.observers:
             observer.aggregated(self, metrics)
         return metrics
+
+    # ---- numerical faults ------------------------------------------------------------------
+    def _check_update(self, plan: ClientPlan, result: LocalResult) -> None:
+        """A one-line ``SimulationError`` if the client's loss or trained state is not finite."""
+        t, c = plan.round_index, plan.client
+        if not math.isfinite(result.mean_loss):
+            raise SimulationError(
+                f"round {t}: client {c} has a non-finite training loss ({result.mean_loss}); "
+                f"{KEPT} {HINT}"
+            )
+        bad = non_finite(result.local, label=self._label)
+        if bad is not None:
+            raise SimulationError(
+                f"round {t}: client {c} has a non-finite local update ({bad}) after a finite "
+                f"training loss ({result.mean_loss:.4g}); {KEPT} {HINT}"
+            )
+
+    def _label(self, name: str) -> str:
+        """``lora_A of layer <module>`` for a LoRA factor, else the parameter name (no prefix)."""
+        for layer in self.runtime.state.layers:
+            for tag, param in (("lora_A", layer.a_param), ("lora_B", layer.b_param)):
+                if name == param:
+                    return f"{tag} of layer {layer.name.removeprefix(PEFT_PREFIX)}"
+        return name.removeprefix(PEFT_PREFIX)
 
     def evaluate(self, round_index: int) -> dict[str, float]:
         return self.runtime.evaluate(self.global_state)

@@ -13,6 +13,11 @@ qualitative behaviour the bound predicts (more sparsification or a rank far from
 the floor; lost uploads slow progress) at a cost of microseconds per round. It is a
 network-study instrument, never a claim about a model's accuracy.
 
+A non-finite value in the model (an infinite gamma^t, or a loss that overflows with extreme
+``learner.initial_loss`` / ``bound_half``) stops the run with a one-line ``SimulationError``
+naming the round, before the round's record exists; a NaN gamma^t (a controller that does not
+compute the bound) counts as 0.
+
 Payload sizes come from the scenario's algorithm (its ``sized_message`` and
 ``sized_broadcast``, counted by ``Message.bits`` like real messages), computed once per
 distinct (rank, ratio) of a round.
@@ -28,6 +33,8 @@ import numpy as np
 
 from channels import lora_training_flops
 from wirelessfl.algorithms import make_algorithm
+from wirelessfl.algorithms.finite import KEPT
+from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
 from wirelessfl.results.store import atomic_write_text
 
@@ -147,11 +154,27 @@ class SurrogateLearner(Learner):
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         plan = self._last_plan
         if plan is not None and plan.n_scheduled > 0 and len(arrived) > 0:
-            gamma = plan.bound if np.isfinite(plan.bound) else 0.0
+            if np.isinf(plan.bound):
+                raise SimulationError(self._fault(round_index, f"gamma^t is {plan.bound}"))
+            gamma = plan.bound if np.isfinite(plan.bound) else 0.0  # NaN: not computed
             floor = self.initial_loss * gamma / (gamma + self.bound_half)
             frac = len(arrived) / plan.n_scheduled
-            self.excess -= self.progress_rate * frac * (self.excess - floor)
+            excess = self.excess - self.progress_rate * frac * (self.excess - floor)
+            if not np.isfinite(excess):
+                raise SimulationError(
+                    self._fault(round_index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
+                )
+            self.excess = excess
         return {"loss": float(self.excess)}
+
+    def _fault(self, round_index: int, what: str) -> str:
+        """The one-line message of a non-finite value in the loss model."""
+        return (
+            f"round {round_index}: the network-only learner's loss model is not finite "
+            f"({what}; learner.initial_loss = {self.initial_loss}, learner.bound_half = "
+            f"{self.bound_half}); {KEPT} Use constants.* and learner.initial_loss / "
+            "bound_half of ordinary magnitude"
+        )
 
     def evaluate(self, round_index: int) -> dict[str, float]:
         chance = 1.0 / self.n_classes

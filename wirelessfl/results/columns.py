@@ -31,7 +31,9 @@ ROUND_COLUMNS: dict[str, str] = {
     "min_snr_db": "lowest SNR among the scheduled clients",
     "planned_delay_s": "D^t the controller planned with its shares (before faults)",
     "bound": "gamma^t: the per-round convergence-bound term (Theorem 1)",
-    "solver_fallback": "1 if the CVXPY solve failed and the exact solver was used",
+    "solver_fallback": "P3 solver fallbacks in the round: solvers that failed before one "
+    "answered (0: the first; controller.method = cvxpy: 1 if SCS rescued CLARABEL, 2 if both "
+    "failed and the exact solver answered)",
     "loss": "training loss after aggregation (mean over arrived clients, data-weighted)",
     "accuracy": "test accuracy; NaN when the round is not evaluated",
     "test_loss": "test loss; NaN when the round is not evaluated",

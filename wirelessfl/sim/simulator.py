@@ -22,7 +22,15 @@ The server's round, :meth:`Simulator._round`, is a list of named steps:
    stragglers and are discarded);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the virtual queue
    takes D^t (eq. 21); the proportional-fair tracker is updated;
-7. :meth:`~Simulator._record`: the round's record, derived from its events.
+7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
+8. :meth:`~Simulator._record`: the round's record, derived from its events.
+
+Numerical faults stop the run before the round's record exists, with a one-line
+:class:`~wirelessfl.errors.SimulationError` naming the round: a non-finite value in the
+controller's decision (or an overflow in it), a *measured* non-finite metric (NaN is "not
+measured this round"; the loss is measured whenever a client arrived) or evaluation. The
+learners check their own values (a client's update, the aggregate: see
+:mod:`wirelessfl.algorithms.finite`).
 
 Noise is over the whole band B, as in the paper: SNR_k does not depend on the share b_k.
 """
@@ -39,8 +47,9 @@ import simpy
 from channels import rate_bps
 from channels.streams import round_generator
 from optim import select_clients, update_average_rate
+from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.config.scenario import Scenario
-from wirelessfl.controllers import ControllerContext, make_controller
+from wirelessfl.controllers import ControllerContext, Decision, make_controller
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
@@ -51,6 +60,22 @@ from wirelessfl.sim.setup import bound_constants, build_cell, build_devices
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
 PF_SMOOTHING = 0.1  # EWMA weight of the proportional-fair average-rate tracker
+CONSTANTS_HINT = "Check constants.* (Theorem 1's S, H, W, phi, G) and the controller's settings"
+METRICS_HINT = "Lower learner.lr, or check the learner's and the algorithm's metrics"
+
+
+def _listed(values: dict[str, float]) -> str:
+    """``loss = inf, algo.x = -inf``."""
+    return ", ".join(f"{name} = {value}" for name, value in values.items())
+
+
+def _first_non_finite(value: object) -> str:
+    """The first non-finite entry of a number or array, with its index if an array."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 0:
+        return str(float(a))
+    i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
+    return f"{float(a.ravel()[i])} at index {i}"
 
 
 @dataclass
@@ -80,7 +105,7 @@ class _Round:
     sparsification: float = math.nan  # O^t
     bound: float = math.nan
     planned_delay_s: float = 0.0
-    fell_back: bool = False
+    solver_fallbacks: int = 0  # solvers that failed before one answered (Decision.fallbacks)
     queue_before: float = 0.0
     reports: dict[int, ClientReport] = field(default_factory=dict)
     compute_s: dict[int, float] = field(default_factory=dict)
@@ -161,7 +186,8 @@ class Simulator:
         self._train(r)
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
-        return self._record(r, metrics, arrived)
+        evaluation = self._evaluate(r)
+        return self._record(r, metrics, evaluation, arrived)
 
     # 1. ------------------------------------------------------------------------------------
     def _observe(self, t: int) -> _Round:
@@ -212,17 +238,51 @@ class Simulator:
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
                 compute_s = self._compute_estimate(r.scheduled)
-            decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
+            try:
+                decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
+            except OverflowError as err:
+                raise SimulationError(
+                    f"round {r.t}: the controller's decision overflowed ({err}); {KEPT} "
+                    f"{CONSTANTS_HINT}"
+                ) from None
+            self._check_decision(r.t, decision)
             r.shares[allocated] = decision.shares
             r.ranks[allocated] = decision.client_ranks(self.rank)
             r.ratios[allocated] = decision.client_ratios()
             r.sparsification, r.bound = decision.sparsification, decision.bound
-            r.planned_delay_s, r.fell_back = decision.planned_delay_s, decision.fell_back
+            r.planned_delay_s = decision.planned_delay_s
+            r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
         active, dropped = r.active, r.dropped
         if self.scenario.faults.redistribute_unused and dropped.any() and active.any():
             spare = r.shares[dropped].sum()
             r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
             r.shares[dropped] = 0.0
+
+    @staticmethod
+    def _check_decision(t: int, decision: Decision) -> None:
+        """A one-line ``SimulationError`` if the decision holds a non-finite value.
+
+        A NaN bound is allowed (a controller that does not compute gamma^t); an infinite one
+        is not.
+        """
+        values = {
+            "O^t": decision.sparsification,
+            "shares": decision.shares,
+            "planned D^t": decision.planned_delay_s,
+            "per-client ratios": decision.ratios if decision.ratios is not None else 1.0,
+        }
+        bad = [
+            f"{name} {_first_non_finite(v)}"
+            for name, v in values.items()
+            if not np.isfinite(np.asarray(v, dtype=float)).all()
+        ]
+        if math.isinf(decision.bound):
+            bad.append(f"bound gamma^t {decision.bound}")
+        if bad:
+            raise SimulationError(
+                f"round {t}: the controller's decision holds non-finite values "
+                f"({'; '.join(bad)}); {KEPT} {CONSTANTS_HINT}"
+            )
 
     def _compute_estimate(self, clients: np.ndarray) -> np.ndarray:
         """Compute times [s] the server expects (for compute-aware shares)."""
@@ -297,13 +357,16 @@ class Simulator:
         events = sort_events(r.events)
         arrived = arrived_clients(events)
         metrics = self.learner.aggregate(r.t, arrived)
-        bad = [k for k, v in metrics.items() if math.isinf(v)]
-        if len(arrived) and math.isnan(metrics.get("loss", 0.0)):
-            bad.append("loss")
+        # NaN is "not measured this round"; the loss is measured whenever a client arrived
+        bad = {
+            self.metric_columns.get(name, name): float(value)
+            for name, value in metrics.items()
+            if math.isinf(value) or (name == "loss" and len(arrived) and math.isnan(value))
+        }
         if bad:
             raise SimulationError(
-                f"round {r.t}: non-finite {', '.join(bad)} after aggregation "
-                f"({', '.join(f'{k}={metrics[k]}' for k in bad)})"
+                f"round {r.t}: the round measured non-finite {_listed(bad)} after aggregating "
+                f"{len(arrived)} clients; {KEPT} {METRICS_HINT}"
             )
         events.append(Event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived))))
         r.events = events
@@ -317,14 +380,32 @@ class Simulator:
             )
         return metrics, arrived
 
+    def _evaluate(self, r: _Round) -> dict[str, float]:
+        """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
+        sc = self.scenario
+        if not ((r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1):
+            return {}
+        evaluation = self.learner.evaluate(r.t)
+        bad = {k: float(v) for k, v in evaluation.items() if not math.isfinite(v)}
+        if bad:
+            raise SimulationError(
+                f"round {r.t}: the evaluation of the global state measured non-finite "
+                f"{_listed(bad)}; {KEPT} {METRICS_HINT}"
+            )
+        return evaluation
+
     # 7. ------------------------------------------------------------------------------------
-    def _record(self, r: _Round, metrics: dict[str, float], arrived: np.ndarray) -> RoundOutcome:
+    def _record(
+        self,
+        r: _Round,
+        metrics: dict[str, float],
+        evaluation: dict[str, float],
+        arrived: np.ndarray,
+    ) -> RoundOutcome:
         """The round's record (from its events) and its per-client rows."""
         sc = self.scenario
         timing = round_timing(r.events)
         queue_after = self.controller.observe(timing["delay_s"])
-        evaluate = (r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1
-        evaluation = self.learner.evaluate(r.t) if evaluate else {}
         arrived_set = set(arrived.tolist())
         record = {
             "round": r.t,
@@ -340,7 +421,7 @@ class Simulator:
             "min_snr_db": float(r.snr_db.min()),
             "planned_delay_s": r.planned_delay_s,
             "bound": r.bound,
-            "solver_fallback": int(r.fell_back),
+            "solver_fallback": r.solver_fallbacks,
             "loss": metrics.get("loss", math.nan),
             "accuracy": evaluation.get("accuracy", math.nan),
             "test_loss": evaluation.get("test_loss", math.nan),
