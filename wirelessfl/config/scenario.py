@@ -38,6 +38,9 @@ MAX_LAYERS = 10_000
 #: draw (complex128 coefficients, a float64 SNR, a temporary and the previous block's SNRs).
 FADING_BYTES_PER_VALUE = 40
 FADING_BLOCK_BUDGET = 4 * 2**30
+#: Any level in dB (power, gain, noise, SNR) lies within +-MAX_DB: 10**(300/10) = 1e30 is far
+#: past any radio, and keeps 10**(x/10) and the products of a few such factors finite.
+MAX_DB = 300.0
 #: Built-in fading models take their parameters from their own keys, not ``params``.
 _FADING_OWN_KEYS = {
     "rayleigh": "it has no settings",
@@ -105,20 +108,30 @@ class ChannelConfig:
 
     bandwidth_hz: float = option(1.0e6, gt=0.0, doc="total uplink bandwidth B")
     mean_snr_db: float | None = option(
-        None, doc="if set, every client has this mean SNR (geometry keys are ignored)"
+        None,
+        ge=-MAX_DB,
+        le=MAX_DB,
+        doc="if set, every client has this mean SNR (geometry keys are ignored)",
     )
     d_min_m: float = option(10.0, gt=0.0, doc="inner cell radius")
     d_max_m: float = option(500.0, gt=0.0, doc="outer cell radius")
     path_loss_exponent: float = option(
         1.5, gt=0.0, doc="gamma in h = s q^-gamma (amplitude; power falls as q^-2 gamma)"
     )
-    tx_power_dbm: float = option(23.0, doc="client transmit power")
+    tx_power_dbm: float = option(23.0, ge=-MAX_DB, le=MAX_DB, doc="client transmit power")
     reference_gain_db: float = option(
-        -35.0, le=0.0, doc="path gain at 1 m, folded into the transmit power (q^-gamma has none)"
+        -35.0,
+        ge=-MAX_DB,
+        le=0.0,
+        doc="path gain at 1 m, folded into the transmit power (q^-gamma has none)",
     )
-    noise_psd_dbm_per_hz: float = option(-174.0, doc="noise spectral density")
-    noise_figure_db: float = option(7.0, ge=0.0, doc="receiver noise figure")
-    shadowing_sigma_db: float = option(0.0, ge=0.0, doc="log-normal shadowing std")
+    noise_psd_dbm_per_hz: float = option(
+        -174.0, ge=-MAX_DB, le=MAX_DB, doc="noise spectral density"
+    )
+    noise_figure_db: float = option(7.0, ge=0.0, le=MAX_DB, doc="receiver noise figure")
+    shadowing_sigma_db: float = option(
+        0.0, ge=0.0, le=100.0, doc="log-normal shadowing std (6 sigma stays within 600 dB)"
+    )
     fading: FadingConfig = field(default_factory=FadingConfig)
     downlink_rate_bps: float = option(
         0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
@@ -142,12 +155,14 @@ class DevicesConfig:
     """Per-client compute speed (``channels.DeviceProfile``)."""
 
     kind: str = option("fixed", choices=("fixed", "classes", "lognormal"), doc="profile kind")
-    flops_per_s: float = option(1.0e12, gt=0.0, doc="FLOP/s of every device (kind=fixed)")
+    flops_per_s: float = option(1.0e12, ge=1.0, doc="FLOP/s of every device (kind=fixed)")
     classes: dict[str, float] = option(
         default_factory=dict, doc="device class -> probability (kind=classes)"
     )
-    median_flops_per_s: float = option(1.0e12, gt=0.0, doc="median FLOP/s (kind=lognormal)")
-    sigma: float = option(0.5, ge=0.0, doc="log-std of FLOP/s (kind=lognormal)")
+    median_flops_per_s: float = option(1.0e12, ge=1.0, doc="median FLOP/s (kind=lognormal)")
+    sigma: float = option(
+        0.5, ge=0.0, le=10.0, doc="log-std of FLOP/s (kind=lognormal; <= 10 keeps every draw > 0)"
+    )
     include_compute: bool = option(True, doc="false: local training takes no virtual time")
 
 
@@ -294,7 +309,10 @@ class FaultsConfig:
 
     dropout_prob: float = option(0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round")
     outage_snr_db: float | None = option(
-        None, doc="uploads below this SNR fail (the client gets no bandwidth)"
+        None,
+        ge=-MAX_DB,
+        le=MAX_DB,
+        doc="uploads below this SNR fail (the client gets no bandwidth)",
     )
     deadline_s: float | None = option(
         None, gt=0.0, doc="server aggregates what arrived this long after the broadcast"
