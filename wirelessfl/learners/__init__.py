@@ -27,8 +27,11 @@ def make_learner(scenario: Any) -> Learner:
     kind = scenario.learner.kind
     try:
         build = LEARNERS.load(kind)
-    except ImportError as err:  # torch/peft missing on a base install
+    except ModuleNotFoundError as err:  # torch/peft missing on a base install
         raise UserError(
-            f"learner.kind: {kind!r} needs the training extra (pip install '.[train]'): {err}"
+            f"learner.kind: {kind!r} needs the [train] extra: pip install -e '.[train]' "
+            f"(missing module {err.name!r})"
         ) from None
+    # another ImportError (a library installed but failing to load, e.g. for lack of memory)
+    # reaches the command line, which names the library and the reason
     return build(scenario)
