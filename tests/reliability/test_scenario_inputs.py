@@ -100,6 +100,12 @@ BAD_FILES = [
         "nested deeper than 100 levels once its aliases are expanded",
     ),
     (
+        "too-many-values",
+        "many.yaml",
+        "name: [" + ",".join(["1"] * 150_000) + "]\n",
+        "holds more than 100,000 values",
+    ),
+    (
         "deep-toml",
         "deep.toml",
         "a = " + _nested_list(10_000) + "\n",

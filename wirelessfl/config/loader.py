@@ -206,11 +206,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[s
     for item in overrides or []:
         key, parts, raw = _split_override(item)
         where = f"--set {one_line(key, 80)}"
-        if raw.strip():
-            found, value = load_yaml(raw, where, root_path=key)
-            value = _numbers_in(value, where) if found else ""
-        else:
-            value = ""
+        value = parse_value(raw, where, key)
         node = data
         for depth, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
@@ -223,6 +219,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[s
             node = child
         node[parts[-1]] = value
     return data
+
+
+def parse_value(raw: str, where: str, key: str = "") -> Any:
+    """A ``--set`` value: YAML (with the limits of :func:`load_yaml`), numeric strings as
+    numbers; ``""`` when there is nothing after ``=``. Errors start with ``where`` (e.g.
+    ``"--grid controller.V"``) and name keys inside the value under ``key``."""
+    if not raw.strip():
+        return ""
+    found, value = load_yaml(raw, where, root_path=key)
+    return _numbers_in(value, where) if found else ""
 
 
 def _number_or_value(value: Any) -> Any:

@@ -58,16 +58,25 @@ class _TooDeep(Exception):
         self.mark = mark
 
 
+class _TooMany(Exception):
+    pass
+
+
 class _LimitedComposer(Composer):
-    """PyYAML's composer, refusing to nest deeper than :data:`MAX_DEPTH`."""
+    """PyYAML's composer, refusing to nest deeper than :data:`MAX_DEPTH` or to compose more
+    than :data:`MAX_NODES` nodes (so a long text is refused before it is all composed)."""
 
     _depth = 0
+    _count = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         self._depth += 1
+        self._count += 1
         try:
             if self._depth > MAX_DEPTH:
                 raise _TooDeep(self.peek_event().start_mark)
+            if self._count > MAX_NODES:
+                raise _TooMany
             return Composer.compose_node(self, parent, index)
         finally:
             self._depth -= 1
@@ -82,7 +91,7 @@ if _C_PARSER:
             Resolver.__init__(self)
             _LimitedComposer.__init__(self)
 
-        # the C parser composes by itself; use the Python composer (and its depth check)
+        # the C parser composes by itself; use the Python composer (and its limits)
         check_node = _LimitedComposer.check_node
         get_node = _LimitedComposer.get_node
         get_single_node = _LimitedComposer.get_single_node
@@ -92,6 +101,7 @@ if _C_PARSER:
         compose_sequence_node = _LimitedComposer.compose_sequence_node
         compose_mapping_node = _LimitedComposer.compose_mapping_node
         _depth = 0
+        _count = 0
 
 else:  # pragma: no cover
 
@@ -270,6 +280,11 @@ def load_yaml(text: str, where: str, root_path: str = "") -> tuple[bool, Any]:
             raise ConfigError(
                 f"{where}: nested deeper than {MAX_DEPTH} levels at {_line(deep.mark)} "
                 f"(limit {MAX_DEPTH})"
+            ) from None
+        except _TooMany:
+            raise ConfigError(
+                f"{where}: holds more than {MAX_NODES:,} values (keys, values and list items; "
+                f"limit {MAX_NODES:,})"
             ) from None
         if node is None:
             return False, None
