@@ -34,6 +34,20 @@ def make_folder(folder: Path, option: str) -> None:
         raise UserError(f"{option}: cannot create the folder: {problem}") from None
 
 
+def check_study_folder(out: Path) -> None:
+    """``out`` must be new, empty, or a study folder (holding ``study.json``): a sweep never
+    writes into a folder it did not make (``UserError`` naming what the folder holds)."""
+    if not out.is_dir() or (out / STUDY_FILE).is_file():
+        return
+    held = sorted(p.name for p in out.iterdir())
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise UserError(
+            f"--out: {out} is not empty and is not a study folder (it holds {shown}); "
+            "give a folder that is new, empty, or a study to continue"
+        )
+
+
 def write_spec(out: Path, spec: dict[str, Any]) -> None:
     """Write ``study.json`` (the sweep's scenario, overrides, grid and seeds) atomically."""
     from wirelessfl.results.store import atomic_write_text

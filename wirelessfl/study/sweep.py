@@ -30,6 +30,7 @@ from wirelessfl.results.summary import summarize
 from wirelessfl.study.executor import RunTask, run_tasks
 from wirelessfl.study.folder import (
     StudyIndex,
+    check_study_folder,
     folder_summary,
     make_folder,
     run_state,
@@ -110,6 +111,7 @@ def run_sweep(
     problem = folder_problem(out)
     if problem:
         raise UserError(f"--out: {problem}")
+    check_study_folder(out)
     scenario_path = resolve_scenario_path(scenario).resolve()
     fixed = list(overrides or [])
     seeds = seed_list(seeds, load_scenario(scenario_path, fixed).seed)
