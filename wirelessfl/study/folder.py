@@ -6,7 +6,6 @@ The formats are defined in ``wirelessfl.results.study``, which reads them back.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,16 +94,15 @@ def _check_same_scenario(folder: Path, scenario: Scenario) -> None:
 def run_state(folder: Path, scenario: Scenario) -> str:
     """What a run folder holds: ``finished``, ``unfinished`` (resume it) or ``missing``.
 
-    A folder killed before its ``config.yaml`` was written holds nothing to resume and is
-    removed; one written for another scenario is refused (``UserError``).
+    A folder killed before its ``config.yaml`` was written holds nothing to resume: the run
+    starts again in it (and refuses it if it holds anything but a leftover temporary file). One
+    written for another scenario is refused (``UserError``).
     """
     if folder.is_file():
         raise UserError(f"sweep: {folder} is a file where this sweep keeps a run folder")
     if (folder / "config.yaml").exists():
         _check_same_scenario(folder, scenario)
         return "finished" if _finished(folder) else "unfinished"
-    if folder.exists():
-        shutil.rmtree(folder)
     return "missing"
 
 
