@@ -133,6 +133,7 @@ class TableWriter:
             self._hasher = hashlib.sha256()
             self.rows, self.n_bytes = 0, 0
             self._write((",".join(self.columns) + "\n").encode("utf-8"), 0)
+            self._fh.flush()  # a table on disk always has its header
             return
         self._hasher = verified or verify_table(path, self.columns, mark)
         os.truncate(path, mark.n_bytes)  # rows after the checkpoint, a partial last line
