@@ -42,16 +42,12 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def parse_value(text: str) -> Any:
-    """One value parsed exactly like a ``--set key=VALUE`` value (numbers, booleans, strings)."""
-    import yaml
+def parse_value(text: str, key: str = "") -> Any:
+    """One value parsed exactly like a ``--set key=VALUE`` value (numbers, booleans, strings);
+    ``UserError`` naming ``--grid <key>`` if it is not valid."""
+    from wirelessfl.config.loader import parse_value as parse_set_value
 
-    from wirelessfl.config.loader import apply_overrides
-
-    try:
-        return apply_overrides({}, [f"value={text}"])["value"]
-    except yaml.YAMLError:
-        raise UserError(f"--grid: cannot parse the value {text!r}") from None
+    return parse_set_value(text, f"--grid {key}".rstrip(), key)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -86,5 +82,5 @@ def parse_grid(items: Iterable[str]) -> dict[str, list]:
         texts = _split_top_level(raw)
         if any(not t for t in texts):
             raise UserError(f"--grid {key}: empty value in {raw!r}")
-        grid[key] = [parse_value(t) for t in texts]
+        grid[key] = [parse_value(t, key) for t in texts]
     return grid
