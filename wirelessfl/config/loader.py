@@ -277,6 +277,11 @@ def _numbers_in(data: Any, where: str) -> Any:
     return walk(data, 1)
 
 
+def scenario_yaml(scenario: Scenario) -> str:
+    """The fully resolved scenario (every key, defaults included) as YAML text."""
+    return yaml.safe_dump(to_dict(scenario), sort_keys=False)
+
+
 def dump_scenario(scenario: Scenario, path: Path) -> None:
-    """Write the fully resolved scenario (every key, defaults included)."""
-    path.write_text(yaml.safe_dump(to_dict(scenario), sort_keys=False))
+    """Write :func:`scenario_yaml` to ``path`` (a run writes its ``config.yaml`` atomically)."""
+    path.write_text(scenario_yaml(scenario))

@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from wirelessfl import __version__
-from wirelessfl.config.loader import read_mapping
+from wirelessfl.config.loader import read_mapping, scenario_yaml
 from wirelessfl.config.scenario import Scenario
-from wirelessfl.config.schema import build, to_dict
+from wirelessfl.config.schema import build
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import make_learner
 from wirelessfl.results.columns import (
@@ -218,8 +217,7 @@ class Run:
         """Simulate the remaining rounds; returns the loaded results."""
         sc = self.scenario
         if not self.resume:
-            text = yaml.safe_dump(to_dict(sc), sort_keys=False)
-            atomic_write_text(self.out / CONFIG, text)
+            atomic_write_text(self.out / CONFIG, scenario_yaml(sc))
         writers = self._open_tables()
         start = 0
         if self._checkpoint is not None:
