@@ -291,6 +291,12 @@ class LearnerConfig:
     keep_optimizer_state: bool = option(False, doc="keep Adam moments between a client's rounds")
     zeta: float = option(0.0, ge=0.0, doc="orthogonality regularizer weight (eq. 2)")
     eval_batch_size: int = option(256, ge=1, doc="evaluation batch size")
+    head: str = option(
+        "train",
+        choices=("train", "frozen"),
+        doc="train: the task head trains and is sent dense; frozen: it keeps its seeded random "
+        "init, only LoRA trains and is sent",
+    )
     trainer: str = option(
         "auto",
         choices=("auto", "sequential", "batched"),

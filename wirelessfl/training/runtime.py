@@ -102,10 +102,16 @@ class Runtime:
         self.layer_shapes = self.bundle.layer_shapes(lc.target_modules)
         self.train_data = self.data.train.to(self.device)
         self.test_data = self.data.test.to(self.device)
-        self.head_values = self._head_values()  # counted before peft wraps the head
+        self.head_values = self._head_values() if self.trains_head else 0  # before peft wraps it
         self.base_values = int(sum(p.numel() for p in self.bundle.model.parameters()))
 
     # ---- sizes -----------------------------------------------------------------------------
+    @property
+    def trains_head(self) -> bool:
+        """Whether the task head trains (and is sent dense); ``learner.head: frozen`` keeps the
+        head at its seeded random init, a fixed random classifier, so only LoRA learns."""
+        return self.settings.head == "train" and bool(self.bundle.head_modules)
+
     def _head_values(self) -> int:
         """Parameters of the task head (trained and sent dense every round)."""
         heads = set(self.bundle.head_modules)
@@ -157,7 +163,7 @@ class Runtime:
             lora_alpha=lc.lora_alpha,
             lora_dropout=0.0,
             target_modules=self.targets,
-            modules_to_save=self.bundle.head_modules or None,
+            modules_to_save=self.bundle.head_modules if self.trains_head else None,
         )
         with seeded(seed):  # LoRA A init (kaiming) and the new head come from the run seed
             self.model = get_peft_model(self.bundle.model, config).to(self.device)
