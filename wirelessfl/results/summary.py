@@ -27,6 +27,26 @@ def final_accuracy(rounds: pd.DataFrame) -> float:
     return float(evaluated.iloc[-1]) if len(evaluated) else math.nan
 
 
+def time_to_target(rounds: pd.DataFrame | None, target_accuracy: float) -> dict[str, float]:
+    """Virtual time and uplink traffic to reach ``target_accuracy``.
+
+    The first evaluated round whose ``accuracy`` is at least the target: ``time_to_target_s``
+    is its ``t_end_s`` [s] and ``bits_to_target`` the sum of ``bits_up`` [bit] over the rounds up
+    to and including it. Both NaN if no evaluated round reaches the target.
+    """
+    missing = {"time_to_target_s": math.nan, "bits_to_target": math.nan}
+    if rounds is None or len(rounds) == 0:
+        return missing
+    reached = (rounds["accuracy"] >= target_accuracy).to_numpy()  # NaN (not evaluated) is False
+    if not reached.any():
+        return missing
+    first = int(reached.argmax())
+    return {
+        "time_to_target_s": float(rounds["t_end_s"].iloc[first]),
+        "bits_to_target": float(rounds["bits_up"].iloc[: first + 1].sum()),
+    }
+
+
 def summarize(rounds: pd.DataFrame | None) -> dict[str, float]:
     """``SUMMARY_COLUMNS`` for one run; reads accuracy, delay_s, sparsification, bits_up,
     t_end_s, queue_after and rank. All NaN (``rounds_done`` 0) for a missing or empty table."""

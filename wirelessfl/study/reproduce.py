@@ -11,131 +11,13 @@ paper's claim is discussed in ``docs/results.md``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import math
 from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, int_in_range, path_text
+from wirelessfl.study.reproductions import REPRODUCTIONS
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS
-
-FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
-
-
-@dataclass(frozen=True)
-class Reproduction:
-    """A figure: its scenario, its sweeps (name -> grid) and how to draw it."""
-
-    scenario: str  # path under scenarios/
-    sweeps: dict[str, dict[str, list]]
-    claim: str
-    full: list[str] = field(default_factory=lambda: list(FULL_TRAINING))
-    full_sweeps: dict[str, dict[str, list]] | None = None
-    draw: Callable[[Path, list], list[Path]] | None = None
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
-
-
-def _draw_fig3ab(out: Path, runs: list) -> list[Path]:
-    from wirelessfl.plots import accuracy_vs_round
-    from wirelessfl.results.groups import config_value
-
-    paths = []
-    for panel, rank in (("a", 4), ("b", 8)):
-        chosen = [r for r in runs if config_value(r, "controller.rank") == rank]
-        if chosen:
-            fig = accuracy_vs_round(chosen)
-            fig.axes[0].set_title(f"Fig. 3({panel}): sparsifiers at r = {rank}, O = 0.5")
-            paths.append(_save(fig, out / f"fig3{panel}_rank{rank}.png"))
-    return paths
-
-
-def _draw_fig3c(out: Path, runs: list) -> list[Path]:
-    from wirelessfl.plots import accuracy_vs_round
-
-    fig = accuracy_vs_round(runs)
-    fig.axes[0].set_title("Fig. 3(c): TSFA vs OSFA")
-    return [_save(fig, out / "fig3c.png")]
-
-
-def _draw_fig45(out: Path, runs: list) -> list[Path]:
-    from wirelessfl.plots import accuracy_vs_round, cov_norm
-
-    fig4 = cov_norm(runs)
-    fig4.axes[0].set_title("Fig. 4: ||Cov(theta_B, theta_A)||_F vs shards")
-    fig5 = accuracy_vs_round(runs)
-    fig5.axes[0].set_title("Fig. 5: accuracy vs shards")
-    return [_save(fig4, out / "fig4_cov.png"), _save(fig5, out / "fig5_accuracy.png")]
-
-
-def _draw_dpp(out: Path, runs: list) -> list[Path]:
-    from matplotlib.figure import Figure
-
-    from wirelessfl.results.groups import config_value
-
-    rows = sorted(
-        (
-            float(config_value(r, "controller.V")),
-            float(r.rounds.delay_s.mean()),
-            float(r.rounds.bound.mean()),
-        )
-        for r in runs
-    )
-    v, delay, bound = zip(*rows, strict=True)
-    fig = Figure(figsize=(8, 3.2))
-    ax1, ax2 = fig.subplots(1, 2)
-    ax1.semilogx(v, delay, "o-")
-    ax1.axhline(float(config_value(runs[0], "controller.d_th_s")), color="k", ls=":", label="D_th")
-    ax1.set_xlabel("V")
-    ax1.set_ylabel("time-average D^t [s]")
-    ax1.legend()
-    ax2.loglog(v, bound, "o-")
-    ax2.set_xlabel("V")
-    ax2.set_ylabel("time-average bound gamma^t")
-    fig.suptitle("Drift-plus-penalty: O(1/V) bound, O(V) delay")
-    fig.tight_layout()
-    return [_save(fig, out / "dpp_tradeoff.png")]
-
-
-REPRODUCTIONS: dict[str, Reproduction] = {
-    "fig3ab": Reproduction(
-        scenario="paper/fig3ab_sparsifiers.yaml",
-        sweeps={
-            "sparsifiers": {
-                "strategy.sparsifier": ["soft", "topk", "random", "structured", "none"],
-                "controller.rank": [4, 8],
-            }
-        },
-        claim="SOFT keeps higher accuracy than TLoRA, SLoRA and RLoRA at O = 0.5; ILoRA bounds it",
-        draw=_draw_fig3ab,
-    ),
-    "fig3c": Reproduction(
-        scenario="paper/fig3c_tsfa_osfa.yaml",
-        sweeps={
-            "tsfa": {"controller.name": ["tsfa"]},
-            "osfa": {"controller.name": ["osfa"], "controller.rank": [1, 2, 4, 16, 32, 64]},
-        },
-        claim="TSFA's offline rank beats OSFA with too small (1, 2, 4) or too large (16-64) ranks",
-        draw=_draw_fig3c,
-    ),
-    "fig45": Reproduction(
-        scenario="paper/fig45_shards.yaml",
-        sweeps={"shards": {"learner.partition_options.n_shards": [20, 40, 100, 200]}},
-        full_sweeps={"shards": {"learner.partition_options.n_shards": [100, 200, 500, 1000]}},
-        claim="more shards (closer to IID) give a smaller Cov norm and a higher accuracy",
-        draw=_draw_fig45,
-    ),
-    "dpp": Reproduction(
-        scenario="paper/drift_plus_penalty.yaml",
-        sweeps={"V": {"controller.V": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]}},
-        full=["rounds=20000"],
-        claim="larger V lowers the time-average bound and raises the time-average delay to D_th",
-        draw=_draw_dpp,
-    ),
-}
 
 
 def reproduce(
@@ -147,8 +29,14 @@ def reproduce(
     progress: bool = False,
     overrides: list[str] | None = None,
     seeds: int = 1,
+    target_accuracy: float | None = None,
 ) -> dict[str, Any]:
-    """Run (or finish) one reproduction; returns its studies, summary table and figure paths."""
+    """Run (or finish) one reproduction; returns its studies, summary table and figure paths.
+
+    ``summary.csv`` holds each run's index row plus, where the reproduction states a target
+    accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
+    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it.
+    """
     import pandas as pd
 
     from wirelessfl.config.loader import SCENARIO_DIR
@@ -184,9 +72,38 @@ def reproduce(
     table = pd.concat(
         [s.index.assign(sweep=name) for name, s in studies.items()], ignore_index=True
     )
+    target = spec.target_accuracy if target_accuracy is None else target_accuracy
+    if target is not None:
+        table = _with_time_to_target(table, out, target)
     table.to_csv(out / "summary.csv", index=False)
     figures = spec.draw(out, runs) if spec.draw else []
     return {"folder": out, "summary": table, "figures": figures, "claim": spec.claim}
+
+
+def unit_fraction(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected an accuracy in (0, 1], got {text!r}")
+    return value
+
+
+def _with_time_to_target(table, out: Path, target: float):
+    """``table`` (one row per run, columns ``sweep`` and ``run``) with the time-to-target."""
+    import pandas as pd
+
+    from wirelessfl.results.store import load
+    from wirelessfl.results.summary import time_to_target
+
+    rows = []
+    for sweep, run in zip(table["sweep"], table["run"], strict=True):
+        folder = out / sweep / run
+        rounds = load(folder).rounds if (folder / "rounds.csv").is_file() else None
+        rows.append(time_to_target(rounds, target))
+    return pd.concat([table.assign(target_accuracy=target), pd.DataFrame(rows)], axis=1)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -200,11 +117,21 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             seeds=args.seeds,
             overrides=args.set,
+            target_accuracy=args.target,
         )
         cols = [
             c
             for c in result["summary"].columns
-            if c in ("run", "final_accuracy", "mean_delay_s", "mean_sparsification", "rank")
+            if c
+            in (
+                "run",
+                "final_accuracy",
+                "mean_delay_s",
+                "mean_sparsification",
+                "rank",
+                "time_to_target_s",
+                "bits_to_target",
+            )
         ]
         print(f"{figure}: {result['claim']}")
         print(result["summary"][["sweep", *cols]].to_string(index=False))
@@ -234,6 +161,11 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         help=f"seeds per grid point (mean and spread), 1 to {MAX_SEEDS} (default 1)",
     )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
+    p.add_argument(
+        "--target",
+        type=unit_fraction,
+        help="accuracy whose time-to-target goes into summary.csv (default: the figure's)",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd_reproduce)
     return p

@@ -1,0 +1,177 @@
+"""The paper's section V figures as named sweeps: scenario, grids, claim, target and drawing.
+
+Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
+draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
+a larger rank or a denser payload makes each round longer). ``target_accuracy`` is the stated
+accuracy whose time-to-target (virtual seconds and uplink bits) goes into ``summary.csv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
+SPARSIFIERS = ["soft", "topk", "random", "structured"]
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A figure: its scenario, its sweeps (name -> grid) and how to draw it.
+
+    ``target_accuracy`` is None where accuracy is not a claim (network-only runs, whose accuracy
+    is the surrogate's).
+    """
+
+    scenario: str  # path under scenarios/
+    sweeps: dict[str, dict[str, list]]
+    claim: str
+    target_accuracy: float | None = None
+    full: list[str] = field(default_factory=lambda: list(FULL_TRAINING))
+    full_sweeps: dict[str, dict[str, list]] | None = None
+    draw: Callable[[Path, list], list[Path]] | None = None
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    return path
+
+
+def _both_ways(out: Path, runs: list, stem: str, title: str) -> list[Path]:
+    """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``)."""
+    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
+
+    by_round, by_time = accuracy_vs_round(runs), accuracy_vs_time(runs)
+    by_round.axes[0].set_title(title)
+    by_time.axes[0].set_title(f"{title} (latency–accuracy)")
+    return [_save(by_round, out / f"{stem}.png"), _save(by_time, out / f"{stem}_time.png")]
+
+
+def _sparsifier_panels(tag: str = "") -> Callable[[Path, list], list[Path]]:
+    """Fig. 3(a)/(b): one panel per rank, and per O when the sweep varies it; files
+    ``fig3<a|b><tag>_rank<r>[_O<O>]``."""
+
+    def draw(out: Path, runs: list) -> list[Path]:
+        from wirelessfl.results.groups import config_value
+
+        paths = []
+        ratios = sorted({float(config_value(r, "controller.sparsification")) for r in runs})
+        for panel, rank in (("a", 4), ("b", 8)):
+            for ratio in ratios:
+                chosen = [
+                    r
+                    for r in runs
+                    if config_value(r, "controller.rank") == rank
+                    and (
+                        config_value(r, "strategy.sparsifier") == "none"
+                        or float(config_value(r, "controller.sparsification")) == ratio
+                    )
+                ]
+                if not chosen:
+                    continue
+                suffix = "" if len(ratios) == 1 else f"_O{ratio:g}"
+                label = f" ({tag.strip('_').replace('_', ' ')} head)" if tag else ""
+                title = f"Fig. 3({panel}){label}: sparsifiers at r = {rank}, O = {ratio:g}"
+                paths += _both_ways(out, chosen, f"fig3{panel}{tag}_rank{rank}{suffix}", title)
+        return paths
+
+    return draw
+
+
+def _draw_fig3c(out: Path, runs: list) -> list[Path]:
+    return _both_ways(out, runs, "fig3c", "Fig. 3(c): TSFA vs OSFA")
+
+
+def _draw_fig45(out: Path, runs: list) -> list[Path]:
+    from wirelessfl.plots import cov_norm
+
+    fig4 = cov_norm(runs)
+    fig4.axes[0].set_title("Fig. 4: ||Cov(theta_B, theta_A)||_F vs shards")
+    paths = [_save(fig4, out / "fig4_cov.png")]
+    return paths + _both_ways(out, runs, "fig5_accuracy", "Fig. 5: accuracy vs shards")
+
+
+def _draw_dpp(out: Path, runs: list) -> list[Path]:
+    from matplotlib.figure import Figure
+
+    from wirelessfl.results.groups import config_value
+
+    rows = sorted(
+        (
+            float(config_value(r, "controller.V")),
+            float(r.rounds.delay_s.mean()),
+            float(r.rounds.bound.mean()),
+        )
+        for r in runs
+    )
+    v, delay, bound = zip(*rows, strict=True)
+    fig = Figure(figsize=(8, 3.2))
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.semilogx(v, delay, "o-")
+    ax1.axhline(float(config_value(runs[0], "controller.d_th_s")), color="k", ls=":", label="D_th")
+    ax1.set_xlabel("V")
+    ax1.set_ylabel("time-average D^t [s]")
+    ax1.legend()
+    ax2.loglog(v, bound, "o-")
+    ax2.set_xlabel("V")
+    ax2.set_ylabel("time-average bound gamma^t")
+    fig.suptitle("Drift-plus-penalty: time-average delay and bound against V")
+    fig.tight_layout()
+    return [_save(fig, out / "dpp_tradeoff.png")]
+
+
+REPRODUCTIONS: dict[str, Reproduction] = {
+    "fig3ab": Reproduction(
+        scenario="paper/fig3ab_sparsifiers.yaml",
+        sweeps={
+            "sparsifiers": {
+                "strategy.sparsifier": [*SPARSIFIERS, "none"],
+                "controller.rank": [4, 8],
+            }
+        },
+        claim="SOFT keeps higher accuracy than TLoRA, SLoRA and RLoRA at O = 0.5; ILoRA bounds it",
+        target_accuracy=0.7,
+        draw=_sparsifier_panels(),
+    ),
+    "fig3ab_frozen": Reproduction(
+        scenario="paper/fig3ab_frozen_head.yaml",
+        sweeps={
+            "sparsified": {
+                "strategy.sparsifier": SPARSIFIERS,
+                "controller.rank": [4, 8],
+                "controller.sparsification": [0.5, 0.1],
+            },
+            "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
+        },
+        claim="with only LoRA learning (frozen head), SOFT beats TLoRA, SLoRA and RLoRA; "
+        "ILoRA bounds it",
+        target_accuracy=0.6,
+        draw=_sparsifier_panels("_frozen"),
+    ),
+    "fig3c": Reproduction(
+        scenario="paper/fig3c_tsfa_osfa.yaml",
+        sweeps={
+            "tsfa": {"controller.name": ["tsfa"]},
+            "osfa": {"controller.name": ["osfa"], "controller.rank": [1, 2, 4, 16, 32, 64]},
+        },
+        claim="TSFA's offline rank beats OSFA with too small (1, 2, 4) or too large (16-64) ranks",
+        target_accuracy=0.75,
+        draw=_draw_fig3c,
+    ),
+    "fig45": Reproduction(
+        scenario="paper/fig45_shards.yaml",
+        sweeps={"shards": {"learner.partition_options.n_shards": [20, 40, 100, 200]}},
+        full_sweeps={"shards": {"learner.partition_options.n_shards": [100, 200, 500, 1000]}},
+        claim="more shards (closer to IID) give a smaller Cov norm and a higher accuracy",
+        target_accuracy=0.5,
+        draw=_draw_fig45,
+    ),
+    "dpp": Reproduction(
+        scenario="paper/drift_plus_penalty.yaml",
+        sweeps={"V": {"controller.V": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]}},
+        full=["rounds=20000"],
+        claim="larger V lowers the time-average bound and raises the time-average delay to D_th",
+        draw=_draw_dpp,
+    ),
+}
