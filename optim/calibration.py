@@ -9,8 +9,9 @@ constant     estimator (assumption)
 ===========  =====================================================================================
 G            max of the recorded stochastic-gradient norms ||grad F_k^{t,e}||_F (Assumption 6)
 W            max over layers/components/rounds of ||B[:, i]||_2 ||A[i, :]||_2 (Assumption 6)
-phi          mean over rounds of ||Cov(theta_B, theta_A)||_F^2 / ||theta_r||_F^2 (Assumption 3,
-             eq. 12-13), with Cov the client-weighted E_k[(B_k - B)(A_k - A)]
+phi          max (or a high quantile) over rounds of ||Cov(theta_B, theta_A)||_F^2 /
+             ||theta_r||_F^2 (Assumption 3, eq. 12-13), with Cov the client-weighted
+             E_k[(B_k - B)(A_k - A)]
 S            max (or a high quantile) along a trajectory of
              ||grad F(theta_{t+1}) - grad F(theta_t)|| / ||theta_{t+1} - theta_t|| (Assumption 4)
 H            from a rank sweep, with the highest swept rank r_o standing in for theta_o:
@@ -19,6 +20,11 @@ H            from a rank sweep, with the highest swept rank r_o standing in for 
 ===========  =====================================================================================
 
 theta_r here is the rank-r LoRA update B A (all adapted layers flattened and concatenated).
+G, W, phi, S and H are constants of upper bounds (each assumption holds for every round,
+client or step), so each is estimated by the largest value the pilot saw (phi and S optionally
+by a high quantile, to discard outliers): a mean would give a constant the pilot itself
+violates. The estimates are lower bounds on the true constants (a pilot sees finitely many
+rounds).
 Everything is plain numpy; the runtime fills the record.
 """
 
@@ -150,10 +156,23 @@ def estimate_W(component_norms: ArrayLike) -> float:  # noqa: N802 - the paper's
     return float(np.max(c))
 
 
-def estimate_phi(cov_sq_norms: ArrayLike, theta_sq_norms: ArrayLike) -> float:
-    """phi = mean over rounds of ||Cov(theta_B, theta_A)||_F^2 / ||theta_r||_F^2 (eq. 13).
+def estimate_phi(
+    cov_sq_norms: ArrayLike, theta_sq_norms: ArrayLike, *, quantile: float = 1.0
+) -> float:
+    """phi = quantile_q over rounds of ||Cov(theta_B, theta_A)||_F^2 / ||theta_r||_F^2 (eq. 13).
+
+    Assumption 3 bounds ||Cov(theta_B, theta_A)||_F^2 <= phi ||theta_r||_F^2 in every round, so
+    phi is an upper-bound constant: ``quantile = 1`` (the default) gives the largest ratio seen,
+    the smallest phi the pilot does not violate (still a lower bound on the true sup: a pilot
+    sees finitely many rounds). A value like 0.95 discards outlier rounds (as in
+    :func:`estimate_S`); a mean would be violated in about half the rounds.
 
     Rounds with ||theta_r||_F = 0 (e.g. round 0, LoRA initialised with B = 0) are skipped.
+
+    Args:
+        cov_sq_norms: (T,) ||Cov(theta_B, theta_A)||_F^2 per round.
+        theta_sq_norms: (T,) ||theta_r||_F^2 per round.
+        quantile: q in (0, 1] (numpy's linear interpolation between order statistics).
     """
     cov = _finite("cov_sq_norms", cov_sq_norms).ravel()
     th = _finite("theta_sq_norms", theta_sq_norms).ravel()
@@ -163,10 +182,11 @@ def estimate_phi(cov_sq_norms: ArrayLike, theta_sq_norms: ArrayLike) -> float:
         )
     if np.any(cov < 0) or np.any(th < 0):
         raise ValueError("cov_sq_norms and theta_sq_norms must be >= 0")
+    q = check_real("quantile", quantile, low=0.0, high=1.0, low_open=True)
     ok = th > 0
     if not np.any(ok):
         raise ValueError("theta_sq_norms must have at least one positive entry")
-    return float(np.mean(cov[ok] / th[ok]))
+    return float(np.quantile(cov[ok] / th[ok], q))
 
 
 def estimate_S(  # noqa: N802 - the paper's symbol
@@ -241,6 +261,7 @@ def calibrate_constants(
     E: int | None = None,  # noqa: N803 - the paper's symbol
     r_max: int | None = None,
     smoothness_quantile: float = 1.0,
+    phi_quantile: float = 1.0,
 ) -> BoundConstants:
     """Estimate S, H, W, phi, G from ``record``; keep ``defaults`` for what it does not measure.
 
@@ -252,6 +273,7 @@ def calibrate_constants(
         r_max: the rank treated as full fine-tuning (overrides ``defaults.r_max``; also used as
             theta_o's rank for H when it is at least the highest swept rank).
         smoothness_quantile: quantile for :func:`estimate_S` (1 = max).
+        phi_quantile: quantile for :func:`estimate_phi` (1 = max).
 
     Returns:
         a validated :class:`BoundConstants`.
@@ -275,7 +297,7 @@ def calibrate_constants(
     if record.cov_sq_norms is not None or record.theta_sq_norms is not None:
         if record.cov_sq_norms is None or record.theta_sq_norms is None:
             raise ValueError("cov_sq_norms and theta_sq_norms must be given together")
-        upd["phi"] = estimate_phi(record.cov_sq_norms, record.theta_sq_norms)
+        upd["phi"] = estimate_phi(record.cov_sq_norms, record.theta_sq_norms, quantile=phi_quantile)
     if record.trajectory_params is not None or record.trajectory_grads is not None:
         if record.trajectory_params is None or record.trajectory_grads is None:
             raise ValueError("trajectory_params and trajectory_grads must be given together")

@@ -54,10 +54,37 @@ def test_covariance_and_phi_known_by_construction():
     Bc3 = np.stack([Bm, Bm + dB, Bm - dB])
     Ac3 = np.stack([Am, Am + dA, Am - dA])
     np.testing.assert_allclose(lora_covariance(Bc3, Ac3, w), 0.5 * dB @ dA, atol=1e-12)
-    # phi = mean of ratios; a round with ||theta_r|| = 0 is skipped
+    # phi = the largest ratio (an upper-bound constant); a round with ||theta_r|| = 0 is skipped
     cov_sq = np.array([1.0, 2.0, 3.0, 0.0])
     th_sq = np.array([10.0, 10.0, 30.0, 0.0])
-    assert estimate_phi(cov_sq, th_sq) == pytest.approx((0.1 + 0.2 + 0.1) / 3)
+    assert estimate_phi(cov_sq, th_sq) == pytest.approx(0.2)
+
+
+def test_phi_is_the_bound_of_assumption_3_not_a_mean():
+    # rounds whose ratio ||Cov||^2 / ||theta||^2 is drawn from U(0, phi_true), with one round
+    # at phi_true exactly: the sup is known, and the old mean (~phi_true / 2) misses it
+    rng = np.random.default_rng(5)
+    phi_true, t = 0.37, 400
+    ratios = rng.uniform(0.0, phi_true, t)
+    ratios[123] = phi_true
+    th_sq = rng.uniform(0.5, 20.0, t)
+    cov_sq = ratios * th_sq
+    phi = estimate_phi(cov_sq, th_sq)
+    assert phi == pytest.approx(phi_true, rel=1e-12)
+    assert np.all(cov_sq <= phi * th_sq * (1 + 1e-12))  # eq. (13) holds in every pilot round
+    assert np.mean(cov_sq / th_sq) < 0.6 * phi_true
+    # quantile = 1 is the largest ratio, computed here without numpy's quantile
+    largest = 0.0
+    for c, h in zip(cov_sq.tolist(), th_sq.tolist(), strict=True):
+        largest = max(largest, c / h)
+    assert estimate_phi(cov_sq, th_sq, quantile=1.0) == largest
+    # a high quantile discards the top rounds: U(0, phi_true) has its 0.9 quantile at 0.9 phi
+    q90 = estimate_phi(cov_sq, th_sq, quantile=0.9)
+    assert q90 < phi and q90 == pytest.approx(0.9 * phi_true, rel=0.05)
+    # calibrate_constants passes the quantile on
+    rec = PilotRecord(cov_sq_norms=cov_sq, theta_sq_norms=th_sq)
+    assert calibrate_constants(rec).phi == phi
+    assert calibrate_constants(rec, phi_quantile=0.9).phi == q90
 
 
 def test_smoothness_recovers_the_largest_curvature_of_a_quadratic():
@@ -109,7 +136,7 @@ def test_calibrate_constants_fills_what_was_measured():
     )
     base = BoundConstants(S=2.0, H=0.7, eta=0.01, E=3, r_max=32)
     c = calibrate_constants(rec, defaults=base, eta=0.02, E=4)
-    assert (c.G, c.W, c.phi) == (4.0, 0.9, 0.5)
+    assert (c.G, c.W, c.phi) == (4.0, 0.9, 0.75)
     assert (c.S, c.H, c.eta, c.E, c.r_max) == (2.0, 0.7, 0.02, 4, 32)
     full = PilotRecord(
         trajectory_params=rng.normal(size=(5, 3)),
@@ -132,6 +159,7 @@ def test_calibrate_constants_fills_what_was_measured():
         (lambda: estimate_W([np.nan]), "component_norms"),
         (lambda: estimate_phi([1.0], [0.0]), "theta_sq_norms"),
         (lambda: estimate_phi([1.0, 2.0], [1.0]), "length"),
+        (lambda: estimate_phi([1.0], [2.0], quantile=1.5), "quantile"),
         (lambda: estimate_S(np.zeros((1, 3)), np.zeros((1, 3))), "T >= 2"),
         (lambda: estimate_S(np.ones((3, 2)), np.ones((3, 2))), "params"),
         (lambda: estimate_S(np.eye(3), np.eye(3), quantile=0.0), "quantile"),
