@@ -58,13 +58,24 @@ def event_lines(round_index: int, events: list[Event]) -> list[str]:
 def round_timing(events: list[Event]) -> dict[str, float]:
     """Timing and counts of a round, read off its events (the only place they are computed).
 
-    ``delay_s`` is D^t: the longest upload among the clients whose upload ended (arrived).
+    ``delay_s`` is D^t of eq. (21): the longest time a client spent uploading, from its
+    ``upload_start`` to its ``upload_end``, or to its ``straggler`` event when
+    ``faults.deadline_s`` cut the upload (the event is at the deadline). Without a cut this is
+    the longest upload among the clients that arrived (the paper's D^t). With one, the upload
+    that was cut counts up to the deadline: the round lasted until then, and D^t is the
+    paper's max_k upload time censored at the deadline, not the arrivals' alone (which would
+    make D^t, and so the virtual queue, smallest exactly when the channel is worst). In the
+    paper's model (no compute, instant downlink: every upload starts at the broadcast) a cut
+    makes D^t = ``faults.deadline_s`` = ``completion_s``. D^t stays upload time, as without a
+    deadline: a client cut before its upload started (still downloading or computing) never
+    used the uplink and adds nothing to it (``completion_s`` and ``n_stragglers`` show it).
     """
     t_start = next(e.time_s for e in events if e.kind == Kind.BROADCAST)
     t_end = next(e.time_s for e in events if e.kind == Kind.AGGREGATE)
     starts = {e.client: e.time_s for e in events if e.kind == Kind.UPLOAD_START}
     ends = [e for e in events if e.kind == Kind.UPLOAD_END]
-    delays = [e.time_s - starts[e.client] for e in ends]
+    cut = [e for e in events if e.kind == Kind.STRAGGLER and e.client in starts]
+    delays = [e.time_s - starts[e.client] for e in ends + cut]
     count = {k: 0 for k in Kind}
     for e in events:
         count[e.kind] += 1

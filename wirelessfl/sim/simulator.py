@@ -20,10 +20,13 @@ The server's round, :meth:`Simulator._round`, is a list of named steps:
    then uploads ``bits_up / (b_k B log2(1 + SNR_k))`` seconds; the server waits for the last
    upload, or until ``faults.deadline_s`` after the broadcast (uploads still running are
    stragglers and are discarded);
-6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the virtual queue
-   takes D^t (eq. 21); the proportional-fair tracker is updated;
+6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
+   proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
-8. :meth:`~Simulator._record`: the round's record, derived from its events.
+8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
+   queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
+   deadline counting up to the deadline (:func:`~wirelessfl.sim.events.round_timing`), so a
+   round whose stragglers were cut reports, and queues, the time it lasted.
 
 Numerical faults stop the run before the round's record exists, with a one-line
 :class:`~wirelessfl.errors.SimulationError` naming the round: a non-finite value in the
@@ -353,7 +356,7 @@ class Simulator:
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
-        """The learner aggregates the arrivals; queue (eq. 21) and fairness tracker move on."""
+        """The learner aggregates the arrivals; the fairness tracker moves on."""
         events = sort_events(r.events)
         arrived = arrived_clients(events)
         metrics = self.learner.aggregate(r.t, arrived)
@@ -402,7 +405,12 @@ class Simulator:
         evaluation: dict[str, float],
         arrived: np.ndarray,
     ) -> RoundOutcome:
-        """The round's record (from its events) and its per-client rows."""
+        """The round's record (from its events) and its per-client rows.
+
+        The virtual queue takes the round's D^t (eq. 21): ``delay_s`` of
+        :func:`~wirelessfl.sim.events.round_timing`, where an upload cut at ``faults.deadline_s``
+        counts up to the deadline.
+        """
         sc = self.scenario
         timing = round_timing(r.events)
         queue_after = self.controller.observe(timing["delay_s"])
