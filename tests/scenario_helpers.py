@@ -51,11 +51,13 @@ def digits_scenario(**overrides):
             "local_steps": 8,
             "batch_size": 16,
             "lr": 0.1,
-            "zeta": 0.01,
         },
         "output": {"clients": True, "checkpoint_every": 1},
     }
-    return scenario_from_dict(_set(data, overrides))
+    data = _set(data, overrides)
+    if data.get("algorithm", {}).get("name", "soft") == "soft":  # zeta is a SOFT-family setting
+        data.setdefault("strategy", {}).setdefault("zeta", 0.01)
+    return scenario_from_dict(data)
 
 
 def interrupt_at(run, round_index: int) -> None:

@@ -21,6 +21,8 @@ from wirelessfl.training.runtime import Runtime  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
+ZETA = 0.01  # eq. (2)'s regularizer on, as SOFT trains
+
 
 def _runtime(rank: int, trainer: str = "sequential", optimizer: str = "adam") -> Runtime:
     sc = digits_scenario(
@@ -28,7 +30,6 @@ def _runtime(rank: int, trainer: str = "sequential", optimizer: str = "adam") ->
             "learner.trainer": trainer,
             "learner.optimizer": optimizer,
             "learner.lr": 0.05,
-            "learner.zeta": 0.01,
         }
     )
     runtime = Runtime(sc)
@@ -44,8 +45,8 @@ def test_padded_client_trains_like_a_model_wrapped_at_its_rank(optimizer):
     start = {k: v + 0.01 * torch.randn_like(v) for k, v in start.items()}  # nonzero B too
     plans = [ClientPlan(3, 0, 2, 1.0), ClientPlan(6, 0, 4, 1.0)]
     full = {k: v.clone() for k, v in wide.initial_state().items()}
-    got = wide.train(plans, [start, full], PrivateState())
-    want = narrow.train(plans[:1], [start], PrivateState())[0]
+    got = wide.train(plans, [start, full], PrivateState(), zeta=ZETA)
+    want = narrow.train(plans[:1], [start], PrivateState(), zeta=ZETA)[0]
     assert {k: tuple(v.shape) for k, v in got[0].local.items()} == {
         k: tuple(v.shape) for k, v in want.local.items()
     }
@@ -53,7 +54,7 @@ def test_padded_client_trains_like_a_model_wrapped_at_its_rank(optimizer):
         torch.testing.assert_close(got[0].local[name], value, rtol=1e-4, atol=1e-6)
     assert got[0].mean_loss == pytest.approx(want.mean_loss, rel=1e-5)
     # the model's own scaling is restored for the next client (trained at the full rank)
-    alone = wide.train(plans[1:], [full], PrivateState())[0]
+    alone = wide.train(plans[1:], [full], PrivateState(), zeta=ZETA)[0]
     for name, value in alone.local.items():
         torch.testing.assert_close(got[1].local[name], value, rtol=0, atol=0)
 
@@ -64,8 +65,8 @@ def test_batched_trainer_gives_the_sequential_result_for_mixed_ranks():
     g = seq.initial_state()
     starts = [truncate_rank(g, layers, 1), g, truncate_rank(g, layers, 2)]
     plans = [ClientPlan(c, 2, r, 1.0) for c, r in zip((0, 1, 5), (1, 4, 2), strict=True)]
-    a = seq.train(plans, starts, PrivateState())
-    b = bat.train(plans, starts, PrivateState())
+    a = seq.train(plans, starts, PrivateState(), zeta=ZETA)
+    b = bat.train(plans, starts, PrivateState(), zeta=ZETA)
     for x, y in zip(a, b, strict=True):
         for name in x.local:
             torch.testing.assert_close(x.local[name], y.local[name], rtol=1e-4, atol=1e-6)

@@ -27,7 +27,8 @@ from wirelessfl.errors import ConfigError, UserError
         ({"controller": {"V": -1.0}}, "controller.V: must be >= 0"),
         ({"controller": {"d_th_s": 0}}, "controller.d_th_s: must be > 0"),
         ({"faults": {"dropout_prob": 1.5}}, "faults.dropout_prob: must be >= 0.0 and < 1.0"),
-        ({"learner": {"zeta": -0.1}}, "learner.zeta: must be >= 0"),
+        ({"strategy": {"zeta": -0.1}}, "strategy.zeta: must be >= 0"),
+        ({"learner": {"zeta": 0.001}}, "learner.zeta: moved to strategy.zeta: "),
         ({"channel": "wide"}, "channel: expected a table"),
         ({"controller": {"method": "magic"}}, "controller.method: must be one of 'exact', 'cvxpy'"),
         # names checked against the registries, at load, accepted names listed

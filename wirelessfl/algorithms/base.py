@@ -11,7 +11,9 @@ Each round the learner calls, in this order:
 2. :meth:`~FederatedAlgorithm.broadcast` (server -> client): the :class:`Message` the client
    starts from (its size is the client's download);
 3. :meth:`~FederatedAlgorithm.train` (client): local training from that start, by the
-   runtime's trainers (sequential or batched) unless the algorithm trains differently;
+   runtime's trainers (sequential or batched) unless the algorithm trains differently; the
+   loss adds :meth:`~FederatedAlgorithm.orthogonality_weight` (zeta) times eq. (2)'s
+   regularizer, 0 (the task loss alone) unless the algorithm says otherwise (SOFT does);
 4. :meth:`~FederatedAlgorithm.client_message` (client -> server): shared tensors (uploaded,
    their bits counted by :meth:`Message.bits`) and private ones (kept by the client);
 5. :meth:`~FederatedAlgorithm.aggregate` (server): the arrived messages -> the new global
@@ -132,6 +134,14 @@ class FederatedAlgorithm(ABC):
         return Message(shared=dict(start))
 
     # ---- 3. train --------------------------------------------------------------------------
+    def orthogonality_weight(self) -> float:
+        """zeta: the weight of eq. (2)'s orthogonality regularizer in the local loss.
+
+        Default 0: the task loss alone. An algorithm that trains with the regularizer (SOFT:
+        ``strategy.zeta``) returns its weight; :meth:`train` passes it to the runtime.
+        """
+        return 0.0
+
     def train(
         self,
         plans: Sequence[ClientPlan],
@@ -140,9 +150,14 @@ class FederatedAlgorithm(ABC):
         *,
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
-        """Local training of every planned client from its start state (the runtime's)."""
+        """Local training of every planned client from its start state (the runtime's), with
+        the loss task + :meth:`orthogonality_weight` x eq. (2)."""
         return self.runtime_or_fail().train(
-            plans, starts, private, record_grad_norms=record_grad_norms
+            plans,
+            starts,
+            private,
+            zeta=self.orthogonality_weight(),
+            record_grad_norms=record_grad_norms,
         )
 
     # ---- 4. client message ------------------------------------------------------------------

@@ -17,6 +17,17 @@ sparsifier    member    rule
 ============  ========  ==========================================================
 
 Each layer keeps ``round(O r (d + l))`` values; the task head (full parameters) is sent dense.
+
+The orthogonality regularizer of eq. (2) is part of SOFT: ``strategy.zeta`` left null resolves,
+when the scenario is loaded, to :data:`SOFT_ZETA` for ``soft`` and to 0 for the baselines
+(TLoRA, RLoRA, SLoRA and ILoRA train on the task loss alone), and ``config.yaml`` records the
+number; a number given explicitly applies to whichever sparsifier is chosen. The runtime reads
+it through :meth:`SoftFamily.orthogonality_weight`.
+
+SOFT's importance weights (eq. 3) are computed, by default (``strategy.importance: update``),
+from the matrices being sparsified, ``u = m + Delta``; ``factors`` computes them from the
+client's local factors ``(theta_B, theta_A)`` after training instead (see
+:mod:`wirelessfl.compress.soft` for the two readings). The other sparsifiers ignore the setting.
 The server adds the weighted sum of the arrived updates to the global state
 (``strategy.aggregation``, ``wirelessfl.algorithms.aggregation``), then measures the
 covariance term of eq. (12) over the arrived clients' local factors and the orthogonality
@@ -41,10 +52,20 @@ from wirelessfl.registries import AGGREGATIONS, SPARSIFIERS
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
 
-__all__ = ["SoftFamily", "SoftSettings"]
+__all__ = ["SOFT_ZETA", "SoftFamily", "SoftSettings", "paper_zeta"]
 
 #: The member that sends its update dense (ILoRA).
 DENSE = "none"
+
+#: zeta of eq. (2) that ``strategy.zeta: null`` gives SOFT (``sparsifier: soft``): the value the
+#: shipped scenarios trained SOFT with before zeta became an algorithm setting. The baselines
+#: (every other sparsifier, plug-ins included) get 0: the regularizer is part of SOFT.
+SOFT_ZETA = 1.0e-3
+
+
+def paper_zeta(sparsifier: str) -> float:
+    """The paper's reading of zeta for ``sparsifier``: :data:`SOFT_ZETA` for SOFT, else 0."""
+    return SOFT_ZETA if sparsifier == "soft" else 0.0
 
 
 @dataclass
@@ -62,6 +83,22 @@ class SoftSettings:
         choices=AGGREGATIONS,
         doc="weighted_mean (of arrivals) | unbiased (Algorithm 3's (N/K) p_k)",
     )
+    zeta: float | None = option(
+        None,
+        ge=0.0,
+        doc=f"eq. (2) orthogonality regularizer weight in local training; null: {SOFT_ZETA:g} "
+        "for soft (SOFT), 0 for the baselines (resolved when loaded)",
+    )
+    importance: str = option(
+        "update",
+        choices=("update", "factors"),
+        doc="soft only: eq. (3) weights from update (u = m + Delta, the sparsified matrices) | "
+        "factors (the local theta_B, theta_A after training)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.zeta is None:  # the paper's reading: SOFT trains with eq. (2), baselines without
+            self.zeta = paper_zeta(self.sparsifier)
 
 
 class SoftFamily(FederatedAlgorithm):
@@ -83,6 +120,12 @@ class SoftFamily(FederatedAlgorithm):
             plans = [replace(p, ratio=1.0) for p in plans]
         return plans
 
+    # ---- 3. train: the loss the runtime minimises ----------------------------------------------
+    def orthogonality_weight(self) -> float:
+        """zeta of eq. (2): ``strategy.zeta`` (resolved by sparsifier when left null)."""
+        zeta = getattr(self.settings, "zeta", None)
+        return paper_zeta(self.settings.sparsifier) if zeta is None else float(zeta)
+
     # ---- network-only payload model ----------------------------------------------------------
     def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
         """round(O_k r_k (d + l)) values per layer, each layer one index space."""
@@ -103,13 +146,14 @@ class SoftFamily(FederatedAlgorithm):
 
         runtime = self.runtime_or_fail()
         state, begin = runtime.state, start.shared
-        delta = {  # Delta = local - global, in the paper's orientation (theta_B, theta_A)
+        factors = {  # the local factors in the paper's orientation (theta_B, theta_A)
+            layer.name: state.paper_factors(result.local, layer) for layer in state.layers
+        }
+        delta = {  # Delta = local - global
             layer.name: tuple(
                 local - glob
                 for local, glob in zip(
-                    state.paper_factors(result.local, layer),
-                    state.paper_factors(begin, layer),
-                    strict=True,
+                    factors[layer.name], state.paper_factors(begin, layer), strict=True
                 )
             )
             for layer in state.layers
@@ -121,6 +165,8 @@ class SoftFamily(FederatedAlgorithm):
             ratio=plan.ratio,
             generator=runtime.generator("sparsify", plan.client, plan.round_index),
             error_feedback=self.settings.error_feedback,
+            # eq. (3)'s weights: from u = m + Delta (None) or from the local factors
+            importance_from=factors if self.settings.importance == "factors" else None,
         )
         message = Message()
         for layer in state.layers:
@@ -133,9 +179,7 @@ class SoftFamily(FederatedAlgorithm):
         for name in state.full_names:  # the task head, trained and sent in full
             message.shared[name] = result.local[name] - begin[name]
         message.private["memory"] = sent.memory  # None (error feedback off) drops it
-        message.diagnostics["factors"] = [
-            state.paper_factors(result.local, layer) for layer in state.layers
-        ]
+        message.diagnostics["factors"] = [factors[layer.name] for layer in state.layers]
         message.diagnostics["sent_fraction"] = sent.ratio
         return message
 

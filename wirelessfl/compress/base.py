@@ -73,6 +73,11 @@ class Sparsifier(ABC):
     ignores_budget: ClassVar[bool] = False
     """True for sparsifiers that keep everything regardless of ``n_keep`` (``"none"``)."""
 
+    takes_importance: ClassVar[bool] = False
+    """True for sparsifiers whose :meth:`masks` accepts ``weights_from=(B_w, A_w)``: a pair
+    shaped like ``(B, A)`` that importance weights are computed from instead of ``B``, ``A``
+    (``"soft"``, eq. 3). :func:`~wirelessfl.compress.compress_update` passes it only to them."""
+
     @abstractmethod
     def masks(
         self,

@@ -93,6 +93,7 @@ def compress_update(
     ratio: float,
     generator: torch.Generator | None = None,
     error_feedback: bool = True,
+    importance_from: Mapping[str, LoRAPair] | None = None,
 ) -> CompressedUpdate:
     """Sparsify one client's per-layer LoRA update with error feedback (eqs. 4-7).
 
@@ -107,6 +108,11 @@ def compress_update(
         ratio: ``O`` in ``[0, 1]``; each layer keeps ``round(O r(d+l))`` entries.
         generator: drives ``"random"``; layers draw in ``delta``'s iteration order.
         error_feedback: when False, ``u = Delta`` and the returned memory is ``None``.
+        importance_from: layer name -> a pair shaped like ``(dB, dA)`` that a sparsifier with
+            importance weights (``takes_importance``: SOFT's eq. 3) computes them from, e.g.
+            the client's local factors after training; default (``None``): from ``u`` itself.
+            The entries kept are chosen from ``u`` either way. Ignored by the other
+            sparsifiers.
 
     Returns:
         :class:`CompressedUpdate` with ``sent[name] = S(u)`` and ``memory[name] = u - sent``.
@@ -134,7 +140,12 @@ def compress_update(
         else:
             uB, uA = dB, dA
         n_keep = r * (d + l) if sp.ignores_budget else budget_for(ratio, r, d, l)
-        mask_B, mask_A = sp.masks(uB, uA, n_keep, generator)
+        if importance_from is not None and sp.takes_importance:
+            mask_B, mask_A = sp.masks(  # type: ignore[call-arg]
+                uB, uA, n_keep, generator, weights_from=importance_from[name]
+            )
+        else:
+            mask_B, mask_A = sp.masks(uB, uA, n_keep, generator)
         sB, sA = apply_masks(uB, uA, mask_B, mask_A)  # Algorithm 1, line 9
         sent[name] = (sB, sA)
         if new_memory is not None:

@@ -7,7 +7,7 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from channels import FADING_MODELS
 from optim import SELECTION_METHODS
@@ -260,6 +260,12 @@ class ModelShapeConfig:
 class LearnerConfig:
     """The learning side: a surrogate (network-only) or real federated LoRA training."""
 
+    #: Keys that used to be here: one line saying where they went (read by ``schema.build``).
+    MOVED_KEYS: ClassVar[dict[str, str]] = {
+        "zeta": "moved to strategy.zeta: eq. (2)'s orthogonality regularizer is a setting of "
+        "the algorithm (null, the default: SOFT trains with it, the baselines without)",
+    }
+
     kind: str = option(
         "surrogate", choices=LEARNERS, doc="surrogate (network-only) | lora (real training)"
     )
@@ -289,7 +295,6 @@ class LearnerConfig:
     optimizer: str = option("sgd", choices=("sgd", "adam"), doc="local optimizer")
     lr: float = option(0.05, gt=0.0, doc="local learning rate")
     keep_optimizer_state: bool = option(False, doc="keep Adam moments between a client's rounds")
-    zeta: float = option(0.0, ge=0.0, doc="orthogonality regularizer weight (eq. 2)")
     eval_batch_size: int = option(256, ge=1, doc="evaluation batch size")
     head: str = option(
         "train",

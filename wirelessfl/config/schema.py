@@ -3,6 +3,8 @@
 A config section is a dataclass whose fields carry constraints in their metadata, built with
 :func:`option`. :func:`build` turns a plain dict (from YAML/TOML) into the dataclass, rejecting
 unknown keys, wrong types and out-of-range values with a :class:`~wirelessfl.errors.ConfigError`.
+A dataclass may list keys it no longer has in ``MOVED_KEYS`` (a class attribute, key -> one
+line saying where the setting went): such a key is refused with that line.
 
 ``choices`` may be a fixed tuple or a :class:`channels.registry.Registry`: the accepted names
 are then read from the registry when a scenario is validated, so a plug-in registered by user
@@ -280,6 +282,10 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
         if not isinstance(k, str):
             where = f"{prefix}: key {show(k)}" if prefix else f"key {show(k)}"
             raise ConfigError(f"{where}: keys are names (strings); accepted here: {accepted}")
+    moved = getattr(cls, "MOVED_KEYS", {})  # a removed key -> where it went (one line)
+    for k in data:
+        if k in moved and k not in fields:
+            raise ConfigError(f"{prefix}.{k}: {moved[k]}" if prefix else f"{k}: {moved[k]}")
     unknown = sorted(set(data) - set(fields))
     if unknown:
         name = key_text(unknown[0])

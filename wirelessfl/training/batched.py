@@ -85,9 +85,10 @@ class BatchedTrainer:
     Built like :class:`~wirelessfl.training.local.LocalTrainer`: ``model`` is the peft model
     (wrapped once, never copied), ``state`` its :class:`TrainableState`, ``loss_fn`` the
     bundle's ``loss_and_logits``, ``optimizer`` ``"sgd"`` or ``"adam"``, ``lr`` and ``zeta``
-    (weight of eq. (2)). ``sample_loss_fn`` gives per-sample losses from logits (default:
-    cross entropy against ``batch["y"]``). Raises ``NotImplementedError`` for a model with
-    layers it cannot group (see :mod:`~wirelessfl.training.forward_patch`).
+    (weight of eq. (2), the default of :meth:`train_many`'s ``zeta``). ``sample_loss_fn``
+    gives per-sample losses from logits (default: cross entropy against ``batch["y"]``).
+    Raises ``NotImplementedError`` for a model with layers it cannot group (see
+    :mod:`~wirelessfl.training.forward_patch`).
 
     Attributes:
         last_client_state_bytes: bytes of per-client tensors (parameter stacks, their
@@ -103,7 +104,7 @@ class BatchedTrainer:
         loss_fn: Callable,
         optimizer: str,
         lr: float,
-        zeta: float,
+        zeta: float = 0.0,
         sample_loss_fn: SampleLossFn | None = None,
     ):
         if optimizer not in ("sgd", "adam"):
@@ -134,6 +135,7 @@ class BatchedTrainer:
         ranks: Sequence[int] | None = None,
         record_grad_norms: bool = False,
         model_seeds: Sequence[int] | None = None,
+        zeta: float | None = None,
     ) -> list[LocalResult]:
         """Train K clients from their start states; result k equals ``LocalTrainer.train``'s.
 
@@ -156,6 +158,8 @@ class BatchedTrainer:
                 independent of what ran before; their masks are drawn over the concatenated
                 batch, so they differ from the sequential trainer's (same distribution). No
                 effect on models without stochastic layers.
+            zeta: weight of eq. (2)'s regularizer in every client's loss (default: the
+                trainer's ``zeta``).
 
         Returns:
             K :class:`LocalResult`: ``local`` (peft names and shapes, detached), ``mean_loss``
@@ -197,6 +201,7 @@ class BatchedTrainer:
                 optimizer_states,
                 ranks,
                 record_grad_norms,
+                self.zeta if zeta is None else float(zeta),
             )
 
     def _train_many(
@@ -209,6 +214,7 @@ class BatchedTrainer:
         optimizer_states: Sequence[dict | None] | None,
         ranks: Sequence[int] | None,
         record_grad_norms: bool,
+        zeta: float,
     ) -> list[LocalResult]:
         """:meth:`train_many` after validation, in the caller's RNG scope."""
         k_all = len(datasets)
@@ -256,11 +262,11 @@ class BatchedTrainer:
                     checked = True
                 task = client_means(per_sample, counts)
                 total = task.sum()
-                if self.zeta != 0.0:
+                if zeta != 0.0:
                     reg = sum(
                         orthogonality_penalty(*_paper_factors(views, site, g)) for site in sites
                     )
-                    total = total + self.zeta * reg.sum()  # type: ignore[union-attr]
+                    total = total + zeta * reg.sum()  # type: ignore[union-attr]
                 for s in stacks.values():
                     s.grad = None
                 total.backward()

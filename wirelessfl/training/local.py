@@ -1,7 +1,9 @@
 """One client's local training from the global LoRA state (Algorithm 1, lines 3-6).
 
 The loss is the task loss plus zeta times the orthogonality regularizer of eq. (2), summed over
-the adapted layers. Local iterations are SGD or Adam steps on mini-batches drawn without
+the adapted layers; zeta is the algorithm's (``FederatedAlgorithm.orthogonality_weight``: SOFT's
+``strategy.zeta``, 0 for the baselines), given per call or, by default, at construction. Local
+iterations are SGD or Adam steps on mini-batches drawn without
 replacement from the client's data (reshuffled when it runs out), in an order fixed by a
 generator addressed by (seed, client, round).
 """
@@ -43,7 +45,7 @@ class LocalTrainer:
         loss_fn: Callable,
         optimizer: str,
         lr: float,
-        zeta: float,
+        zeta: float = 0.0,
     ):
         self.model = model
         self.state = state
@@ -58,13 +60,16 @@ class LocalTrainer:
             return torch.optim.Adam(params, lr=self.lr)
         return torch.optim.SGD(params, lr=self.lr)
 
-    def loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(total loss with the eq. (2) regularizer, task loss)."""
+    def loss(
+        self, batch: dict[str, torch.Tensor], zeta: float | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(total loss with ``zeta`` (default: the trainer's) times eq. (2), task loss)."""
+        zeta = self.zeta if zeta is None else zeta
         task, _ = self.loss_fn(self.model, batch)
-        if self.zeta == 0.0:
+        if zeta == 0.0:
             return task, task
         reg = sum(orthogonality_penalty(b, a) for b, a in self.state.regularizer_pairs())
-        return task + self.zeta * reg, task
+        return task + zeta * reg, task
 
     def train(
         self,
@@ -77,8 +82,11 @@ class LocalTrainer:
         optimizer_state: dict | None = None,
         record_grad_norms: bool = False,
         model_seed: int | None = None,
+        zeta: float | None = None,
     ) -> LocalResult:
         """Start from ``global_state``, take ``steps`` optimizer steps on ``data``.
+
+        ``zeta`` weighs eq. (2)'s regularizer in the loss (default: the trainer's ``zeta``).
 
         ``model_seed`` seeds torch's global generator for the duration of training (in a forked
         RNG scope), so stochastic layers (dropout, drop-connect) draw the same masks whatever
@@ -95,7 +103,7 @@ class LocalTrainer:
             losses, norms = [], []
             for idx in batch_schedule(len(data), steps, batch_size, generator):
                 opt.zero_grad(set_to_none=True)
-                total, task = self.loss(data.batch(idx))
+                total, task = self.loss(data.batch(idx), zeta)
                 total.backward()
                 if record_grad_norms:
                     grads = [p.grad for p in self.state.params.values() if p.grad is not None]

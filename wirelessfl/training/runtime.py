@@ -175,7 +175,6 @@ class Runtime:
             "loss_fn": self.bundle.loss_and_logits,
             "optimizer": lc.optimizer,
             "lr": lc.lr,
-            "zeta": lc.zeta,
         }
         self.trainer = LocalTrainer(**trainer_args)
         self.batched = None
@@ -220,9 +219,13 @@ class Runtime:
         starts: Sequence[dict[str, torch.Tensor]],
         private: PrivateState,
         *,
+        zeta: float = 0.0,
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
         """Local training of every planned client from its start state.
+
+        The loss is the task loss plus ``zeta`` times eq. (2)'s orthogonality regularizer: the
+        algorithm's weight (``FederatedAlgorithm.orthogonality_weight``; 0: the task alone).
 
         Batch order comes from CPU generators addressed by (seed, client, round), so it is the
         same on every device and for both trainers. With ``learner.keep_optimizer_state`` the
@@ -252,6 +255,7 @@ class Runtime:
                 ranks=None if all(r == self.rank for r in ranks) else ranks,
                 record_grad_norms=record_grad_norms,
                 model_seeds=seeds,
+                zeta=zeta,
             )
             results = [self._at_rank(r, rank) for r, rank in zip(results, ranks, strict=True)]
         else:
@@ -269,6 +273,7 @@ class Runtime:
                         optimizer_state=None if opt_states is None else opt_states[i],
                         record_grad_norms=record_grad_norms,
                         model_seed=seeds[i],
+                        zeta=zeta,
                     )
                 results.append(self._at_rank(result, ranks[i]))
         if keep:
