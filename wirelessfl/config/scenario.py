@@ -6,6 +6,7 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -166,17 +167,85 @@ class DevicesConfig:
     include_compute: bool = option(True, doc="false: local training takes no virtual time")
 
 
+#: eta and E of the bound when no learner trains with them (the surrogate, plug-in learners):
+#: the values these keys had before they followed the learner (network-only runs unchanged).
+NETWORK_ONLY_ETA = 1.0e-3
+NETWORK_ONLY_E = 5
+
+_log = logging.getLogger(__name__)
+_warned: set[str] = set()  # each distinct warning once per process (a sweep loads many times)
+
+
+def _warn_once(message: str) -> None:
+    """One line on stderr through :mod:`logging` (as ``optim`` warns), once per process."""
+    if message not in _warned:
+        _warned.add(message)
+        _log.warning("wirelessfl: warning: %s", message)
+
+
 @dataclass
 class ConstantsConfig:
-    """Theorem 1 constants (``optim.BoundConstants``); defaults documented in optim.bound."""
+    """Theorem 1 constants (``optim.BoundConstants``); defaults documented in optim.bound.
+
+    ``eta`` and ``E`` are the learning rate and the local iterations of the round the bound
+    describes. Left null they follow the learner (:meth:`Scenario.validate` resolves them, so
+    ``config.yaml`` holds numbers): with ``learner.kind = lora``, eta = ``learner.lr`` and
+    E = ``learner.local_steps`` when ``learner.local_unit = steps``. With ``local_unit =
+    epochs`` the steps a round takes depend on a client's data and are known only at run time:
+    E stays at 5 (or what is given) and a null E is warned about. With the surrogate (no
+    training) they are 1e-3 and 5. Values given that differ from the learner's are kept (the
+    scenario says so) and warned about in one line.
+    """
 
     S: float = option(1.0, ge=0.0, doc="smoothness")
     H: float = option(1.0, ge=0.0, doc="LoRA rank-error constant (Assumption 2)")
     W: float = option(1.0, ge=0.0, doc="largest singular value bound")
     phi: float = option(0.1, ge=0.0, doc="covariance constant (Assumption 3)")
     G: float = option(1.0, ge=0.0, doc="gradient norm bound")
-    eta: float = option(1.0e-3, gt=0.0, doc="learning rate in the bound")
-    E: int = option(5, ge=1, doc="local iterations in the bound")
+    eta: float | None = option(
+        None,
+        gt=0.0,
+        doc="learning rate in the bound (null: learner.lr with learner.kind = lora, else 1e-3)",
+    )
+    E: int | None = option(
+        None,
+        ge=1,
+        doc="local iterations in the bound (null: learner.local_steps with learner.kind = lora "
+        "and local_unit = steps, else 5)",
+    )
+
+    def resolve(self, learner: LearnerConfig) -> list[str]:
+        """Fill a null ``eta`` / ``E`` from ``learner``; return the warnings (one line each).
+
+        A warning for a given value that differs from what the learner trains with, and for a
+        null E that cannot be derived (``local_unit = epochs``).
+        """
+        trains = learner.kind == "lora"
+        lines = []
+        if self.eta is None:
+            self.eta = float(learner.lr) if trains else NETWORK_ONLY_ETA
+        elif trains and self.eta != learner.lr:
+            lines.append(
+                f"constants.eta = {self.eta:g} differs from learner.lr = {learner.lr:g}: the bound "
+                "(and the rank and O^t chosen from it) uses constants.eta; leave it out to use "
+                "learner.lr"
+            )
+        steps = trains and learner.local_unit == "steps"
+        if self.E is None:
+            self.E = int(learner.local_steps) if steps else NETWORK_ONLY_E
+            if trains and not steps:
+                lines.append(
+                    f"constants.E = {self.E} (the default): learner.local_unit = epochs, and the "
+                    f"local steps that {learner.local_steps} epoch(s) take are known only at run "
+                    "time; set constants.E to the local steps of a round"
+                )
+        elif steps and learner.local_steps != self.E:
+            lines.append(
+                f"constants.E = {self.E} differs from learner.local_steps = "
+                f"{learner.local_steps}: the bound (and the rank and O^t chosen from it) uses "
+                "constants.E; leave it out to use learner.local_steps"
+            )
+        return lines
 
 
 @dataclass
@@ -390,3 +459,5 @@ class Scenario:
                 f"controller.rank: must be <= controller.r_max ({self.controller.r_max}), "
                 f"got {self.controller.rank}"
             )
+        for warning in self.constants.resolve(self.learner):
+            _warn_once(warning)
