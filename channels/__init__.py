@@ -5,7 +5,8 @@ Modules (one concern each): :mod:`~channels.units` (dB/dBm/W), :mod:`~channels.n
 fading models and registry), :mod:`~channels.pathloss` (path loss, shadowing),
 :mod:`~channels.topology` (client placement), :mod:`~channels.cell` (:class:`Cell`: gains,
 noise, fading → SNR blocks), :mod:`~channels.fdma` (rates and upload delays),
-:mod:`~channels.capacity` (ergodic and average-channel rates), :mod:`~channels.compute`
+:mod:`~channels.capacity` (ergodic and average-channel rates, Rayleigh outage and the
+expected inverse rate above a cut-off), :mod:`~channels.compute`
 (device speeds, training FLOPs), :mod:`~channels.payload` (LoRA payload bits),
 :mod:`~channels.report` (per-client link summary), :mod:`~channels.registry` (the registry
 shape every registry of the project uses).
@@ -19,6 +20,9 @@ from channels.capacity import (
     ergodic_rate_rayleigh,
     ergodic_rate_rician,
     exp_e1,
+    rayleigh_inverse_efficiency,
+    rayleigh_outage_probability,
+    rayleigh_outage_snr,
 )
 from channels.cell import Cell
 from channels.compute import (
@@ -100,6 +104,9 @@ __all__ = [
     "payload_bits",
     "planned_payload_bits",
     "rate_bps",
+    "rayleigh_inverse_efficiency",
+    "rayleigh_outage_probability",
+    "rayleigh_outage_snr",
     "round_generator",
     "shadowing_power_gain",
     "sparse_payload_bits",

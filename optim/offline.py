@@ -17,6 +17,21 @@ so the largest O meeting (16c) is optimal. When even O = O_min gives D^0 > D_th 
 interval O_min <= O^0 of (29b) so that O_min itself is admissible.
 
 Algorithm 2 scans r = 1..r_max and keeps the smallest gamma^0 (ties: the smaller r).
+
+Planning channel. The online delay is linear in 1/log2(1 + SNR_k^t), so the delay the online
+stage meets on average is (K/N) sum_k v O r p E[1/log2(1 + SNR_k)] / B, and by Jensen
+(1/log2(1 + x) is convex) E[1/log2(1 + SNR)] > 1/log2(1 + SNR_bar): the paper's average channel
+is optimistic (docs/solvers.md, "The offline stage"). Every function here therefore takes an
+optional ``inverse_efficiency`` (N,), the per-client w_k [s Hz / bit] that replaces
+1/log2(1 + SNR_bar_k) in A; :func:`planning_inverse_efficiency` gives w for the two planners of
+:data:`OFFLINE_CHANNELS`:
+
+- ``mean_snr`` (the paper): w_k = 1/log2(1 + SNR_bar_k);
+- ``expected_rate``: w_k = E[1{SNR_k >= theta} / log2(1 + SNR_k)] under unit-mean Rayleigh
+  fading with the simulator's outage threshold theta (a client in outage sends nothing, so it
+  adds no delay), or, with no outage threshold, E[1/log2(1 + SNR_k) | SNR_k >= theta_eps] with
+  theta_eps the eps-quantile of client k's SNR (eps = ``outage_prob``, default 0.01): without a
+  cut-off the expectation diverges (the integrand behaves like ln 2 / SNR near 0).
 """
 
 from __future__ import annotations
@@ -26,17 +41,28 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from channels.capacity import rayleigh_inverse_efficiency, rayleigh_outage_snr
 from channels.fdma import full_band_upload_s
-from optim._validation import check_int, check_real, check_snr
+from optim._validation import check_int, check_nonneg_array, check_real, check_snr
 from optim.bound import BoundConstants, convergence_bound
 
 __all__ = [
+    "DEFAULT_PLANNING_OUTAGE_PROB",
+    "OFFLINE_CHANNELS",
     "InfeasibleError",
     "OfflineResult",
     "average_delay_s",
     "offline_rank_search",
     "offline_sparsification",
+    "planning_inverse_efficiency",
 ]
+
+#: The offline stage's channel models (see the module docstring).
+OFFLINE_CHANNELS = ("mean_snr", "expected_rate")
+#: eps of ``expected_rate`` without an outage threshold: the planner ignores each client's
+#: fading states below its eps-quantile (1 %; docs/solvers.md gives the reasons and the
+#: sensitivity of the rank to eps).
+DEFAULT_PLANNING_OUTAGE_PROB = 0.01
 
 
 class InfeasibleError(ValueError):
@@ -70,12 +96,50 @@ class OfflineResult:
     delays_s: NDArray[np.float64]
 
 
+def planning_inverse_efficiency(
+    mean_snr: ArrayLike,
+    *,
+    channel: str = "mean_snr",
+    outage_snr: float | None = None,
+    outage_prob: float = DEFAULT_PLANNING_OUTAGE_PROB,
+) -> NDArray[np.float64]:
+    """Per-client w_k [s Hz / bit] the offline stage plans with (see the module docstring).
+
+    Args:
+        mean_snr: (N,) average linear SNR per client, finite and > 0.
+        channel: ``"mean_snr"``: w_k = 1/log2(1 + SNR_bar_k) (the paper's average channel);
+            ``"expected_rate"``: the expected inverse spectral efficiency under unit-mean
+            Rayleigh fading (``channels.rayleigh_inverse_efficiency``).
+        outage_snr: ``expected_rate`` only: the linear SNR below which a client is in outage
+            and sends nothing (the simulator's ``faults.outage_snr_db``); w_k is then the
+            partial expectation E[1{SNR_k >= theta} / log2(1 + SNR_k)]. ``None``: no outage.
+        outage_prob: ``expected_rate`` without ``outage_snr``: eps in (0, 1); w_k is
+            E[1/log2(1 + SNR_k) | SNR_k >= theta_eps] with theta_eps = -SNR_bar_k ln(1 - eps).
+
+    Returns:
+        (N,) w_k >= 0 (0 for a client whose mean SNR is so far below ``outage_snr`` that it is
+        never out of outage in float64).
+    """
+    s = check_snr("mean_snr", mean_snr)
+    if channel == "mean_snr":
+        return 1.0 / np.log2(1.0 + s)
+    if channel != "expected_rate":
+        raise ValueError(f"channel must be one of {OFFLINE_CHANNELS}; got {channel!r}")
+    if outage_snr is not None:
+        theta = check_real("outage_snr", outage_snr, low=0.0, low_open=True)
+        return np.asarray(rayleigh_inverse_efficiency(s, theta), dtype=np.float64)
+    eps = check_real("outage_prob", outage_prob, low=0.0, high=1.0, low_open=True, high_open=True)
+    theta_eps = rayleigh_outage_snr(s, eps)
+    return np.asarray(rayleigh_inverse_efficiency(s, theta_eps, conditional=True), dtype=float)
+
+
 def _delay_coefficient(
     mean_snr: ArrayLike,
     n_scheduled: object,
     params_per_rank: object,
     bits_per_value: object,
     bandwidth_hz: object,
+    inverse_efficiency: ArrayLike | None = None,
 ) -> tuple[float, int, int]:
     """Return ((K/N) A [s], K, N) after validating the arguments."""
     s = check_snr("mean_snr", mean_snr)
@@ -84,8 +148,13 @@ def _delay_coefficient(
     p = check_real("params_per_rank", params_per_rank, low=0.0, low_open=True)
     v = check_real("bits_per_value", bits_per_value, low=0.0, low_open=True)
     bw = check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True)
-    # A = sum_k v p / (B log2(1 + SNR_bar_k))  (Lemma 2)
-    a_coef = float(np.sum(full_band_upload_s(v * p, bw, s)))
+    if inverse_efficiency is None:
+        # A = sum_k v p / (B log2(1 + SNR_bar_k))  (Lemma 2)
+        a_coef = float(np.sum(full_band_upload_s(v * p, bw, s)))
+    else:
+        # A = sum_k v p w_k / B with w_k = E[1/log2(1 + SNR_k)] (or another planning channel)
+        w = check_nonneg_array("inverse_efficiency", inverse_efficiency, length=n)
+        a_coef = float(v * p * np.sum(w) / bw)
     return k / n * a_coef, k, n
 
 
@@ -98,6 +167,7 @@ def average_delay_s(
     params_per_rank: float,
     bits_per_value: float,
     bandwidth_hz: float,
+    inverse_efficiency: ArrayLike | None = None,
 ) -> float | NDArray[np.float64]:
     """Expected equal-delay round time D^0 = (K/N) A O r [s] (eq. 19), broadcast over r and O.
 
@@ -109,9 +179,11 @@ def average_delay_s(
         params_per_rank: p = sum_l (d_l + l_l) [values per unit rank], > 0.
         bits_per_value: v [bit], > 0.
         bandwidth_hz: B [Hz], > 0.
+        inverse_efficiency: (N,) w_k >= 0 replacing 1/log2(1 + SNR_bar_k) in A
+            (:func:`planning_inverse_efficiency`); ``None``: the paper's average channel.
     """
     coef, _, _ = _delay_coefficient(
-        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz, inverse_efficiency
     )
     d = coef * np.asarray(sparsification, dtype=np.float64) * np.asarray(rank, dtype=np.float64)
     return float(d) if d.ndim == 0 else d
@@ -127,6 +199,7 @@ def offline_sparsification(
     bits_per_value: float,
     bandwidth_hz: float,
     o_min: float,
+    inverse_efficiency: ArrayLike | None = None,
 ) -> float | NDArray[np.float64]:
     """Lemma 2 (eq. 17/20) with the D_th erratum: O^0 = clip(N D_th / (A K r), O_min, 1).
 
@@ -139,21 +212,24 @@ def offline_sparsification(
         bits_per_value: v [bit], > 0.
         bandwidth_hz: B [Hz], > 0.
         o_min: O_min in (0, 1).
+        inverse_efficiency: (N,) w_k >= 0 replacing 1/log2(1 + SNR_bar_k) in A
+            (:func:`planning_inverse_efficiency`); ``None``: the paper's average channel.
 
     Returns:
         O^0 per rank (float for a scalar rank). Ranks whose unclipped value is below O_min
         return O_min although they are infeasible; see :func:`offline_rank_search`.
     """
     coef, _, _ = _delay_coefficient(
-        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz, inverse_efficiency
     )
     d_th = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
     r = np.asarray(rank, dtype=np.float64)
     if not np.all(np.isfinite(r)) or np.any(r < 1.0):
         raise ValueError(f"rank must be >= 1; got {rank!r}")
-    # eq. (20) corrected: N D_th / (A K r) = D_th / ((K/N) A r)
-    o = np.clip(d_th / (coef * r), omin, 1.0)
+    # eq. (20) corrected: N D_th / (A K r) = D_th / ((K/N) A r); A = 0 (never sending) gives 1
+    with np.errstate(divide="ignore"):
+        o = np.clip(d_th / (coef * r), omin, 1.0)
     return float(o) if o.ndim == 0 else o
 
 
@@ -167,6 +243,7 @@ def offline_rank_search(
     bandwidth_hz: float,
     o_min: float,
     constants: BoundConstants,
+    inverse_efficiency: ArrayLike | None = None,
 ) -> OfflineResult:
     """Algorithm 2: for r = 1..r_max take O^0 from Lemma 2 and keep the r with the least gamma^0.
 
@@ -179,6 +256,8 @@ def offline_rank_search(
         bandwidth_hz: B [Hz], > 0.
         o_min: O_min in (0, 1).
         constants: Theorem 1 constants (r_max bounds the scan).
+        inverse_efficiency: (N,) w_k >= 0 replacing 1/log2(1 + SNR_bar_k) in A
+            (:func:`planning_inverse_efficiency`); ``None``: the paper's average channel.
 
     Returns:
         :class:`OfflineResult`.
@@ -190,12 +269,13 @@ def offline_rank_search(
     if not isinstance(constants, BoundConstants):
         raise ValueError(f"constants must be a BoundConstants; got {type(constants).__name__}")
     coef, k, n = _delay_coefficient(
-        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz
+        mean_snr, n_scheduled, params_per_rank, bits_per_value, bandwidth_hz, inverse_efficiency
     )
     d_th = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
     ranks = np.arange(1, constants.r_max + 1, dtype=np.int64)
-    o_raw = d_th / (coef * ranks)  # eq. (20) with the D_th erratum, before clipping
+    with np.errstate(divide="ignore"):  # A = 0 (every client always in outage): O^0 = 1
+        o_raw = d_th / (coef * ranks)  # eq. (20) with the D_th erratum, before clipping
     # (16c) holds at O = O_min (a relative 1e-12 slack so that a budget computed as exactly the
     # delay of some rank keeps that rank feasible despite round-off)
     feasible = coef * omin * ranks <= d_th * (1.0 + 1e-12)

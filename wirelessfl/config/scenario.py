@@ -265,6 +265,19 @@ class ControllerConfig:
     bandwidth: str = option(
         "equal_delay", choices=("equal_delay", "minmax"), doc="share rule (fixed controller)"
     )
+    offline_channel: str = option(
+        "mean_snr",
+        choices=("mean_snr", "expected_rate"),  # optim.offline.OFFLINE_CHANNELS
+        doc="TSFA offline stage plans with log2(1 + mean SNR) (the paper), or with "
+        "E[1/log2(1 + SNR)] under Rayleigh fading above the outage cut-off (docs/solvers.md)",
+    )
+    offline_outage_prob: float = option(
+        0.01,
+        gt=0.0,
+        lt=1.0,
+        doc="expected_rate without faults.outage_snr_db: plan over each client's fading "
+        "states above this quantile of its SNR",
+    )
 
 
 @dataclass

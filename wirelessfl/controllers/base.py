@@ -34,6 +34,8 @@ class ControllerContext:
     bandwidth_hz: float  # B
     constants: BoundConstants
     settings: Any  # the scenario's ControllerConfig
+    outage_snr: float | None = None  # linear faults.outage_snr_db (None: no outage)
+    fading: Any = None  # the cell's channels fading model (None: unknown)
 
 
 @dataclass(frozen=True)

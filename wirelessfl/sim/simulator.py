@@ -143,6 +143,12 @@ class Simulator:
             bandwidth_hz=scenario.channel.bandwidth_hz,
             constants=bound_constants(scenario),
             settings=scenario.controller,
+            outage_snr=(
+                None
+                if scenario.faults.outage_snr_db is None
+                else 10.0 ** (scenario.faults.outage_snr_db / 10.0)
+            ),
+            fading=self.cell.fading,
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
