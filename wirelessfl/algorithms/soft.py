@@ -17,6 +17,10 @@ sparsifier    member    rule
 ============  ========  ==========================================================
 
 Each layer keeps ``round(O r (d + l))`` values; the task head (full parameters) is sent dense.
+The server adds the weighted sum of the arrived updates to the global state
+(``strategy.aggregation``, ``wirelessfl.algorithms.aggregation``), then measures the
+covariance term of eq. (12) over the arrived clients' local factors and the orthogonality
+residual of the global factors (Fig. 2).
 
 The orthogonality regularizer of eq. (2) is part of SOFT: ``strategy.zeta`` left null resolves,
 when the scenario is loaded, to :data:`SOFT_ZETA` for ``soft`` and to 0 for the baselines
@@ -28,10 +32,6 @@ SOFT's importance weights (eq. 3) are computed, by default (``strategy.importanc
 from the matrices being sparsified, ``u = m + Delta``; ``factors`` computes them from the
 client's local factors ``(theta_B, theta_A)`` after training instead (see
 :mod:`wirelessfl.compress.soft` for the two readings). The other sparsifiers ignore the setting.
-The server adds the weighted sum of the arrived updates to the global state
-(``strategy.aggregation``, ``wirelessfl.algorithms.aggregation``), then measures the
-covariance term of eq. (12) over the arrived clients' local factors and the orthogonality
-residual of the global factors (Fig. 2).
 """
 
 from __future__ import annotations
