@@ -10,6 +10,7 @@ import pytest
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.errors import UserError
+from wirelessfl.study.grid import format_value
 from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
 
 
@@ -21,14 +22,14 @@ def test_every_grid_point_is_a_valid_scenario(figure, full):
     for grid in sweeps.values():
         keys = list(grid)
         for values in itertools.product(*grid.values()):
-            sets = [f"{k}={v}" for k, v in zip(keys, values, strict=True)]
+            sets = [f"{k}={format_value(v)}" for k, v in zip(keys, values, strict=True)]
             load_scenario(SCENARIO_DIR / spec.scenario, [*(spec.full if full else []), *sets])
 
 
 def test_dpp_reproduction_runs_and_draws(tmp_path):
     result = reproduce("dpp", out_dir=tmp_path, overrides=["rounds=300"])
     table = result["summary"]
-    assert len(table) == 5 and table.finished.all()
+    assert len(table) == 14 and table.finished.all()  # 7 V, with and without an outage cut-off
     assert all(p.exists() and p.stat().st_size > 0 for p in result["figures"])
     again = reproduce("dpp", out_dir=tmp_path, overrides=["rounds=300"])  # all skipped
     assert (again["summary"].status == "skipped").all()
