@@ -92,6 +92,12 @@ def _draw_fig45(out: Path, runs: list) -> list[Path]:
     return paths + _both_ways(out, runs, "fig5_accuracy", "Fig. 5: accuracy vs shards")
 
 
+def _outage_label(threshold_db: float | None) -> str:
+    if threshold_db is None:
+        return "no outage cut-off"
+    return f"outage below {threshold_db:g} dB"
+
+
 def _draw_dpp(out: Path, runs: list) -> list[Path]:
     """Time-average delay, bound and queue against V: one line per outage setting, the mean
     over seeds (min–max shaded)."""
@@ -103,7 +109,7 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
     rows = pd.DataFrame(
         {
             "V": float(config_value(r, "controller.V")),
-            "outage": config_value(r, "faults.outage_snr_db"),
+            "case": _outage_label(config_value(r, "faults.outage_snr_db")),
             "delay": float(r.rounds.delay_s.mean()),
             "bound": float(r.rounds.bound.mean()),
             "queue": float(r.rounds.queue_after.mean()),
@@ -117,9 +123,8 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
         ("bound", "time-average bound gamma^t"),
         ("queue", "time-average Q^t"),
     )
-    for outage, part in rows.groupby(rows["outage"].astype(str), sort=True):
+    for label, part in rows.groupby("case", sort=True):
         stats = part.groupby("V")[["delay", "bound", "queue"]].agg(["mean", "min", "max"])
-        label = "no outage cut-off" if outage in ("None", "nan") else f"outage below {outage} dB"
         for ax, (column, _) in zip(axes, panels, strict=True):
             (line,) = ax.plot(stats.index, stats[column]["mean"], "o-", label=label)
             ax.fill_between(
