@@ -17,7 +17,7 @@ from wirelessfl import cli
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
 
-TIME_LIMIT_S = 2.0
+TIME_LIMIT_S = 2.0  # CPU seconds of this process (wall time varies with the machine's load)
 
 
 def _laughs(levels: int = 9, width: int = 9) -> str:
@@ -338,9 +338,9 @@ def _warm_imports():
 
 def _run_cli(argv: list[str], capsys) -> tuple[int, str, float]:
     capsys.readouterr()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     code = cli.main(argv)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     return code, capsys.readouterr().err, elapsed
 
 
@@ -425,9 +425,9 @@ def _load_file(tmp_path: Path, name: str, content: str | bytes, overrides=None):
         path.write_bytes(content)
     else:
         path.write_text(content, encoding="utf-8")
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     scenario = load_scenario(path, overrides)
-    assert time.perf_counter() - t0 < TIME_LIMIT_S
+    assert time.process_time() - t0 < TIME_LIMIT_S
     return scenario
 
 
