@@ -115,6 +115,13 @@ def folder_problem(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
+def held_names(folder: Path) -> str:
+    """What ``folder`` holds, for a one-line refusal: ``""`` if it is empty, else its first
+    three names (sorted) and ``...`` if there are more."""
+    held = sorted(p.name for p in folder.iterdir())
+    return ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+
+
 def file_problem(path: str | os.PathLike[str]) -> str | None:
     """Why a file cannot be written at ``path`` (its folder is created if missing); ``None``
     when nothing stands in the way that can be seen without writing."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.errors import UserError
+from wirelessfl.errors import UserError, held_names
 from wirelessfl.results.files import TMP_SUFFIX, atomic_write_text, file_sha256
 from wirelessfl.results.table_writer import TableMark
 
@@ -63,14 +63,13 @@ def claim_new(out: Path) -> None:
             leftover = out / (CONFIG + TMP_SUFFIX)  # a kill while the config was written
             if leftover.is_file():
                 leftover.unlink()
-            held = sorted(p.name for p in out.iterdir())
-            if held and (out / CONFIG).exists():
+            shown = held_names(out)
+            if shown and (out / CONFIG).exists():
                 raise UserError(
                     f"--out: {out} already holds a run; continue it with "
                     f"`wirelessfl run --resume {out}` or choose another folder"
                 )
-            if held:
-                shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+            if shown:
                 raise UserError(
                     f"--out: {out} is not empty and is not a wirelessfl run (it holds {shown}); "
                     "give a folder that is new or empty"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.errors import RESOURCE_ERRNOS, UserError, folder_problem, short_path
+from wirelessfl.errors import RESOURCE_ERRNOS, UserError, folder_problem, held_names, short_path
 from wirelessfl.results.study import INDEX_FILE, STUDY_FILE, index_columns
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.grid import format_value
@@ -38,9 +38,8 @@ def check_study_folder(out: Path) -> None:
     writes into a folder it did not make (``UserError`` naming what the folder holds)."""
     if not out.is_dir() or (out / STUDY_FILE).is_file():
         return
-    held = sorted(p.name for p in out.iterdir())
-    if held:
-        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+    shown = held_names(out)
+    if shown:
         raise UserError(
             f"--out: {out} is not empty and is not a study folder (it holds {shown}); "
             "give a folder that is new, empty, or a study to continue"
