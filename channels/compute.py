@@ -112,6 +112,24 @@ class DeviceProfile:
             object.__setattr__(self, "median_flops_per_s", med)
             object.__setattr__(self, "sigma", sig)
 
+    def draw_classes(self, seed: int, n_clients: int) -> list[str] | None:
+        """Each client's device class (``kind="classes"``), else ``None``.
+
+        Input: ``seed`` >= 0; ``n_clients`` >= 1.
+        Output: (n_clients,) class names, the same draw :meth:`draw` turns into FLOP/s.
+        """
+        n_clients = as_int("n_clients", n_clients, lower=1)
+        if self.kind != "classes":
+            return None
+        assert self.classes is not None
+        gens = client_generators(seed, range(n_clients), stream="devices")
+        names = list(self.classes)
+        cdf = np.cumsum([self.classes[n] for n in names])
+        cdf /= cdf[-1]
+        u = np.array([g.random() for g in gens])
+        idx = np.minimum(np.searchsorted(cdf, u, side="right"), len(names) - 1)
+        return [names[i] for i in idx]
+
     def draw(self, seed: int, n_clients: int) -> np.ndarray:
         """Per-client compute speeds.
 
@@ -119,18 +137,12 @@ class DeviceProfile:
         Output: float64 (n_clients,) [FLOP/s].
         """
         n_clients = as_int("n_clients", n_clients, lower=1)
-        gens = client_generators(seed, range(n_clients), stream="devices")
         if self.kind == "fixed":
             return np.full(n_clients, float(self.flops_per_s))  # type: ignore[arg-type]
-        if self.kind == "classes":
-            assert self.classes is not None
-            names = list(self.classes)
-            cdf = np.cumsum([self.classes[n] for n in names])
-            cdf /= cdf[-1]
-            u = np.array([g.random() for g in gens])
-            idx = np.minimum(np.searchsorted(cdf, u, side="right"), len(names) - 1)
-            speeds = np.array([DEVICE_CLASSES[n] for n in names])
-            return speeds[idx]
+        classes = self.draw_classes(seed, n_clients)
+        if classes is not None:
+            return np.array([DEVICE_CLASSES[n] for n in classes])
+        gens = client_generators(seed, range(n_clients), stream="devices")
         z = np.array([g.standard_normal() for g in gens])
         return float(self.median_flops_per_s) * np.exp(float(self.sigma) * z)  # type: ignore[arg-type]
 

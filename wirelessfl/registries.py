@@ -41,7 +41,15 @@ LEARNERS: Registry[Any] = Registry(
 #: ``algorithm.name``: a ``wirelessfl.algorithms.base.FederatedAlgorithm`` subclass.
 ALGORITHMS: Registry[Any] = Registry(
     "algorithm",
-    {"soft": "wirelessfl.algorithms.soft:SoftFamily"},
+    {
+        "soft": "wirelessfl.algorithms.soft:SoftFamily",
+        "fedit": "wirelessfl.algorithms.fedit:FedIT",
+        "fedit_topk": "wirelessfl.algorithms.fedit:FedITTopK",
+        "fslora": "wirelessfl.algorithms.fslora:FSLoRA",
+        "hetlora": "wirelessfl.algorithms.hetlora:HetLoRA",
+        "flexlora": "wirelessfl.algorithms.flexlora:FlexLoRA",
+        "fedstack": "wirelessfl.algorithms.fedstack:FedStack",
+    },
     entry_point_group="wirelessfl.algorithms",
 )
 
@@ -52,6 +60,7 @@ CONTROLLERS: Registry[Any] = Registry(
         "tsfa": "wirelessfl.controllers.tsfa:TwoStage",
         "osfa": "wirelessfl.controllers.lyapunov:OnlineLyapunov",
         "fixed": "wirelessfl.controllers.fixed:Fixed",
+        "sketch": "wirelessfl.controllers.sketch:SketchRatio",
     },
     entry_point_group="wirelessfl.controllers",
 )

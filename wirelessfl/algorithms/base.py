@@ -23,6 +23,12 @@ Each round the learner calls, in this order:
    columns; every other name ``m`` in :attr:`~FederatedAlgorithm.METRICS` becomes the
    ``rounds.csv`` column ``algo.m``.
 
+Two more hooks have defaults that fit most algorithms: :meth:`~FederatedAlgorithm.client_flops`
+(a client's training FLOPs, its virtual compute time: the runtime's step at the client's rank)
+and :meth:`~FederatedAlgorithm.evaluate` (the test metrics of the global state: the runtime's
+evaluation; an algorithm whose global state is more than LoRA factors, such as one that merges
+updates into the base weights, evaluates it its own way).
+
 The learner checks what the steps produce, so an algorithm need not: a client's training loss
 and trained state (before :meth:`~FederatedAlgorithm.client_message` sees them), its message,
 the global state after :meth:`~FederatedAlgorithm.aggregate` and the metrics; a non-finite
@@ -184,6 +190,15 @@ class FederatedAlgorithm(ABC):
         round_plan: RoundPlan,
     ) -> State:
         """The new global state from the arrived clients' messages (not empty)."""
+
+    def client_flops(self, plan: ClientPlan) -> float:
+        """FLOPs of ``plan.client``'s round: its local steps at its rank (virtual compute)."""
+        runtime = self.runtime_or_fail()
+        return float(runtime.flops_per_step_at(plan.rank) * runtime.steps_for(plan.client))
+
+    def evaluate(self, global_state: State) -> dict[str, float]:
+        """Test ``accuracy`` and ``test_loss`` of ``global_state`` (the runtime's evaluation)."""
+        return self.runtime_or_fail().evaluate(global_state)
 
     # ---- 6. metrics ------------------------------------------------------------------------
     def metrics(

@@ -10,11 +10,13 @@ A :class:`Message` holds
   actually sent out of the entries it spans (:class:`IndexSpace`); a shared tensor in no index
   space is sent dense;
 - ``diagnostics``: what the simulation measures but nobody sends (e.g. a client's local
-  factors, for the covariance term of eq. 12).
+  factors, for the covariance term of eq. 12);
+- ``side_bits``: bits of side information sent besides the values (an index set the receiver
+  cannot infer, such as FSLoRA's sketch; a seed), always counted.
 
 :meth:`Message.payload` (and its shorthand :meth:`Message.bits`) is the one place where payload
-bits are counted: ``v`` bits per value sent, plus, when asked, the index bits of every sparse
-space (the smaller of a bitmask and a coordinate list, ``channels.index_overhead_bits``). A
+bits are counted: ``v`` bits per value sent, plus the side information, plus, when asked, the
+index bits of every sparse space (the smaller of a bitmask and a coordinate list, ``channels.index_overhead_bits``). A
 message may also be *size-only* (no tensors, only :class:`IndexSpace` counts): the network-only
 learner sends those.
 """
@@ -69,13 +71,15 @@ class Payload:
         n_values: values sent (the sparse spaces' kept counts plus every dense shared tensor).
         n_total: values of the dense equivalent of what is shared.
         index_bits: index overhead of the sparse spaces [bit].
-        bits: v per value sent, plus ``index_bits`` when counted [bit].
+        side_bits: side information sent besides the values [bit].
+        bits: v per value sent, plus ``side_bits``, plus ``index_bits`` when counted [bit].
     """
 
     n_values: int
     n_total: int
     index_bits: int
     bits: float
+    side_bits: float = 0.0
 
 
 @dataclass
@@ -86,6 +90,7 @@ class Message:
     private: dict[str, Any] = field(default_factory=dict)
     sparse: list[IndexSpace] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    side_bits: float = 0.0
 
     def add_sparse(self, tensors: dict[str, Any], *, n_sent: int, n_total: int) -> None:
         """Share ``tensors`` as one index space with ``n_sent`` of ``n_total`` values sent."""
@@ -105,8 +110,8 @@ class Message:
         n_total = dense + sum(space.n_total * space.copies for space in self.sparse)
         index = sum(space.index_bits for space in self.sparse)
         bits = float(payload_bits(n_values, bits_per_value)) + (index if count_index else 0)
-        return Payload(n_values, n_total, index, bits)
+        return Payload(n_values, n_total, index, bits + self.side_bits, self.side_bits)
 
     def bits(self, *, bits_per_value: float, count_index: bool) -> float:
-        """Payload [bit]: v per value sent, plus the index bits if ``count_index``."""
+        """Payload [bit]: v per value sent, the side bits, and the index bits if ``count_index``."""
         return self.payload(bits_per_value=bits_per_value, count_index=count_index).bits

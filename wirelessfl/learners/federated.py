@@ -139,7 +139,7 @@ class FederatedLearner(Learner):
                     n_values=up.n_values,
                     n_total=up.n_total,
                     index_bits=up.index_bits,
-                    flops=float(self.runtime.flops_per_step * self.runtime.steps_for(p.client)),
+                    flops=self.algorithm.client_flops(p),
                 )
         except BaseException:
             self.private.discard()
@@ -199,7 +199,7 @@ class FederatedLearner(Learner):
         return name.removeprefix(PEFT_PREFIX)
 
     def evaluate(self, round_index: int) -> dict[str, float]:
-        return self.runtime.evaluate(self.global_state)
+        return self.algorithm.evaluate(self.global_state)
 
     # ---- persistence -----------------------------------------------------------------------
     def save_state(self, folder: Path) -> None:

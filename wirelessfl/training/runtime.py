@@ -140,6 +140,18 @@ class Runtime:
         """Local steps of ``client`` per round."""
         return self._steps_for_samples(len(self.partition.indices[client]))
 
+    def flops_per_step_at(self, rank: int) -> float:
+        """FLOPs of one local step at LoRA rank ``rank``: the measured step at the model rank,
+        with its LoRA part (``channels.lora_training_flops``) moved from the model rank to
+        ``rank`` (the frozen base's share does not depend on the rank)."""
+        if rank == self.rank:
+            return float(self.flops_per_step)
+        shapes, lc = list(self.layer_shapes), self.settings
+        args = {"batch_size": lc.batch_size, "steps": 1, "seq_len": self.seq_len}
+        lora_at = lora_training_flops(shapes, rank, **args)
+        lora_model = lora_training_flops(shapes, self.rank, **args)
+        return float(self.flops_per_step) + lora_at - lora_model
+
     def expected_flops(self) -> float:
         """FLOPs the server expects a median client's round to take (compute-aware shares)."""
         median = int(np.median(self.partition.sizes))
