@@ -16,9 +16,9 @@ A :class:`Message` holds
 
 :meth:`Message.payload` (and its shorthand :meth:`Message.bits`) is the one place where payload
 bits are counted: ``v`` bits per value sent, plus the side information, plus, when asked, the
-index bits of every sparse space (the smaller of a bitmask and a coordinate list, ``channels.index_overhead_bits``). A
-message may also be *size-only* (no tensors, only :class:`IndexSpace` counts): the network-only
-learner sends those.
+index bits of every sparse space (the smaller of a bitmask and a coordinate list,
+``channels.index_overhead_bits``). A message may also be *size-only* (no tensors, only
+:class:`IndexSpace` counts): the network-only learner sends those.
 """
 
 from __future__ import annotations
