@@ -9,7 +9,8 @@ Modules, one concern each: :mod:`optim.bound` (gamma^t of Theorem 1), :mod:`opti
 (Lemma 2, Algorithm 2), :mod:`optim.p3` / :mod:`optim.p3_cvxpy` (the per-slot problem P3, exact
 and CVXPY), :mod:`optim.online` (:func:`solve_slot`), :mod:`optim.controller` (virtual queue,
 eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.selection`,
-:mod:`optim.calibration`. CVXPY is imported only when ``method="cvxpy"`` is used.
+:mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes). CVXPY
+is imported only when ``method="cvxpy"`` is used.
 """
 
 from optim.bandwidth import (
@@ -30,6 +31,7 @@ from optim.offline import (
 )
 from optim.online import SLOT_METHODS, SlotSolution, solve_slot
 from optim.selection import SELECTION_METHODS, select_clients, update_average_rate
+from optim.sketch_ratio import SketchSolution, solve_sketch_ratios, solve_sketch_ratios_relaxed
 
 __all__ = [
     "SELECTION_METHODS",
@@ -40,6 +42,7 @@ __all__ = [
     "LyapunovController",
     "OfflineResult",
     "PilotRecord",
+    "SketchSolution",
     "SlotSolution",
     "VirtualQueue",
     "average_delay_s",
@@ -54,6 +57,8 @@ __all__ = [
     "offline_sparsification",
     "queue_update",
     "select_clients",
+    "solve_sketch_ratios",
+    "solve_sketch_ratios_relaxed",
     "solve_slot",
     "update_average_rate",
 ]

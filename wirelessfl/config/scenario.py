@@ -259,7 +259,10 @@ class ControllerConfig:
     r_max: int = option(
         64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
     )
-    rank: int = option(8, ge=1, doc="rank for osfa and fixed")
+    rank: int = option(8, ge=1, doc="rank for osfa and fixed; the global rank r for sketch")
+    k_min: int = option(
+        1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
+    )
     sparsification: float = option(1.0, gt=0.0, le=1.0, doc="O for the fixed controller")
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
     bandwidth: str = option(
@@ -471,6 +474,11 @@ class Scenario:
             raise ConfigError(
                 f"controller.rank: must be <= controller.r_max ({self.controller.r_max}), "
                 f"got {self.controller.rank}"
+            )
+        if self.controller.name == "sketch" and self.controller.k_min > self.controller.rank:
+            raise ConfigError(
+                f"controller.k_min: must be <= controller.rank ({self.controller.rank}), "
+                f"got {self.controller.k_min}"
             )
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)

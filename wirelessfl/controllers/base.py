@@ -36,6 +36,7 @@ class ControllerContext:
     settings: Any  # the scenario's ControllerConfig
     outage_snr: float | None = None  # linear faults.outage_snr_db (None: no outage)
     fading: Any = None  # the cell's channels fading model (None: unknown)
+    geometry: Any = None  # the learner's ModelGeometry (FLOPs per rank; None: unknown)
 
 
 @dataclass(frozen=True)

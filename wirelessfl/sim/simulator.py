@@ -149,6 +149,7 @@ class Simulator:
                 else 10.0 ** (scenario.faults.outage_snr_db / 10.0)
             ),
             fading=self.cell.fading,
+            geometry=geometry,
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
