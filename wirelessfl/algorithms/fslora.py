@@ -100,7 +100,8 @@ class FSLoRA(FedIT):
     def __init__(self, settings: FSLoRASettings, *, scenario: Scenario) -> None:
         super().__init__(settings, scenario=scenario)
         self.ratios = client_ratios(settings, scenario)  # (N,) k_i / r, fixed for the run
-        if scenario.learner.kind == "lora" and scenario.learner.keep_optimizer_state:
+        lc = scenario.learner
+        if lc.kind == "lora" and lc.optimizer == "adam" and lc.keep_optimizer_state:
             raise ConfigError(
                 "learner.keep_optimizer_state: fslora redraws every client's sketch each round, "
                 "so kept Adam moments would belong to other columns of B and rows of A; set it "
