@@ -1,0 +1,237 @@
+"""HetLoRA: heterogeneous ranks by truncation and zero padding.
+
+Cho et al., "Heterogeneous LoRA for Federated Fine-tuning of On-Device Foundation Models",
+EMNLP 2024 (arXiv:2401.06432); the heterogeneous-rank baseline ("HeteroLoRA") of FSLoRA.
+Client i trains at rank r_i (``strategy.sketch_ratio`` / ``ratio_choices`` /
+``ratio_by_class``, :mod:`wirelessfl.algorithms.client_ranks`, the ratios FSLoRA's sketches
+get). Each round:
+
+1. the server sends client i the global rank-r factors cut to their first r_i components
+   (``lora_B[:, :r_i]``, ``lora_A[:r_i]``) and the task head: ``r_i (d_in + d_out)`` values
+   per adapted layer;
+2. the client trains them (scaled alpha / r_i by the runtime) and sends its dense update at
+   r_i (same size);
+3. the server zero-pads every update to r and adds their weighted sum
+   (``strategy.aggregation``; ``aggregation_weights: norm`` weighs clients by
+   ``||s(r_i) B_i A_i||_F`` instead, HetLoRA's sparsity-weighted aggregation).
+
+``self_pruning`` turns on HetLoRA's local rank self-pruning: the client's loss adds
+``pruning_strength * sum_layers ||B_tail A_tail||_F`` over its last components (those past
+``max(1, floor(pruning_decay r_i))``); if training lowered that norm below the received
+model's, the client drops the tail, sends the kept components only and trains at the kept
+rank from then on (kept in :meth:`state_dict`). Defaults: no pruning, data weights (the
+FSLoRA authors' runs of the baseline). The readings are in ``docs/algorithms/baselines.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from wirelessfl.algorithms.base import FederatedAlgorithm, State
+from wirelessfl.algorithms.client_ranks import HeteroRankSettings, client_rank, client_ratios
+from wirelessfl.algorithms.message import Message
+from wirelessfl.config.schema import option
+from wirelessfl.errors import ConfigError
+from wirelessfl.plans import ClientPlan, RoundPlan
+from wirelessfl.registries import AGGREGATIONS
+
+if TYPE_CHECKING:
+    from wirelessfl.training.local import LocalResult
+    from wirelessfl.training.private_state import PrivateState
+
+__all__ = ["HetLoRA", "HetLoRASettings", "data_weights", "hetero_rank_plans"]
+
+
+def hetero_rank_plans(algorithm: FederatedAlgorithm, round_plan: RoundPlan) -> list[ClientPlan]:
+    """The controller's plans with each client's rank r_i (``client_ranks.client_rank``) and
+    ratio 1 (the update is sent dense)."""
+    runtime = algorithm.runtime_or_fail()
+    ratios = client_ratios(algorithm.settings, algorithm.scenario)
+    return [
+        replace(p, rank=client_rank(ratios[p.client], runtime.rank, p.rank), ratio=1.0)
+        for p in FederatedAlgorithm.plan(algorithm, round_plan)
+    ]
+
+
+def data_weights(
+    algorithm: FederatedAlgorithm, ids: Sequence[int], round_plan: RoundPlan
+) -> list[float]:
+    """``strategy.aggregation``'s weights of the arrived clients ``ids`` from their p_k."""
+    runtime = algorithm.runtime_or_fail()
+    rule = AGGREGATIONS.load(algorithm.settings.aggregation)
+    p = [float(runtime.data_fractions[c]) for c in ids]
+    return rule(p, algorithm.scenario.n_clients, round_plan.n_scheduled)
+
+
+@dataclass
+class HetLoRASettings(HeteroRankSettings):
+    """HetLoRA (``strategy.*``): the clients' ratios r_i / r, aggregation and self-pruning."""
+
+    aggregation: str = option(
+        "weighted_mean",
+        choices=AGGREGATIONS,
+        doc="data weights: weighted_mean (p_k of the arrived) | unbiased ((N/K) p_k)",
+    )
+    aggregation_weights: str = option(
+        "data",
+        choices=("data", "norm"),
+        doc="data (strategy.aggregation) | norm (HetLoRA's sparsity weights, "
+        "||s(r_i) B_i A_i||_F normalised over the arrived)",
+    )
+    self_pruning: bool = option(False, doc="HetLoRA's local rank self-pruning")
+    pruning_decay: float = option(
+        0.9, gt=0.0, lt=1.0, doc="gamma: a pruning client keeps max(1, floor(gamma r_i)) ranks"
+    )
+    pruning_strength: float = option(
+        0.1, ge=0.0, doc="lambda: weight of the tail norm in the local loss when pruning"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.aggregation_weights == "norm" and self.aggregation != "weighted_mean":
+            raise ConfigError(
+                "strategy.aggregation_weights: norm normalises the weights itself; use "
+                f"strategy.aggregation: weighted_mean, got {self.aggregation!r}"
+            )
+
+
+class HetLoRA(FederatedAlgorithm):
+    """Truncated broadcast, zero-padded weighted sum of the updates (module docstring)."""
+
+    Settings = HetLoRASettings
+    METRICS = {
+        "mean_rank": "mean rank of the arrived clients' updates",
+        "pruned_clients": "clients whose self-pruned rank is below their assigned r_i",
+    }
+
+    def __init__(self, settings: Any, *, scenario: Any) -> None:
+        super().__init__(settings, scenario=scenario)
+        self.pruned: dict[int, int] = {}  # client -> its rank after self-pruning
+
+    # ---- 1. plan ---------------------------------------------------------------------------
+    def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
+        """Rank r_i per client, capped by the rank it pruned itself to."""
+        return [
+            replace(p, rank=min(p.rank, self.pruned.get(p.client, p.rank)))
+            for p in hetero_rank_plans(self, round_plan)
+        ]
+
+    # ---- 2. broadcast: the default, the global state cut to r_i ------------------------------
+
+    # ---- 3. train --------------------------------------------------------------------------
+    def train(
+        self,
+        plans: Sequence[ClientPlan],
+        starts: Sequence[State],
+        private: PrivateState,
+        *,
+        record_grad_norms: bool = False,
+    ) -> list[LocalResult]:
+        """The runtime's training; with self-pruning, one client at a time with the tail
+        penalty in its loss."""
+        s = self.settings
+        if not s.self_pruning or s.pruning_strength == 0.0:
+            return super().train(plans, starts, private, record_grad_norms=record_grad_norms)
+        from wirelessfl.training.tail_penalty import kept_rank, tail_penalty
+
+        runtime = self.runtime_or_fail()
+        results = []
+        for plan, start in zip(plans, starts, strict=True):
+            with tail_penalty(runtime, s.pruning_strength, kept_rank(plan.rank, s.pruning_decay)):
+                results += runtime.train(
+                    [plan], [start], private, record_grad_norms=record_grad_norms
+                )
+        return results
+
+    # ---- 4. the client's message -------------------------------------------------------------
+    def client_message(
+        self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
+    ) -> Message:
+        """The dense update at the client's rank (cut to the kept rank if it self-pruned)."""
+        from wirelessfl.training.lora_products import layer_scaling, lora_product
+        from wirelessfl.training.rank_padding import truncate_rank
+
+        runtime = self.runtime_or_fail()
+        layers = runtime.state.layers
+        begin, local = start.shared, result.local
+        rank = self._rank_after_pruning(plan, begin, local)
+        delta = {name: local[name] - value for name, value in begin.items()}
+        if rank < plan.rank:
+            delta, local = truncate_rank(delta, layers, rank), truncate_rank(local, layers, rank)
+        message = Message(shared=delta)
+        message.diagnostics["rank"] = rank
+        if self.settings.aggregation_weights == "norm":  # the server could compute it: no bits
+            scale = {layer.name: layer_scaling(runtime.model, layer, plan.rank) for layer in layers}
+            squares = sum(
+                float((scale[layer.name] * lora_product(local, layer)).square().sum())
+                for layer in layers
+            )
+            message.diagnostics["norm"] = math.sqrt(squares)
+        return message
+
+    def _rank_after_pruning(self, plan: ClientPlan, begin: State, local: State) -> int:
+        """The kept rank if self-pruning is on and training lowered the tail's norm, else
+        ``plan.rank``; a pruned rank is remembered for the client's later rounds."""
+        s = self.settings
+        if not s.self_pruning:
+            return plan.rank
+        from wirelessfl.training.tail_penalty import kept_rank, tail_norm
+
+        layers = self.runtime_or_fail().state.layers
+        keep = kept_rank(plan.rank, s.pruning_decay)
+        if keep == plan.rank or not tail_norm(local, layers, keep) < tail_norm(begin, layers, keep):
+            return plan.rank
+        self.pruned[plan.client] = keep
+        return keep
+
+    # ---- 5. aggregation -----------------------------------------------------------------------
+    def aggregate(
+        self,
+        global_state: State,
+        messages: dict[int, Message],
+        plans: dict[int, ClientPlan],
+        round_plan: RoundPlan,
+    ) -> State:
+        """theta <- theta + sum_i w_i pad_r(Delta_i)."""
+        from wirelessfl.algorithms.state_ops import add_weighted
+        from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
+
+        layers = self.runtime_or_fail().state.layers
+        ids = list(messages)
+        rank = lora_rank(global_state, layers)
+        updates = [zero_pad_rank(messages[c].shared, layers, rank) for c in ids]
+        add_weighted(global_state, updates, self._weights(ids, messages, round_plan))
+        return global_state
+
+    def _weights(
+        self, ids: list[int], messages: dict[int, Message], round_plan: RoundPlan
+    ) -> list[float]:
+        """Data weights, or the norms normalised (data weights if every norm is 0)."""
+        if self.settings.aggregation_weights == "norm":
+            norms = [messages[c].diagnostics["norm"] for c in ids]
+            total = sum(norms)
+            if total > 0:
+                return [n / total for n in norms]
+        return data_weights(self, ids, round_plan)
+
+    # ---- 6. metrics ----------------------------------------------------------------------------
+    def metrics(
+        self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan
+    ) -> dict[str, float]:
+        """Mean uploaded rank and how many clients have pruned so far."""
+        ranks = [m.diagnostics["rank"] for m in messages.values()]
+        return {
+            "mean_rank": sum(ranks) / len(ranks) if ranks else math.nan,
+            "pruned_clients": float(len(self.pruned)),
+        }
+
+    # ---- persistence -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The clients' self-pruned ranks."""
+        return {"pruned": dict(self.pruned)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.pruned = {int(c): int(r) for c, r in state.get("pruned", {}).items()}
