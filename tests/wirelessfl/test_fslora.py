@@ -300,6 +300,19 @@ def test_network_only_sizes(download, tmp_path):
     assert (trained.bits_down == V * down_rank * SHAPES_DL + min(8, 4 * 3)).all()
 
 
+def test_network_only_sizes_with_the_sketch_controller(tmp_path):
+    """The controller gives k_i <= r itself; the full download is still the rank-r LoRA."""
+    controller = {"name": "sketch", "rank": 8, "k_min": 1, "d_th_s": 0.02, "V": 1e-4}
+    sc = small_scenario(rounds=20, controller=controller, **{"algorithm.name": "fslora"})
+    clients = run_scenario(sc, tmp_path / "run").clients
+    trained = clients[clients.status == "arrived"]
+    k = trained["rank"]
+    assert len(set(k)) > 1 and k.max() <= 8
+    assert (trained.bits == V * k * SHAPES_DL).all()
+    side = k.map(lambda x: min(8, x * 3) if x < 8 else 0)  # ceil(log2 8) = 3 bits per index
+    assert (trained.bits_down == V * 8 * SHAPES_DL + side).all()
+
+
 def test_ratio_by_device_class(tmp_path):
     classes = {"low_end_phone": 0.5, "laptop_cpu": 0.5}
     sc = small_scenario(

@@ -114,23 +114,33 @@ class FSLoRA(FedIT):
     # ---- 1. plan ---------------------------------------------------------------------------
     def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
         """k_i and a fresh index set (or one per layer) per client (Algorithm 1, line 2)."""
-        t, rp = round_plan.round_index, round_plan
+        rp, runtime = round_plan, self.runtime
         if len(rp.clients) == 0:
             return []
-        # the model rank r: the runtime's; network-only: the controller's largest rank
-        rank = self.runtime.rank if self.runtime is not None else int(rp.ranks.max())
-        n_sets = self._n_sets(len(self.runtime.state.layers)) if self.runtime is not None else 0
+        rank = runtime.rank if runtime is not None else self._network_only_rank(rp)
+        n_sets = self._n_sets(len(runtime.state.layers)) if runtime is not None else 0
+        ratio = float(self.settings.topk_ratio)
         plans: list[ClientPlan] = []
         for c, r_ctrl in zip(rp.clients.tolist(), rp.ranks.tolist(), strict=True):
             k = client_rank(float(self.ratios[c]), rank, r_ctrl)
             sets = (
-                draw_index_sets(self.scenario.seed, c, t, rank=rank, k=k, n_sets=n_sets)
+                draw_index_sets(
+                    self.scenario.seed, c, rp.round_index, rank=rank, k=k, n_sets=n_sets
+                )
                 if n_sets
                 else ()
             )
-            ratio = float(self.settings.topk_ratio)
-            plans.append(SketchPlan(c, t, k, ratio, model_rank=rank, index_sets=sets))
+            plans.append(SketchPlan(c, rp.round_index, k, ratio, model_rank=rank, index_sets=sets))
         return plans
+
+    def _network_only_rank(self, round_plan: RoundPlan) -> int:
+        """r without a runtime: ``controller.rank`` for the ``sketch`` controller (which gives
+        clients k_i <= r), else the round's largest rank (the other controllers give every
+        client the model rank)."""
+        controller = self.scenario.controller
+        if controller.name == "sketch":
+            return int(controller.rank)
+        return int(round_plan.ranks.max())
 
     # ---- network-only payload model ----------------------------------------------------------
     def sized_broadcast(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
