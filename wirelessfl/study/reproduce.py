@@ -1,6 +1,6 @@
-"""``wirelessfl reproduce FIGURE [--full]``: the paper's section V figures as named sweeps.
+"""``wirelessfl reproduce FIGURE [--full]``: the papers' figures and claims as named sweeps.
 
-Each reproduction is a scenario under ``scenarios/paper/`` plus one or more grids; results go
+Each reproduction is a scenario under ``scenarios/`` plus one or more grids; results go
 to one study folder per sweep under ``OUT/FIGURE/``, figures and a ``summary.csv`` next to them.
 The default scale finishes on a 2-core CPU in minutes per run (each scenario file states its
 scale); ``--full`` switches to the paper's N = 100, K = 10 and more rounds. Finished runs are
@@ -28,7 +28,7 @@ def reproduce(
     jobs: int = 1,
     progress: bool = False,
     overrides: list[str] | None = None,
-    seeds: int = 1,
+    seeds: int | None = None,
     target_accuracy: float | None = None,
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths.
@@ -48,6 +48,7 @@ def reproduce(
             f"reproduce: unknown figure {figure!r} (accepted: {', '.join(REPRODUCTIONS)}, all)"
         )
     spec = REPRODUCTIONS[figure]
+    seeds = spec.seeds if seeds is None else seeds
     from wirelessfl.study.folder import make_folder
 
     out = Path(out_dir) / (f"{figure}-full" if full else figure)
@@ -142,7 +143,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``wirelessfl reproduce``."""
-    p = subparsers.add_parser("reproduce", help="re-run a figure of the paper's section V")
+    p = subparsers.add_parser(
+        "reproduce", help="re-run a figure of SOFT/TSFA's section V or an FSLoRA claim"
+    )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
     p.add_argument(
@@ -157,8 +160,9 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--seeds",
         type=int_in_range(1, MAX_SEEDS),
-        default=1,
-        help=f"seeds per grid point (mean and spread), 1 to {MAX_SEEDS} (default 1)",
+        default=None,
+        help=f"seeds per grid point (mean and spread), 1 to {MAX_SEEDS} (default: the "
+        "figure's, 3 for fslora-*, else 1)",
     )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     p.add_argument(

@@ -1,4 +1,8 @@
-"""The paper's section V figures as named sweeps: scenario, grids, claim, target and drawing.
+"""Named reproductions: scenario, grids, claim, target and drawing.
+
+The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, scenarios under
+``scenarios/paper/``) and the FSLoRA paper's claims at offline scale (``fslora-*``, scenarios
+under ``scenarios/fslora/``; docs/results.md has a section per claim).
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
@@ -12,8 +16,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wirelessfl.study.figures import (
+    accuracy_both_ways,
+    draw_hetero,
+    draw_ratios,
+    save_figure,
+)
+
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
 SPARSIFIERS = ["soft", "topk", "random", "structured"]
+#: The FSLoRA paper's GLUE scale (Appendix A): every one of N = 20 devices in each of 200
+#: rounds, H = 50 local steps of batch 16, 128-token inputs.
+FSLORA_FULL = [
+    "n_scheduled=20",
+    "rounds=200",
+    "eval_every=10",
+    "learner.local_steps=50",
+    "learner.batch_size=16",
+    "learner.dataset_options.max_length=128",
+    "learner.dataset_options.max_test=null",
+]
 
 
 @dataclass(frozen=True)
@@ -28,24 +50,10 @@ class Reproduction:
     sweeps: dict[str, dict[str, list]]
     claim: str
     target_accuracy: float | None = None
+    seeds: int = 1  # seeds per grid point when ``--seeds`` is not given
     full: list[str] = field(default_factory=lambda: list(FULL_TRAINING))
     full_sweeps: dict[str, dict[str, list]] | None = None
     draw: Callable[[Path, list], list[Path]] | None = None
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
-
-
-def _both_ways(out: Path, runs: list, stem: str, title: str) -> list[Path]:
-    """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``)."""
-    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
-
-    by_round, by_time = accuracy_vs_round(runs), accuracy_vs_time(runs)
-    by_round.axes[0].set_title(title)
-    by_time.axes[0].set_title(f"{title} (latency–accuracy)")
-    return [_save(by_round, out / f"{stem}.png"), _save(by_time, out / f"{stem}_time.png")]
 
 
 def _sparsifier_panels(tag: str = "") -> Callable[[Path, list], list[Path]]:
@@ -73,14 +81,16 @@ def _sparsifier_panels(tag: str = "") -> Callable[[Path, list], list[Path]]:
                 suffix = "" if len(ratios) == 1 else f"_O{ratio:g}"
                 label = f" ({tag.strip('_').replace('_', ' ')} head)" if tag else ""
                 title = f"Fig. 3({panel}){label}: sparsifiers at r = {rank}, O = {ratio:g}"
-                paths += _both_ways(out, chosen, f"fig3{panel}{tag}_rank{rank}{suffix}", title)
+                paths += accuracy_both_ways(
+                    out, chosen, f"fig3{panel}{tag}_rank{rank}{suffix}", title
+                )
         return paths
 
     return draw
 
 
 def _draw_fig3c(out: Path, runs: list) -> list[Path]:
-    return _both_ways(out, runs, "fig3c", "Fig. 3(c): TSFA vs OSFA")
+    return accuracy_both_ways(out, runs, "fig3c", "Fig. 3(c): TSFA vs OSFA")
 
 
 def _draw_fig45(out: Path, runs: list) -> list[Path]:
@@ -88,8 +98,8 @@ def _draw_fig45(out: Path, runs: list) -> list[Path]:
 
     fig4 = cov_norm(runs)
     fig4.axes[0].set_title("Fig. 4: ||Cov(theta_B, theta_A)||_F vs shards")
-    paths = [_save(fig4, out / "fig4_cov.png")]
-    return paths + _both_ways(out, runs, "fig5_accuracy", "Fig. 5: accuracy vs shards")
+    paths = [save_figure(fig4, out / "fig4_cov.png")]
+    return paths + accuracy_both_ways(out, runs, "fig5_accuracy", "Fig. 5: accuracy vs shards")
 
 
 def _outage_label(threshold_db: float | None) -> str:
@@ -148,7 +158,7 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
         "bound and queue against V (mean over seeds, min–max shaded)"
     )
     fig.tight_layout()
-    return [_save(fig, out / "dpp_tradeoff.png")]
+    return [save_figure(fig, out / "dpp_tradeoff.png")]
 
 
 REPRODUCTIONS: dict[str, Reproduction] = {
@@ -210,5 +220,32 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="larger V lowers the time-average bound (O(1/V)) and lets the backlog grow (O(V)) "
         "while the time-average delay meets D_th; needs bounded D^t (an outage cut-off)",
         draw=_draw_dpp,
+    ),
+    "fslora-hetero": Reproduction(
+        scenario="fslora/minilm_rotten_tomatoes.yaml",
+        sweeps={"algorithms": {"algorithm.name": ["fslora", "hetlora", "flexlora", "fedstack"]}},
+        claim="(i) at the same heterogeneous ratios FSLoRA is at least as accurate as HetLoRA "
+        "and FlexLoRA; (iii) device compute: FSLoRA ~ HetLoRA < FedStack, FlexLoRA",
+        target_accuracy=0.7,
+        seeds=3,
+        full=FSLORA_FULL,
+        draw=draw_hetero,
+    ),
+    "fslora-ratios": Reproduction(
+        scenario="fslora/minilm_rotten_tomatoes.yaml",
+        sweeps={
+            "fixed": {
+                "strategy.ratio_choices": [[]],
+                "strategy.sketch_ratio": [0.125, 0.25, 0.5, 1.0],
+            },
+            "controller": {"strategy.ratio_choices": [[]], "controller.name": ["sketch"]},
+        },
+        claim="(ii) accuracy degrades gracefully as the sketching ratio shrinks; (iv) with the "
+        "wireless sketch controller FSLoRA reaches the target in less virtual time than any "
+        "fixed ratio",
+        target_accuracy=0.7,
+        seeds=3,
+        full=FSLORA_FULL,
+        draw=draw_ratios,
     ),
 }

@@ -1,0 +1,98 @@
+"""Reproduction figures: accuracy both ways (every reproduction), and the ``fslora-*`` figures
+(the compute ordering of the heterogeneous-rank algorithms).
+
+Runs that differ only in seed are one group (mean over seeds, min–max shaded), as in every
+accuracy figure of :mod:`wirelessfl.plots`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["accuracy_both_ways", "compute_table", "draw_hetero", "draw_ratios", "save_figure"]
+
+
+def save_figure(fig, path: Path) -> Path:
+    """``fig`` written to ``path`` (120 dpi, tight); returns ``path``."""
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    return path
+
+
+def accuracy_both_ways(out: Path, runs: list, stem: str, title: str) -> list[Path]:
+    """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``)."""
+    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
+
+    by_round, by_time = accuracy_vs_round(runs), accuracy_vs_time(runs)
+    by_round.axes[0].set_title(title)
+    by_time.axes[0].set_title(f"{title} (latency–accuracy)")
+    return [
+        save_figure(by_round, out / f"{stem}.png"),
+        save_figure(by_time, out / f"{stem}_time.png"),
+    ]
+
+
+def compute_table(runs: list) -> pd.DataFrame:
+    """One row per run: algorithm, seed and what its training cost.
+
+    Columns: ``device_flops`` (sum over arrived and straggling clients of compute_s times the
+    client's FLOP/s; ``devices.kind: fixed`` gives every client ``devices.flops_per_s``),
+    ``server_flops`` (the algorithm's ``algo.server_flops`` column summed, 0 without one),
+    ``wall_s`` (measured seconds of the run: local training, aggregation and simulation) and
+    ``bits_up``/``bits_down`` (uplink and downlink payload summed over the run).
+    """
+    from wirelessfl.results.groups import config_value
+
+    rows = []
+    for run in runs:
+        clients, rounds = run.clients, run.rounds
+        speed = float(config_value(run, "devices.flops_per_s"))
+        server = rounds["algo.server_flops"].sum() if "algo.server_flops" in rounds else 0.0
+        rows.append(
+            {
+                "algorithm": config_value(run, "algorithm.name"),
+                "seed": int(config_value(run, "seed")),
+                "device_flops": float(clients.compute_s.sum()) * speed,
+                "server_flops": float(server),
+                "wall_s": float(rounds.wall_s.sum()),
+                "bits_up": float(clients.bits.sum()),
+                "bits_down": float(clients.bits_down.sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _compute_bars(out: Path, runs: list) -> Path:
+    """Device FLOPs and measured wall seconds per algorithm (mean over seeds, min–max bars)."""
+    from matplotlib.figure import Figure
+
+    stats = compute_table(runs).groupby("algorithm")[["device_flops", "wall_s"]]
+    mean, low, high = stats.mean(), stats.min(), stats.max()
+    fig = Figure(figsize=(9, 3.2))
+    for ax, column, label in zip(
+        fig.subplots(1, 2),
+        ("device_flops", "wall_s"),
+        ("device FLOPs of local training", "measured wall time of the run [s]"),
+        strict=True,
+    ):
+        errors = [mean[column] - low[column], high[column] - mean[column]]
+        ax.bar(mean.index, mean[column], yerr=errors, capsize=3, color="0.6")
+        ax.set_ylabel(label)
+        ax.tick_params(axis="x", rotation=20)
+    fig.suptitle("Compute per algorithm (Table 5.1's GPU-hours column, at offline scale)")
+    fig.tight_layout()
+    return save_figure(fig, out / "fslora_compute.png")
+
+
+def draw_hetero(out: Path, runs: list) -> list[Path]:
+    """FSLoRA against HetLoRA, FlexLoRA and FedStack at the same heterogeneous ratios."""
+    title = "FSLoRA vs heterogeneous-rank baselines"
+    return [*accuracy_both_ways(out, runs, "fslora_hetero", title), _compute_bars(out, runs)]
+
+
+def draw_ratios(out: Path, runs: list) -> list[Path]:
+    """FSLoRA at fixed sketching ratios, and with the wireless sketch controller."""
+    return accuracy_both_ways(
+        out, runs, "fslora_ratios", "FSLoRA: fixed sketching ratios vs controller"
+    )
