@@ -115,3 +115,12 @@ def test_cli_reports_one_line_without_traceback(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert lines == ["wirelessfl: error: controller.o_min: must be > 0.0 and < 1.0, got 2.0"]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("key", ["sketch_ratio", "ratio_choices", "sparsifier"])
+def test_algorithm_settings_under_algorithm_point_to_strategy(key):
+    with pytest.raises(ConfigError) as err:
+        scenario_from_dict({"algorithm": {"name": "fslora", key: 0.5}})
+    assert str(err.value) == (
+        f"algorithm.{key}: use strategy.{key} (an algorithm's settings are the strategy section)"
+    )

@@ -306,6 +306,11 @@ class PayloadConfig:
 class AlgorithmConfig:
     """The federated algorithm (``wirelessfl.algorithms``); its settings are ``strategy.*``."""
 
+    MOVED_KEYS: ClassVar[dict[str, str]] = {
+        key: f"use strategy.{key} (an algorithm's settings are the strategy section)"
+        for key in ("sketch_ratio", "ratio_choices", "ratio_by_class", "zeta", "sparsifier")
+    }
+
     name: str = option("soft", choices=ALGORITHMS, doc="an algorithm registry name")
 
 
