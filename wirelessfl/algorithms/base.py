@@ -200,6 +200,16 @@ class FederatedAlgorithm(ABC):
         """Test ``accuracy`` and ``test_loss`` of ``global_state`` (the runtime's evaluation)."""
         return self.runtime_or_fail().evaluate(global_state)
 
+    def aggregation_weights(self, ids: Sequence[int], round_plan: RoundPlan) -> list[float]:
+        """``strategy.aggregation``'s weights of the arrived clients ``ids`` from their p_k
+        (``wirelessfl.algorithms.aggregation``); the algorithm's settings must name the rule."""
+        from wirelessfl.registries import AGGREGATIONS
+
+        runtime = self.runtime_or_fail()
+        rule = AGGREGATIONS.load(self.settings.aggregation)
+        p = [float(runtime.data_fractions[c]) for c in ids]
+        return rule(p, self.scenario.n_clients, round_plan.n_scheduled)
+
     # ---- 6. metrics ------------------------------------------------------------------------
     def metrics(
         self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan

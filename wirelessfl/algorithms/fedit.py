@@ -148,12 +148,7 @@ class FedIT(FederatedAlgorithm):
 
         runtime = self.runtime_or_fail()
         ids = list(messages)
-        rule = AGGREGATIONS.load(self.settings.aggregation)
-        weights = rule(
-            [float(runtime.data_fractions[c]) for c in ids],
-            self.scenario.n_clients,
-            round_plan.n_scheduled,
-        )
+        weights = self.aggregation_weights(ids, round_plan)
         rank = lora_rank(global_state, runtime.state.layers)
         updates = [self.global_update(messages[c].shared, plans[c], rank) for c in ids]
         add_weighted(global_state, updates, weights)

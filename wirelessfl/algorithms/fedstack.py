@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings
-from wirelessfl.algorithms.hetlora import data_weights, hetero_rank_plans
+from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
@@ -186,7 +185,7 @@ class FedStack(FederatedAlgorithm):
 
         runtime = self.runtime_or_fail()
         ids = list(messages)
-        weights = data_weights(self, ids, round_plan)
+        weights = self.aggregation_weights(ids, round_plan)
         model = runtime.model
         with torch.no_grad():
             for c, weight in zip(ids, weights, strict=True):

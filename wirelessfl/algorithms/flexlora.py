@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings
-from wirelessfl.algorithms.hetlora import data_weights, hetero_rank_plans
+from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
 from wirelessfl.algorithms.message import Message
 from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
@@ -116,7 +115,7 @@ class FlexLoRA(FederatedAlgorithm):
 
         runtime = self.runtime_or_fail()
         ids = list(messages)
-        weights = data_weights(self, ids, round_plan)
+        weights = self.aggregation_weights(ids, round_plan)
         r, model = runtime.rank, runtime.model
         flops = residual = total = 0.0
         with torch.no_grad():

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings, client_rank, client_ratios
+from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
 from wirelessfl.algorithms.message import Message
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
@@ -42,28 +42,7 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["HetLoRA", "HetLoRASettings", "data_weights", "hetero_rank_plans"]
-
-
-def hetero_rank_plans(algorithm: FederatedAlgorithm, round_plan: RoundPlan) -> list[ClientPlan]:
-    """The controller's plans with each client's rank r_i (``client_ranks.client_rank``) and
-    ratio 1 (the update is sent dense)."""
-    runtime = algorithm.runtime_or_fail()
-    ratios = client_ratios(algorithm.settings, algorithm.scenario)
-    return [
-        replace(p, rank=client_rank(ratios[p.client], runtime.rank, p.rank), ratio=1.0)
-        for p in FederatedAlgorithm.plan(algorithm, round_plan)
-    ]
-
-
-def data_weights(
-    algorithm: FederatedAlgorithm, ids: Sequence[int], round_plan: RoundPlan
-) -> list[float]:
-    """``strategy.aggregation``'s weights of the arrived clients ``ids`` from their p_k."""
-    runtime = algorithm.runtime_or_fail()
-    rule = AGGREGATIONS.load(algorithm.settings.aggregation)
-    p = [float(runtime.data_fractions[c]) for c in ids]
-    return rule(p, algorithm.scenario.n_clients, round_plan.n_scheduled)
+__all__ = ["HetLoRA", "HetLoRASettings"]
 
 
 @dataclass
@@ -215,7 +194,7 @@ class HetLoRA(FederatedAlgorithm):
             total = sum(norms)
             if total > 0:
                 return [n / total for n in norms]
-        return data_weights(self, ids, round_plan)
+        return self.aggregation_weights(ids, round_plan)
 
     # ---- 6. metrics ----------------------------------------------------------------------------
     def metrics(

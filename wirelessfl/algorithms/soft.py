@@ -197,12 +197,7 @@ class SoftFamily(FederatedAlgorithm):
 
         runtime = self.runtime_or_fail()
         ids = list(messages)
-        rule = AGGREGATIONS.load(self.settings.aggregation)
-        weights = rule(
-            [float(runtime.data_fractions[c]) for c in ids],
-            self.scenario.n_clients,
-            round_plan.n_scheduled,
-        )
+        weights = self.aggregation_weights(ids, round_plan)
         rank = lora_rank(global_state, runtime.state.layers)
         updates = [zero_pad_rank(messages[c].shared, runtime.state.layers, rank) for c in ids]
         add_weighted(global_state, updates, weights)
