@@ -87,3 +87,46 @@ def test_sparsifier_panels_are_drawn_against_round_and_time(tmp_path):
         "fig3a_frozen_rank4_O0.5_time.png",
     ]
     assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_fslora_hetero_figures_and_compute_table(tmp_path):
+    """Accuracy both ways and the compute bars; device FLOPs are each arrived client's local
+    steps at its own rank (FedStack adds its merge), from the runtime's FLOP model."""
+    pytest.importorskip("torch")
+    from scenario_helpers import digits_scenario
+
+    from wirelessfl.sim.runner import Run
+    from wirelessfl.study.figures import compute_table
+
+    runs, flops_of = [], {}
+    for name in ("fslora", "hetlora"):
+        sc = digits_scenario(
+            rounds=2,
+            eval_every=1,
+            **{
+                "algorithm.name": name,
+                "controller.rank": 8,
+                "strategy": {"ratio_choices": [0.25, 0.5, 1.0]},
+            },
+        )
+        run = Run(sc, tmp_path / name)
+        result = run.execute()
+        runtime = run.learner.runtime
+        arrived = result.clients[result.clients.status == "arrived"]
+        flops_of[name] = sum(
+            runtime.flops_per_step_at(int(rank)) * runtime.steps_for(int(client))
+            for rank, client in zip(arrived["rank"], arrived.client, strict=True)
+        )
+        runs.append(result)
+    table = compute_table(runs)
+    assert list(table.algorithm) == ["fslora", "hetlora"]
+    for name, want in flops_of.items():
+        got = float(table.loc[table.algorithm == name, "device_flops"].iloc[0])
+        assert got == pytest.approx(want, rel=1e-9)
+    assert (table.wall_s > 0).all() and (table.server_flops == 0).all()
+    paths = REPRODUCTIONS["fslora-hetero"].draw(tmp_path, runs)
+    assert sorted(p.name for p in paths) == [
+        "fslora_compute.png",
+        "fslora_hetero.png",
+        "fslora_hetero_time.png",
+    ]
