@@ -2,14 +2,17 @@
 (the compute ordering of the heterogeneous-rank algorithms).
 
 Runs that differ only in seed are one group (mean over seeds, min–max shaded), as in every
-accuracy figure of :mod:`wirelessfl.plots`.
+accuracy figure of :mod:`wirelessfl.plots`. Importing this module imports neither pandas nor
+matplotlib (the CLI registers ``reproduce`` cheaply).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["accuracy_both_ways", "compute_table", "draw_hetero", "draw_ratios", "save_figure"]
 
@@ -42,6 +45,8 @@ def compute_table(runs: list) -> pd.DataFrame:
     ``wall_s`` (measured seconds of the run: local training, aggregation and simulation) and
     ``bits_up``/``bits_down`` (uplink and downlink payload summed over the run).
     """
+    import pandas as pd
+
     from wirelessfl.results.groups import config_value
 
     rows = []
