@@ -69,16 +69,20 @@ def compute_table(runs: list) -> pd.DataFrame:
 
 
 def _compute_bars(out: Path, runs: list) -> Path:
-    """Device FLOPs and measured wall seconds per algorithm (mean over seeds, min–max bars)."""
+    """Device and server FLOPs per algorithm (mean over seeds, min–max bars).
+
+    FLOPs, not wall time: they follow the runtime's FLOP model and do not change with the load
+    of the machine the study ran on (``compute_table`` has the measured wall time too).
+    """
     from matplotlib.figure import Figure
 
-    stats = compute_table(runs).groupby("algorithm")[["device_flops", "wall_s"]]
+    stats = compute_table(runs).groupby("algorithm")[["device_flops", "server_flops"]]
     mean, low, high = stats.mean(), stats.min(), stats.max()
     fig = Figure(figsize=(9, 3.2))
     for ax, column, label in zip(
         fig.subplots(1, 2),
-        ("device_flops", "wall_s"),
-        ("device FLOPs of local training", "measured wall time of the run [s]"),
+        ("device_flops", "server_flops"),
+        ("FLOPs of the clients' local training", "FLOPs of the server's aggregation"),
         strict=True,
     ):
         errors = [mean[column] - low[column], high[column] - mean[column]]
