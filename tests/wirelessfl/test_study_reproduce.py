@@ -120,6 +120,10 @@ def test_fslora_hetero_figures_and_compute_table(tmp_path):
         runs.append(result)
     table = compute_table(runs)
     assert list(table.algorithm) == ["fslora", "hetlora"]
+    # the legend names the algorithm, not the settings only one of them has
+    from wirelessfl.results.groups import group_runs
+
+    assert [g.label for g in group_runs(runs)] == ["name=fslora", "name=hetlora"]
     for name, want in flops_of.items():
         got = float(table.loc[table.algorithm == name, "device_flops"].iloc[0])
         assert got == pytest.approx(want, rel=1e-9)

@@ -75,7 +75,7 @@ def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
         keyed.setdefault(key, (flat, []))[1].append(run)
     flats = [flat for flat, _ in keyed.values()]
     keys = sorted({k for f in flats for k in f})
-    varying = [k for k in keys if len({json.dumps(f.get(k), default=str) for f in flats}) > 1]
+    varying = _label_keys(flats, keys)
     short = {k: k.rsplit(".", 1)[-1] for k in varying}
     if len(set(short.values())) < len(short):
         short = {k: k for k in varying}
@@ -88,6 +88,24 @@ def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
             label = str(members[0].config.get("name") or Path(members[0].path).name)
         groups.append(RunGroup(label, params, members))
     return groups
+
+
+def _label_keys(flats: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """The keys whose values differ between groups, naming them in labels.
+
+    Keys every group has come first: runs of different algorithms differ in ``algorithm.name``
+    and in settings only one of them has (``strategy.download`` of FSLoRA), and the label
+    ``name=fslora`` says enough. Keys missing from some groups are kept only when the shared
+    keys alone would give two groups the same label.
+    """
+
+    def differs(k: str) -> bool:
+        return len({json.dumps(f.get(k), default=str) for f in flats}) > 1
+
+    varying = [k for k in keys if differs(k)]
+    shared = [k for k in varying if all(k in f for f in flats)]
+    labels = {json.dumps([f.get(k) for k in shared], default=str) for f in flats}
+    return shared if shared and len(labels) == len(flats) else varying
 
 
 def _seed(run: RunResult) -> Any:
