@@ -14,8 +14,23 @@ They coincide for equal p_k when all K scheduled clients arrive. Registered in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["unbiased_weights", "weighted_mean_weights"]
+from wirelessfl.config.schema import option
+from wirelessfl.registries import AGGREGATIONS
+
+__all__ = ["aggregation_option", "unbiased_weights", "weighted_mean_weights"]
+
+
+def aggregation_option(weights_of: str = "") -> Any:
+    """The ``strategy.aggregation`` setting of an algorithm: a rule of ``AGGREGATIONS``,
+    ``weighted_mean`` by default; ``weights_of`` says what the weights multiply."""
+    prefix = f"{weights_of}: " if weights_of else ""
+    return option(
+        "weighted_mean",
+        choices=AGGREGATIONS,
+        doc=f"{prefix}weighted_mean (p_k of the arrived) | unbiased (Algorithm 3's (N/K) p_k)",
+    )
 
 
 def weighted_mean_weights(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:

@@ -112,11 +112,13 @@ def client_rank(ratio: float, model_rank: int, controller_rank: int) -> int:
     return min(k, int(controller_rank))
 
 
-def hetero_rank_plans(algorithm: FederatedAlgorithm, round_plan: RoundPlan) -> list[ClientPlan]:
-    """The controller's plans with each client's rank r_i (:func:`client_rank`) and ratio 1
-    (the update is sent dense): the plan step of the heterogeneous-rank baselines."""
+def hetero_rank_plans(
+    algorithm: FederatedAlgorithm, round_plan: RoundPlan, ratios: np.ndarray
+) -> list[ClientPlan]:
+    """The controller's plans with each client's rank r_i (:func:`client_rank`, from the run's
+    (N,) ``ratios`` of :func:`client_ratios`) and ratio 1 (the update is sent dense): the plan
+    step of the heterogeneous-rank baselines."""
     runtime = algorithm.runtime_or_fail()
-    ratios = client_ratios(algorithm.settings, algorithm.scenario)
     return [
         replace(p, rank=client_rank(ratios[p.client], runtime.rank, p.rank), ratio=1.0)
         for p in FederatedAlgorithm.plan(algorithm, round_plan)

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from channels.payload import kept_values
+from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import AGGREGATIONS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
@@ -43,11 +43,7 @@ __all__ = ["FedIT", "FedITSettings", "FedITTopK", "FedITTopKSettings"]
 class FedITSettings:
     """FedAvg-LoRA: how the server aggregates and how much of its update a client sends."""
 
-    aggregation: str = option(
-        "weighted_mean",
-        choices=AGGREGATIONS,
-        doc="weighted_mean (of arrivals) | unbiased (Algorithm 3's (N/K) p_k)",
-    )
+    aggregation: str = aggregation_option()
     topk_ratio: float = option(
         1.0,
         gt=0.0,

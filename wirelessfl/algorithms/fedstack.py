@@ -30,12 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
+from wirelessfl.algorithms.client_ranks import (
+    HeteroRankSettings,
+    client_ratios,
+    hetero_rank_plans,
+)
 from wirelessfl.algorithms.message import IndexSpace, Message
-from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import AGGREGATIONS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
@@ -60,11 +63,7 @@ def stack_download(stacked_rank: int, d_in: int, d_out: int) -> tuple[int, float
 class FedStackSettings(HeteroRankSettings):
     """FedStack (``strategy.*``): the clients' ratios r_i / r and the stacking weights."""
 
-    aggregation: str = option(
-        "weighted_mean",
-        choices=AGGREGATIONS,
-        doc="stacking weights: weighted_mean (p_k of the arrived, FLoRA's) | unbiased ((N/K) p_k)",
-    )
+    aggregation: str = aggregation_option("stacking weights")
 
 
 class FedStack(FederatedAlgorithm):
@@ -78,6 +77,7 @@ class FedStack(FederatedAlgorithm):
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
+        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
         self.stack_ranks: dict[int, int] = {}  # round -> rank stacked that round
         self.synced: dict[int, int] = {}  # client -> round of its last download
         self._merge_flops: dict[int, float] = {}  # client -> merge FLOPs of this round
@@ -97,7 +97,7 @@ class FedStack(FederatedAlgorithm):
     # ---- 1. plan ---------------------------------------------------------------------------
     def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
         """Rank r_i per client."""
-        return hetero_rank_plans(self, round_plan)
+        return hetero_rank_plans(self, round_plan, self.ratios)
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:

@@ -23,12 +23,15 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
+from wirelessfl.algorithms.client_ranks import (
+    HeteroRankSettings,
+    client_ratios,
+    hetero_rank_plans,
+)
 from wirelessfl.algorithms.message import Message
-from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import AGGREGATIONS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
@@ -40,12 +43,7 @@ __all__ = ["FlexLoRA", "FlexLoRASettings"]
 class FlexLoRASettings(HeteroRankSettings):
     """FlexLoRA (``strategy.*``): the clients' ratios r_i / r and the aggregation weights."""
 
-    aggregation: str = option(
-        "weighted_mean",
-        choices=AGGREGATIONS,
-        doc="weights of the products: weighted_mean (p_k of the arrived, FlexLoRA's) | "
-        "unbiased ((N/K) p_k)",
-    )
+    aggregation: str = aggregation_option("weights of the products")
 
 
 class FlexLoRA(FederatedAlgorithm):
@@ -61,12 +59,13 @@ class FlexLoRA(FederatedAlgorithm):
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
+        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
         self._measured = {name: math.nan for name in self.METRICS}
 
     # ---- 1. plan ---------------------------------------------------------------------------
     def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
         """Rank r_i per client."""
-        return hetero_rank_plans(self, round_plan)
+        return hetero_rank_plans(self, round_plan, self.ratios)
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:

@@ -30,13 +30,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings, hetero_rank_plans
+from wirelessfl.algorithms.client_ranks import (
+    HeteroRankSettings,
+    client_ratios,
+    hetero_rank_plans,
+)
 from wirelessfl.algorithms.message import Message
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import AGGREGATIONS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
@@ -49,11 +53,7 @@ __all__ = ["HetLoRA", "HetLoRASettings"]
 class HetLoRASettings(HeteroRankSettings):
     """HetLoRA (``strategy.*``): the clients' ratios r_i / r, aggregation and self-pruning."""
 
-    aggregation: str = option(
-        "weighted_mean",
-        choices=AGGREGATIONS,
-        doc="data weights: weighted_mean (p_k of the arrived) | unbiased ((N/K) p_k)",
-    )
+    aggregation: str = aggregation_option("data weights")
     aggregation_weights: str = option(
         "data",
         choices=("data", "norm"),
@@ -88,6 +88,7 @@ class HetLoRA(FederatedAlgorithm):
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
+        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
         self.pruned: dict[int, int] = {}  # client -> its rank after self-pruning
 
     # ---- 1. plan ---------------------------------------------------------------------------
@@ -95,7 +96,7 @@ class HetLoRA(FederatedAlgorithm):
         """Rank r_i per client, capped by the rank it pruned itself to."""
         return [
             replace(p, rank=min(p.rank, self.pruned.get(p.client, p.rank)))
-            for p in hetero_rank_plans(self, round_plan)
+            for p in hetero_rank_plans(self, round_plan, self.ratios)
         ]
 
     # ---- 2. broadcast: the default, the global state cut to r_i ------------------------------
@@ -175,14 +176,12 @@ class HetLoRA(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """theta <- theta + sum_i w_i pad_r(Delta_i)."""
-        from wirelessfl.algorithms.state_ops import add_weighted
-        from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
+        from wirelessfl.algorithms.state_ops import add_zero_padded
 
-        layers = self.runtime_or_fail().state.layers
         ids = list(messages)
-        rank = lora_rank(global_state, layers)
-        updates = [zero_pad_rank(messages[c].shared, layers, rank) for c in ids]
-        add_weighted(global_state, updates, self._weights(ids, messages, round_plan))
+        updates = [messages[c].shared for c in ids]
+        layers = self.runtime_or_fail().state.layers
+        add_zero_padded(global_state, updates, layers, self._weights(ids, messages, round_plan))
         return global_state
 
     def _weights(

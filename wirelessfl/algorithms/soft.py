@@ -43,11 +43,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from channels.payload import kept_values
+from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import AGGREGATIONS, SPARSIFIERS
+from wirelessfl.registries import SPARSIFIERS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
@@ -78,11 +79,7 @@ class SoftSettings:
         doc="soft (SOFT) | topk (TLoRA) | random (RLoRA) | structured (SLoRA) | none (ILoRA)",
     )
     error_feedback: bool = option(True, doc="eqs. (4)-(7) error memory")
-    aggregation: str = option(
-        "weighted_mean",
-        choices=AGGREGATIONS,
-        doc="weighted_mean (of arrivals) | unbiased (Algorithm 3's (N/K) p_k)",
-    )
+    aggregation: str = aggregation_option()
     zeta: float | None = option(
         None,
         ge=0.0,
@@ -192,15 +189,12 @@ class SoftFamily(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """theta <- theta + sum_k w_k Delta_k over the arrived clients (docs/training.md)."""
-        from wirelessfl.algorithms.state_ops import add_weighted
-        from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
+        from wirelessfl.algorithms.state_ops import add_zero_padded
 
-        runtime = self.runtime_or_fail()
         ids = list(messages)
-        weights = self.aggregation_weights(ids, round_plan)
-        rank = lora_rank(global_state, runtime.state.layers)
-        updates = [zero_pad_rank(messages[c].shared, runtime.state.layers, rank) for c in ids]
-        add_weighted(global_state, updates, weights)
+        updates = [messages[c].shared for c in ids]
+        layers = self.runtime_or_fail().state.layers
+        add_zero_padded(global_state, updates, layers, self.aggregation_weights(ids, round_plan))
         return global_state
 
     # ---- 6. metrics ----------------------------------------------------------------------------

@@ -5,11 +5,14 @@ Rank truncation and zero padding are in ``wirelessfl.training.rank_padding``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
-__all__ = ["add_weighted"]
+from wirelessfl.training.lora_state import LoraLayer
+from wirelessfl.training.rank_padding import lora_rank, zero_pad_rank
+
+__all__ = ["add_weighted", "add_zero_padded"]
 
 State = dict[str, torch.Tensor]
 
@@ -20,3 +23,13 @@ def add_weighted(state: State, updates: Sequence[State], weights: Sequence[float
     for name, value in state.items():
         for w, update in zip(weights, updates, strict=True):
             value.add_(update[name], alpha=float(w))
+
+
+def add_zero_padded(
+    state: State, updates: Sequence[State], layers: Iterable[LoraLayer], weights: Sequence[float]
+) -> None:
+    """``state += sum_k weights[k] * pad_r(updates[k])`` in place: each update's LoRA pairs
+    zero-padded to the rank r of ``state``'s (clients of a lower rank send fewer components)."""
+    layers = list(layers)
+    rank = lora_rank(state, layers)
+    add_weighted(state, [zero_pad_rank(u, layers, rank) for u in updates], weights)
