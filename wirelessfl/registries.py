@@ -49,6 +49,10 @@ ALGORITHMS: Registry[Any] = Registry(
         "hetlora": "wirelessfl.algorithms.hetlora:HetLoRA",
         "flexlora": "wirelessfl.algorithms.flexlora:FlexLoRA",
         "fedstack": "wirelessfl.algorithms.fedstack:FedStack",
+        "floral": "wirelessfl.algorithms.floral:Floral",
+        "floral_local": "wirelessfl.algorithms.floral:LocalAdaptor",
+        "ensemble": "wirelessfl.algorithms.ensemble:Ensemble",
+        "fedavg": "wirelessfl.algorithms.ensemble:FedAvgFull",
     },
     entry_point_group="wirelessfl.algorithms",
 )
@@ -88,7 +92,8 @@ AGGREGATIONS: Registry[Any] = Registry(
     entry_point_group="wirelessfl.aggregations",
 )
 
-#: ``learner.dataset``: ``(*, seed, **options) -> TaskData``; ``hub:<name-or-path>`` as well.
+#: ``learner.dataset``: ``(*, seed, **options) -> TaskData`` (plus ``n_clients`` for data built
+#: per client); ``hub:<name-or-path>`` as well.
 DATASETS: Registry[Any] = Registry(
     "dataset",
     {
@@ -96,6 +101,10 @@ DATASETS: Registry[Any] = Registry(
         "mnist5k": "wirelessfl.data.mnist5k:load_mnist5k",
         "rotten_tomatoes": "wirelessfl.data.rotten_tomatoes:load_rotten_tomatoes",
         "chatterbot_topic": "wirelessfl.data.chatterbot:load_chatterbot_topic",
+        "synthetic_linear": "wirelessfl.data.mixture_tasks:load_synthetic_linear",
+        "synthetic_mlp": "wirelessfl.data.mixture_tasks:load_synthetic_mlp",
+        "mnist_rotate": "wirelessfl.data.concept_shift:load_mnist_rotate",
+        "mnist_label_shift": "wirelessfl.data.concept_shift:load_mnist_label_shift",
     },
     entry_point_group="wirelessfl.datasets",
 )
@@ -110,6 +119,10 @@ MODELS: Registry[Any] = Registry(
         "smollm2": "wirelessfl.models.smollm2:build_smollm2",
         "smollm2_instruct": "wirelessfl.models.smollm2:build_smollm2_instruct",
         "vit_random": "wirelessfl.models.vit:build_vit_random",
+        "mnist_mlp": "wirelessfl.models.small_nets:build_mnist_mlp",
+        "synthetic_linear": "wirelessfl.models.small_nets:build_synthetic_linear",
+        "synthetic_mlp": "wirelessfl.models.small_nets:build_synthetic_mlp",
+        "small_cnn": "wirelessfl.models.small_nets:build_small_cnn",
     },
     entry_point_group="wirelessfl.models",
 )
@@ -122,6 +135,7 @@ PARTITIONERS: Registry[Any] = Registry(
         "shards": "wirelessfl.data.partition:shard_split",
         "dirichlet": "wirelessfl.data.partition:dirichlet_split",
         "by_key": "wirelessfl.data.partition:key_split",
+        "by_client": "wirelessfl.data.partition:client_split",
     },
     entry_point_group="wirelessfl.partitioners",
 )

@@ -139,7 +139,9 @@ def test_array_dataset_subset_and_batches():
     with pytest.raises(ValueError, match="generator"):
         next(ds.batches(4))
     text = ArrayDataset(
-        torch.ones(4, 6, dtype=torch.int64), torch.zeros(4), torch.ones(4, 6, dtype=torch.int64)
+        torch.ones(4, 6, dtype=torch.int64),
+        torch.zeros(4, dtype=torch.int64),
+        torch.ones(4, 6, dtype=torch.int64),
     )
     batch = next(text.batches(2, shuffle=False))
     assert set(batch) == {"x", "y", "attention_mask"} and batch["y"].dtype == torch.int64

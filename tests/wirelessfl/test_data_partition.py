@@ -47,7 +47,7 @@ def test_disjoint_complete_and_seeded(name, opts):
 
 
 def test_registry_names():
-    assert set(PARTITIONERS) == {"iid", "shards", "dirichlet", "by_key"}
+    assert set(PARTITIONERS) == {"iid", "shards", "dirichlet", "by_key", "by_client"}
 
 
 def test_iid_sizes_and_histograms():

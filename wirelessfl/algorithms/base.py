@@ -27,7 +27,11 @@ Two more hooks have defaults that fit most algorithms: :meth:`~FederatedAlgorith
 (a client's training FLOPs, its virtual compute time: the runtime's step at the client's rank)
 and :meth:`~FederatedAlgorithm.evaluate` (the test metrics of the global state: the runtime's
 evaluation; an algorithm whose global state is more than LoRA factors, such as one that merges
-updates into the base weights, evaluates it its own way).
+updates into the base weights, evaluates it its own way, and a personalised one reads the
+clients' private state). :meth:`~FederatedAlgorithm.start` builds the model before round 0:
+the runtime's peft model by default; an algorithm that trains a model of its own (FLoRAL and
+its baselines, :mod:`wirelessfl.algorithms.routed`) builds it there from the runtime's base
+network, data and device.
 
 The learner checks what the steps produce, so an algorithm need not: a client's training loss
 and trained state (before :meth:`~FederatedAlgorithm.client_message` sees them), its message,
@@ -124,6 +128,12 @@ class FederatedAlgorithm(ABC):
         n = plan.rank * sum(d + ell for d, ell in layer_shapes)
         return Message(sparse=[IndexSpace((), n, n)])
 
+    # ---- setup -----------------------------------------------------------------------------
+    def start(self, *, rank: int, seed: int) -> None:
+        """Prepare the model before round 0 (default: the runtime wraps its model with peft
+        at ``rank``); an algorithm that trains a model of its own builds it here."""
+        self.runtime_or_fail().start(rank=rank, seed=seed)
+
     # ---- 2. broadcast ----------------------------------------------------------------------
     def initial_state(self) -> State:
         """The global state before round 0 (default: the runtime model's trainable values)."""
@@ -196,8 +206,11 @@ class FederatedAlgorithm(ABC):
         runtime = self.runtime_or_fail()
         return float(runtime.flops_per_step_at(plan.rank) * runtime.steps_for(plan.client))
 
-    def evaluate(self, global_state: State) -> dict[str, float]:
-        """Test ``accuracy`` and ``test_loss`` of ``global_state`` (the runtime's evaluation)."""
+    def evaluate(
+        self, global_state: State, private: PrivateState | None = None
+    ) -> dict[str, float]:
+        """Test ``accuracy`` and ``test_loss`` of ``global_state`` (the runtime's evaluation);
+        ``private`` (the clients' private state) is there for personalised evaluation."""
         return self.runtime_or_fail().evaluate(global_state)
 
     def aggregation_weights(self, ids: Sequence[int], round_plan: RoundPlan) -> list[float]:

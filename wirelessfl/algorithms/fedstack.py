@@ -200,7 +200,9 @@ class FedStack(FederatedAlgorithm):
         return global_state
 
     # ---- evaluation ------------------------------------------------------------------------
-    def evaluate(self, global_state: State) -> dict[str, float]:
+    def evaluate(
+        self, global_state: State, private: PrivateState | None = None
+    ) -> dict[str, float]:
         """Test metrics of ``W0 + Delta`` with the global head (the LoRA factors are zero)."""
         from wirelessfl.training.merged_base import merged_base
 

@@ -14,7 +14,7 @@ from wirelessfl.errors import UserError
 __all__ = ["KINDS", "ArrayDataset", "TaskData"]
 
 #: Data kinds; a model bundle's ``kind`` must equal the data's.
-KINDS = ("image", "text", "lm")
+KINDS = ("image", "text", "lm", "regression")
 
 
 @dataclass
@@ -23,8 +23,9 @@ class ArrayDataset:
 
     Attributes:
         x: Images: float32 ``(n, C, H, W)``, already normalised. Text: token ids int64
-            ``(n, L)``.
-        y: Labels, int64 ``(n,)``.
+            ``(n, L)``. Regression: float32 features ``(n, d_x)``.
+        y: Labels, int64 ``(n,)``; or regression targets, float32 ``(n, d_y)`` (a floating
+            ``y`` is kept float, a 1-D one becomes ``(n, 1)``).
         attention_mask: Text only: int64 ``(n, L)``, 1 on real tokens, 0 on padding; ``None``
             for images.
     """
@@ -34,10 +35,16 @@ class ArrayDataset:
     attention_mask: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
-        if self.y.dtype != torch.int64:
+        if self.y.is_floating_point():
+            self.y = self.y.to(torch.float32)
+            if self.y.ndim == 1:
+                self.y = self.y.unsqueeze(1)
+            if self.y.ndim != 2:
+                raise UserError(f"float y must be (n,) or (n, d_y), got {tuple(self.y.shape)}")
+        else:
             self.y = self.y.to(torch.int64)
-        if self.y.ndim != 1:
-            raise UserError(f"y must be 1-D (n,), got shape {tuple(self.y.shape)}")
+            if self.y.ndim != 1:
+                raise UserError(f"y must be 1-D (n,), got shape {tuple(self.y.shape)}")
         if self.x.shape[0] != self.y.shape[0]:
             raise UserError(f"x has {self.x.shape[0]} rows but y has {self.y.shape[0]}")
         if self.attention_mask is not None and self.attention_mask.shape != self.x.shape:
@@ -51,7 +58,10 @@ class ArrayDataset:
 
     @property
     def labels(self) -> np.ndarray:
-        """Labels as a numpy int64 array ``(n,)`` (for partitioners)."""
+        """Labels as a numpy int64 array ``(n,)`` (for partitioners); all zeros (one
+        "class") for regression targets."""
+        if self.y.is_floating_point():
+            return np.zeros(len(self), dtype=np.int64)
         return self.y.numpy()
 
     def subset(self, indices: Sequence[int] | np.ndarray | torch.Tensor) -> ArrayDataset:
@@ -119,15 +129,20 @@ class TaskData:
     Attributes:
         train: The training split.
         test: The test split.
-        n_classes: Number of classes (labels are ``0 .. n_classes-1``).
-        kind: ``"image"``, ``"text"`` or ``"lm"``; must equal the model bundle's ``kind``.
+        n_classes: Number of classes (labels are ``0 .. n_classes-1``); 1 (unused) for
+            regression.
+        kind: ``"image"``, ``"text"``, ``"lm"`` or ``"regression"``; must equal the model
+            bundle's ``kind``.
         name: The registry name the data came from.
         train_groups: For data with a natural split key (e.g. the movie of a review): one
             int64 key per training sample ``(n_train,)``, for the ``by_key`` partitioner;
-            ``None`` otherwise.
+            for data built per client (the FLoRAL tasks) the client id of every sample, for
+            the ``by_client`` partitioner; ``None`` otherwise.
         test_groups: The same for the test split ``(n_test,)``.
         class_names: Label names when known.
         info: Loader settings worth recording (image size, tokenizer, max length, ...).
+        client_clusters: Data built per client only: the true cluster of every client,
+            int64 ``(n_clients,)``; ``None`` otherwise.
     """
 
     train: ArrayDataset
@@ -139,6 +154,7 @@ class TaskData:
     test_groups: np.ndarray | None = None
     class_names: list[str] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    client_clusters: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -147,3 +163,5 @@ class TaskData:
             ds = getattr(self, split)
             if groups is not None and len(groups) != len(ds):
                 raise UserError(f"{split}_groups has {len(groups)} keys for {len(ds)} samples")
+        if self.client_clusters is not None:
+            self.client_clusters = np.asarray(self.client_clusters, dtype=np.int64)

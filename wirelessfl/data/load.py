@@ -34,9 +34,10 @@ def _loader(name: str) -> Callable[..., TaskData]:
 
 
 def _check_options(name: str, loader: Callable[..., TaskData], options: dict[str, Any]) -> None:
-    """One-line ``UserError`` for an option that ``loader`` does not take."""
+    """One-line ``UserError`` for an option that ``loader`` does not take (``seed`` and
+    ``n_clients`` come from the scenario, never from the options)."""
     params = inspect.signature(loader).parameters
-    accepted = [p for p in params if p != "seed"] + list(_COMMON_OPTIONS)
+    accepted = [p for p in params if p not in ("seed", "n_clients")] + list(_COMMON_OPTIONS)
     for key in options:
         if key not in accepted:
             raise UserError(
@@ -60,6 +61,7 @@ def load_dataset(
     name: str,
     *,
     seed: int = 0,
+    n_clients: int | None = None,
     max_train: int | None = None,
     max_test: int | None = None,
     **options: Any,
@@ -70,6 +72,8 @@ def load_dataset(
         name: A ``wirelessfl.registries.DATASETS`` name, or ``hub:`` followed by a local
             ``save_to_disk`` folder or a hub name.
         seed: Seeds the train/test split (same seed, same split).
+        n_clients: The scenario's number of clients; passed to loaders that build their
+            data per client (their signature has ``n_clients``), ignored by the others.
         max_train: Keep a seeded random subset of at most this many training samples (for
             quick runs); ``None`` keeps everything.
         max_test: The same for the test split.
@@ -79,10 +83,15 @@ def load_dataset(
         The task.
 
     Raises:
-        UserError: One line for an unknown name or option.
+        UserError: One line for an unknown name or option, or a per-client loader called
+            without ``n_clients``.
     """
     loader = _loader(name)
     _check_options(name, loader, options)
+    if "n_clients" in inspect.signature(loader).parameters:
+        if n_clients is None:
+            raise UserError(f"dataset {name} needs n_clients")
+        options = {**options, "n_clients": n_clients}
     data = loader(seed=seed, **options)
     if max_train is not None or max_test is not None:
         rng = split_generator(seed, name + "/limit")

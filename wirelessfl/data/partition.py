@@ -12,6 +12,8 @@ names are ``wirelessfl.registries.PARTITIONERS``.
                ``alpha=0.5``); redrawn until every client has ``>= min_size`` samples
 ``by_key``     natural split: whole groups (``groups=``, e.g. movie ids) dealt so that
                client sizes are balanced; a group is never split
+``by_client``  data built per client (``groups=`` the client id of every sample): client
+               ``k`` gets exactly the samples with id ``k``; no draws
 =============  ==========================================================================
 
 Every partitioner is a pure function of ``(labels, n_clients, seed, options)``: the draws
@@ -31,7 +33,15 @@ from channels.streams import stream_generator
 from wirelessfl.errors import UserError
 from wirelessfl.registries import PARTITIONERS
 
-__all__ = ["Partition", "dirichlet_split", "iid_split", "key_split", "partition", "shard_split"]
+__all__ = [
+    "Partition",
+    "client_split",
+    "dirichlet_split",
+    "iid_split",
+    "key_split",
+    "partition",
+    "shard_split",
+]
 
 #: Address word of the partition streams: ``stream_generator(seed, <partitioner>, 0x9A27)``.
 _PARTITION_ADDRESS = 0x9A27
@@ -195,6 +205,27 @@ def key_split(
     return [np.flatnonzero(sample_owner == k) for k in range(n_clients)]
 
 
+def client_split(
+    labels: np.ndarray, n_clients: int, rng: np.random.Generator, *, groups: np.ndarray | None
+) -> list[np.ndarray]:
+    """The split the data set was built with: ``groups`` holds the client id (``0 ..
+    n_clients-1``) of every sample and client ``k`` gets the samples with id ``k``.
+    """
+    if groups is None:
+        raise UserError("by_client: needs groups= (the client id of every sample)")
+    groups = np.asarray(groups)
+    if len(groups) != len(labels):
+        raise UserError(f"by_client: groups has {len(groups)} ids for {len(labels)} labels")
+    ids = np.unique(groups)
+    if not np.array_equal(ids, np.arange(n_clients)):
+        built = int(ids.max()) + 1 if ids.size else 0
+        raise UserError(
+            f"by_client: the data set was built for {built} clients ({len(ids)} with training "
+            f"samples) but n_clients={n_clients}; build it with the same n_clients"
+        )
+    return [np.flatnonzero(groups == k) for k in range(n_clients)]
+
+
 def partition(
     name: str,
     labels: np.ndarray,
@@ -213,7 +244,8 @@ def partition(
         n_clients: Number of clients (>= 1).
         seed: Run seed (>= 0); the draw is a pure function of ``(seed, name, labels,
             options)``.
-        groups: Natural keys ``(n,)`` (``by_key`` only; ignored otherwise).
+        groups: Natural keys or client ids ``(n,)`` (``by_key``, ``by_client``; ignored
+            otherwise).
         n_classes: Histogram width (default ``max(labels) + 1``).
         **options: Partitioner options (``n_shards``; ``alpha``, ``min_size``, ``max_draws``).
 

@@ -91,9 +91,9 @@ class FederatedLearner(Learner):
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
-        self.runtime.start(rank=rank, seed=seed)
-        self.private.limit_values = self.runtime.private_limit
         self.algorithm.bind(self.runtime)
+        self.algorithm.start(rank=rank, seed=seed)
+        self.private.limit_values = self.runtime.private_limit
         self.global_state = self.algorithm.initial_state()
 
     # ---- a round ---------------------------------------------------------------------------
@@ -192,14 +192,15 @@ class FederatedLearner(Learner):
 
     def _label(self, name: str) -> str:
         """``lora_A of layer <module>`` for a LoRA factor, else the parameter name (no prefix)."""
-        for layer in self.runtime.state.layers:
+        state = getattr(self.runtime, "state", None)  # absent when the algorithm owns the model
+        for layer in state.layers if state is not None else ():
             for tag, param in (("lora_A", layer.a_param), ("lora_B", layer.b_param)):
                 if name == param:
                     return f"{tag} of layer {layer.name.removeprefix(PEFT_PREFIX)}"
         return name.removeprefix(PEFT_PREFIX)
 
     def evaluate(self, round_index: int) -> dict[str, float]:
-        return self.algorithm.evaluate(self.global_state)
+        return self.algorithm.evaluate(self.global_state, self.private)
 
     # ---- persistence -----------------------------------------------------------------------
     def save_state(self, folder: Path) -> None:

@@ -396,7 +396,12 @@ class Simulator:
         if not ((r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1):
             return {}
         evaluation = self.learner.evaluate(r.t)
-        bad = {k: float(v) for k, v in evaluation.items() if not math.isfinite(v)}
+        # NaN accuracy is "not measured" (a regression task); every other value must be finite
+        bad = {
+            k: float(v)
+            for k, v in evaluation.items()
+            if math.isinf(v) or (math.isnan(v) and k != "accuracy")
+        }
         if bad:
             raise SimulationError(
                 f"round {r.t}: the evaluation of the global state measured non-finite "

@@ -70,8 +70,18 @@ class Runtime:
         self.settings = lc = scenario.learner
         self.seed = scenario.seed
         self.device = pick_device(lc.device)
+        if "n_clients" in lc.dataset_options:
+            raise ConfigError(
+                "learner.dataset_options.n_clients: the number of clients is the scenario's "
+                "n_clients; remove it from dataset_options"
+            )
         try:
-            self.data = load_dataset(lc.dataset, seed=scenario.seed, **dict(lc.dataset_options))
+            self.data = load_dataset(
+                lc.dataset,
+                seed=scenario.seed,
+                n_clients=scenario.n_clients,
+                **dict(lc.dataset_options),
+            )
             self.bundle = build_model(
                 lc.model,
                 n_classes=self.data.n_classes,
@@ -331,7 +341,8 @@ class Runtime:
     # ---- evaluation ------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self, values: dict[str, torch.Tensor]) -> dict[str, float]:
-        """Test ``accuracy`` and ``test_loss`` of the model holding ``values``."""
+        """Test ``accuracy`` (NaN for regression) and ``test_loss`` of the model holding
+        ``values``."""
         rank = lora_rank(values, self.state.layers) or self.rank
         with self.client_rank(rank):
             self.state.load(self.padded(values))
@@ -343,12 +354,14 @@ class Runtime:
                 idx = torch.arange(start, min(n, start + size))
                 batch = self.test_data.batch(idx)
                 loss, logits = self.bundle.loss_and_logits(self.model, batch)
-                y = batch["y"].to(logits.device)
-                correct += int((logits.argmax(dim=-1) == y).sum())
+                if self.data.kind != "regression":
+                    y = batch["y"].to(logits.device)
+                    correct += int((logits.argmax(dim=-1) == y).sum())
                 loss_sum += float(loss) * len(idx)
                 total += len(idx)
             self.model.train()
-        return {"accuracy": correct / total, "test_loss": loss_sum / total}
+        accuracy = math.nan if self.data.kind == "regression" else correct / total
+        return {"accuracy": accuracy, "test_loss": loss_sum / total}
 
     def describe(self) -> dict[str, Any]:
         """Facts for ``meta.json``: model, data, device, partition."""
