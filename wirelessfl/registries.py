@@ -52,7 +52,7 @@ ALGORITHMS: Registry[Any] = Registry(
         "floral": "wirelessfl.algorithms.floral:Floral",
         "floral_local": "wirelessfl.algorithms.floral:LocalAdaptor",
         "ensemble": "wirelessfl.algorithms.ensemble:Ensemble",
-        "fedavg": "wirelessfl.algorithms.ensemble:FedAvgFull",
+        "fedavg_full": "wirelessfl.algorithms.ensemble:FedAvgFull",
     },
     entry_point_group="wirelessfl.algorithms",
 )

@@ -34,7 +34,7 @@ def test_synthetic_reproduction_tables_the_last_evaluation_of_every_run(tmp_path
         rounds = load(folder / row["sweep"] / row["run"]).rounds
         last = float(rounds.dropna(subset=["test_loss"]).test_loss.iloc[-1])
         name, strategy = row["algorithm.name"], str(row["strategy"])
-        method = {"fedavg": "FedAvg", "floral_local": "Local Adaptor"}.get(name)
+        method = {"fedavg_full": "FedAvg", "floral_local": "Local Adaptor"}.get(name)
         if method is None:
             base = "Ensemble" if name == "ensemble" else "FLoRAL(1%)"
             method = base + (" π*" if "oracle" in strategy else "")

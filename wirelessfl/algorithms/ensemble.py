@@ -10,7 +10,7 @@ From the baselines of "Collaborative and Efficient Personalization with Mixtures
   weighted below 1e-3 is skipped in the forward pass. ``strategy.router: oracle``
   fixes the router to the true cluster: clustered FL with known clusters (Ensemble pi*).
   Every round sends all C copies, C times FedAvg's bits.
-- ``fedavg``: one full model, every parameter trained and averaged by N^k (McMahan et al.);
+- ``fedavg_full``: one full model, every parameter trained and averaged by N^k (McMahan et al.);
   the same machinery with C = 1.
 
 Both train with the routed trainer (plain SGD, one local epoch) and evaluate personalised

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["draw_adaptors", "draw_methods", "draw_synthetic", "final_table", "method_label"]
 
-_NAMES = {"fedavg": "FedAvg", "floral_local": "Local Adaptor", "ensemble": "Ensemble"}
+_NAMES = {"fedavg_full": "FedAvg", "floral_local": "Local Adaptor", "ensemble": "Ensemble"}
 
 
 def method_label(run) -> str:

@@ -47,7 +47,7 @@ def floral_methods(n_clusters: int, rhos: tuple[float, ...] = (0.01,)) -> dict[s
     task's clusters."""
     routers = [{"router": "learned"}, {"router": "oracle"}]
     return {
-        "fedavg": {"algorithm.name": ["fedavg"], "strategy": [{}]},
+        "fedavg": {"algorithm.name": ["fedavg_full"], "strategy": [{}]},
         "local": {"algorithm.name": ["floral_local"], "strategy": [{}]},
         "ensemble": {
             "algorithm.name": ["ensemble"],
