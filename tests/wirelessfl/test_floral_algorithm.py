@@ -199,7 +199,9 @@ def test_floral_recovers_the_clusters_and_beats_fedavg(seed, tmp_path):
     loss = _personalised_test_loss(run.learner.global_state, run.learner.private, data)
     assert float(floral["test_loss"].iloc[-1]) == pytest.approx(loss, rel=1e-5)
 
-    fedavg_run = Run(_scenario(rounds, False, algorithm="fedavg_full", seed=seed), tmp_path / "fedavg")
+    fedavg_run = Run(
+        _scenario(rounds, False, algorithm="fedavg_full", seed=seed), tmp_path / "fedavg"
+    )
     fedavg = fedavg_run.execute().rounds
     # FedAvg's one global model, by hand: members.<name> holds the single copy (C = 1)
     state = fedavg_run.learner.global_state
@@ -235,7 +237,11 @@ def test_uplink_bits_grow_with_the_number_of_adaptors(n_adaptors, tmp_path):
 
 @pytest.mark.parametrize(
     "algorithm,strategy,copies",
-    [("fedavg_full", False, 1), ("ensemble", {"n_members": 2}, 2), ("ensemble", {"n_members": 3}, 3)],
+    [
+        ("fedavg_full", False, 1),
+        ("ensemble", {"n_members": 2}, 2),
+        ("ensemble", {"n_members": 3}, 3),
+    ],
 )
 def test_full_model_baselines_send_every_copy(algorithm, strategy, copies, tmp_path):
     rounds = Run(_scenario(1, strategy, algorithm=algorithm), tmp_path / "run").execute().rounds
