@@ -119,6 +119,7 @@ MODELS: Registry[Any] = Registry(
         "smollm2": "wirelessfl.models.smollm2:build_smollm2",
         "smollm2_instruct": "wirelessfl.models.smollm2:build_smollm2_instruct",
         "vit_random": "wirelessfl.models.vit:build_vit_random",
+        "bert_random": "wirelessfl.models.bert_random:build_bert_random",
         "mnist_mlp": "wirelessfl.models.small_nets:build_mnist_mlp",
         "synthetic_linear": "wirelessfl.models.small_nets:build_synthetic_linear",
         "synthetic_mlp": "wirelessfl.models.small_nets:build_synthetic_mlp",
