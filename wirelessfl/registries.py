@@ -53,6 +53,10 @@ ALGORITHMS: Registry[Any] = Registry(
         "floral_local": "wirelessfl.algorithms.floral:LocalAdaptor",
         "ensemble": "wirelessfl.algorithms.ensemble:Ensemble",
         "fedavg_full": "wirelessfl.algorithms.ensemble:FedAvgFull",
+        "h2tune": "wirelessfl.algorithms.h2tune:H2Tune",
+        "h2tune_local": "wirelessfl.algorithms.hetero_baselines:HeteroLocal",
+        "fllm": "wirelessfl.algorithms.hetero_baselines:FLLM",
+        "h2tune_hetlora": "wirelessfl.algorithms.hetero_baselines:HeteroHetLoRA",
     },
     entry_point_group="wirelessfl.algorithms",
 )

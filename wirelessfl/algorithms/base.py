@@ -206,6 +206,11 @@ class FederatedAlgorithm(ABC):
         runtime = self.runtime_or_fail()
         return float(runtime.flops_per_step_at(plan.rank) * runtime.steps_for(plan.client))
 
+    def expected_flops(self) -> float:
+        """FLOPs the server expects a median client's round to take (compute-aware shares;
+        default: the runtime's measured step times a median client's steps)."""
+        return self.runtime_or_fail().expected_flops()
+
     def evaluate(
         self, global_state: State, private: PrivateState | None = None
     ) -> dict[str, float]:

@@ -84,7 +84,7 @@ class FederatedLearner(Learner):
         )
 
     def expected_flops(self, rank: int) -> float:
-        return self.runtime.expected_flops()
+        return self.algorithm.expected_flops()
 
     def metric_names(self) -> dict[str, str]:
         return dict(self.algorithm.METRICS)
