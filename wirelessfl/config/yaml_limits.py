@@ -291,6 +291,11 @@ def load_yaml(text: str, where: str, root_path: str = "") -> tuple[bool, Any]:
         _check_graph(node, loader, where, root_path)
         return True, loader.construct_document(node)
     except yaml.YAMLError as err:
+        if "maximum nesting depth" in str(getattr(err, "problem", "") or ""):
+            # PyYAML >= 6.0.3 stops deep flow collections itself, before the depth check here
+            raise ConfigError(
+                f"{where}: nested deeper than {MAX_DEPTH} levels (limit {MAX_DEPTH})"
+            ) from None
         raise ConfigError(f"{where}: not valid YAML: {_yaml_error_text(err)}") from None
     except ConfigError:
         raise
