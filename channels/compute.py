@@ -51,7 +51,7 @@ DEVICE_CLASSES: dict[str, float] = {
     "desktop_gpu": 3.0e13,
 }
 
-DEVICE_PROFILE_KINDS = ("fixed", "classes", "lognormal")
+DEVICE_PROFILE_KINDS = ("fixed", "classes", "lognormal", "listed")
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,11 @@ class DeviceProfile:
       that class's FLOP/s.
     - ``kind="lognormal"``: FLOP/s = ``median_flops_per_s`` · exp(``sigma`` · Z), Z ~ N(0, 1),
       ``sigma`` >= 0 in natural-log units.
+    - ``kind="listed"``: client i has ``per_client_flops_per_s[i]`` (each > 0 and finite; one
+      value per client, checked by :meth:`draw`).
 
     Draws come from ``client_generators(seed, range(N), stream="devices")`` (one draw per
-    client), so adding clients keeps existing clients' speeds.
+    client), so adding clients keeps existing clients' speeds (``listed`` draws nothing).
     """
 
     kind: str = "fixed"
@@ -74,6 +76,7 @@ class DeviceProfile:
     classes: Mapping[str, float] | None = None
     median_flops_per_s: float | None = None
     sigma: float | None = None
+    per_client_flops_per_s: Sequence[float] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DEVICE_PROFILE_KINDS:
@@ -102,6 +105,21 @@ class DeviceProfile:
             if abs(total - 1.0) > 1e-6:
                 raise ValueError(f"classes probabilities must sum to 1 (± 1e-6), got {total!r}")
             object.__setattr__(self, "classes", probs)
+        elif self.kind == "listed":
+            values = self.per_client_flops_per_s
+            arr = None
+            if values is not None and not isinstance(values, str | bytes):
+                arr = as_float_array("per_client_flops_per_s", values, lower=0.0, lower_op=">")
+            if arr is None or arr.ndim != 1:
+                raise ValueError(
+                    "per_client_flops_per_s must be a list of FLOP/s (> 0), one per client, "
+                    f"for kind='listed', got {values!r}"
+                )
+            if arr.size == 0:
+                raise ValueError(
+                    "per_client_flops_per_s must hold one FLOP/s (> 0) per client, got []"
+                )
+            object.__setattr__(self, "per_client_flops_per_s", tuple(arr.tolist()))
         else:
             if self.median_flops_per_s is None or self.sigma is None:
                 raise ValueError(
@@ -133,12 +151,21 @@ class DeviceProfile:
     def draw(self, seed: int, n_clients: int) -> np.ndarray:
         """Per-client compute speeds.
 
-        Input: ``seed`` >= 0; ``n_clients`` >= 1.
+        Input: ``seed`` >= 0; ``n_clients`` >= 1 (for ``kind="listed"``, the length of
+        ``per_client_flops_per_s``).
         Output: float64 (n_clients,) [FLOP/s].
         """
         n_clients = as_int("n_clients", n_clients, lower=1)
         if self.kind == "fixed":
             return np.full(n_clients, float(self.flops_per_s))  # type: ignore[arg-type]
+        if self.kind == "listed":
+            values = self.per_client_flops_per_s
+            assert values is not None
+            if len(values) != n_clients:
+                raise ValueError(
+                    f"per_client_flops_per_s has {len(values)} values for {n_clients} clients"
+                )
+            return np.array(values, dtype=np.float64)
         classes = self.draw_classes(seed, n_clients)
         if classes is not None:
             return np.array([DEVICE_CLASSES[n] for n in classes])

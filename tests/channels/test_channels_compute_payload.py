@@ -49,6 +49,36 @@ def test_device_profile_classes():
     np.testing.assert_array_equal(prof.draw(2, 7), v[:7])
 
 
+def test_device_profile_listed():
+    prof = DeviceProfile("listed", per_client_flops_per_s=[1e9, 2.5e10, 3e13])
+    v = prof.draw(0, 3)
+    assert v.dtype == np.float64
+    np.testing.assert_array_equal(v, [1e9, 2.5e10, 3e13])
+    np.testing.assert_array_equal(prof.draw(7, 3), v)  # the seed plays no part
+    prof_int = DeviceProfile("listed", per_client_flops_per_s=(10, 20))
+    np.testing.assert_array_equal(prof_int.draw(0, 2), [10.0, 20.0])
+
+
+@pytest.mark.parametrize("n_clients", [2, 4])
+def test_device_profile_listed_wrong_length(n_clients):
+    prof = DeviceProfile("listed", per_client_flops_per_s=[1e9, 2e9, 3e9])
+    with pytest.raises(ValueError) as err:
+        prof.draw(0, n_clients)
+    assert str(err.value) == f"per_client_flops_per_s has 3 values for {n_clients} clients"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, [], [1e9, 0.0], [1e9, -2e9], [np.inf], [1e9, np.nan], [[1e9, 2e9]], "fast", ["x"]],
+    ids=["none", "empty", "zero", "negative", "inf", "nan", "nested", "string", "names"],
+)
+def test_device_profile_listed_bad_values(values):
+    with pytest.raises(ValueError) as err:
+        DeviceProfile("listed", per_client_flops_per_s=values)
+    assert str(err.value).startswith("per_client_flops_per_s ")
+    assert "\n" not in str(err.value)
+
+
 def test_compute_delay():
     assert compute_delay_s(2e12, 1e12) == pytest.approx(2.0)
     np.testing.assert_allclose(compute_delay_s(1e10, np.array([1e10, 2e10])), [1.0, 0.5])

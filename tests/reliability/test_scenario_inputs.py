@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wirelessfl import cli
@@ -208,6 +209,41 @@ BAD_SETS = [
     ),
     ("flops-1e-300", ["devices.flops_per_s=1e-300"], "devices.flops_per_s: must be >= 1.0"),
     ("lognormal-sigma-1e300", ["devices.sigma=1e300"], "devices.sigma: must be >= 0.0 and <= 10.0"),
+    (
+        "listed-too-few",
+        ["devices.kind=listed", "devices.per_client_flops_per_s=[1e9, 1e9, 1e9]"],
+        "devices.per_client_flops_per_s: has 3 values for n_clients = 100",
+    ),
+    (
+        "listed-none",
+        ["devices.kind=listed"],
+        "devices.per_client_flops_per_s: has 0 values for n_clients = 100",
+    ),
+    (
+        "listed-zero",
+        ["devices.kind=listed", "devices.per_client_flops_per_s=[1e9, 0]"],
+        "devices.per_client_flops_per_s[1]: must be >= 1.0, got 0",
+    ),
+    (
+        "listed-negative",
+        ["devices.per_client_flops_per_s=[-5]"],
+        "devices.per_client_flops_per_s[0]: must be >= 1.0, got -5.0",
+    ),
+    (
+        "listed-inf",
+        ["devices.kind=listed", "devices.per_client_flops_per_s=[1e9, .inf]"],
+        "devices.per_client_flops_per_s[1]: expected a finite number",
+    ),
+    (
+        "listed-nan",
+        ["devices.kind=listed", "devices.per_client_flops_per_s=[.nan]"],
+        "devices.per_client_flops_per_s[0]: expected a finite number",
+    ),
+    (
+        "listed-string",
+        ["devices.kind=listed", "devices.per_client_flops_per_s=fast"],
+        "devices.per_client_flops_per_s: expected a list",
+    ),
     ("r_max-huge", ["controller.r_max=1e9"], "controller.r_max: must be >= 1 and <= 65536"),
     ("eval_every-1e30", ["eval_every=1e30"], "eval_every: expected a 64-bit integer"),
     ("E-2**63", [f"constants.E={2**63}"], "constants.E: expected a 64-bit integer"),
@@ -515,3 +551,31 @@ def test_shipped_scenarios_load(name):
 )
 def test_paper_scenarios_load(path):
     load_scenario(path)
+
+
+def test_listed_device_speeds_set_each_clients_compute_time(tmp_path):
+    """``devices.kind: listed``: client i computes at per_client_flops_per_s[i] FLOP/s."""
+    from wirelessfl.sim import run_scenario
+
+    speeds = [1.0e12, 1.0e11, 4.0e12, 1.0e11]
+    sc = _load_file(
+        tmp_path,
+        "listed.yaml",
+        "name: listed\nn_clients: 4\nn_scheduled: 4\nrounds: 3\neval_every: 3\n"
+        "channel: {mean_snr_db: 10.0}\n"
+        f"devices: {{kind: listed, per_client_flops_per_s: {speeds}}}\n"
+        "learner: {kind: surrogate, shape: {layer_shapes: [[64, 64]]}}\n"
+        "output: {clients: true}\n",
+    )
+    assert sc.devices.per_client_flops_per_s == speeds
+    res = run_scenario(sc, tmp_path / "out")
+    assert res.config["devices"]["per_client_flops_per_s"] == speeds
+    cl = res.clients
+    assert len(cl) == 12 and (cl.status == "arrived").all() and (cl.compute_s > 0).all()
+    for _, g in cl.groupby("round"):
+        by_client = g.set_index("client").compute_s.sort_index()
+        # the same FLOPs for every client of a round: compute time x speed is constant
+        flops = by_client.to_numpy() * speeds
+        np.testing.assert_allclose(flops, flops[0], rtol=1e-12)
+        assert by_client[1] == pytest.approx(10.0 * by_client[0], rel=1e-12)  # 10x slower
+        assert by_client[2] == pytest.approx(by_client[0] / 4.0, rel=1e-12)

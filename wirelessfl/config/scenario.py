@@ -155,7 +155,9 @@ class ChannelConfig:
 class DevicesConfig:
     """Per-client compute speed (``channels.DeviceProfile``)."""
 
-    kind: str = option("fixed", choices=("fixed", "classes", "lognormal"), doc="profile kind")
+    kind: str = option(
+        "fixed", choices=("fixed", "classes", "lognormal", "listed"), doc="profile kind"
+    )
     flops_per_s: float = option(1.0e12, ge=1.0, doc="FLOP/s of every device (kind=fixed)")
     classes: dict[str, float] = option(
         default_factory=dict, doc="device class -> probability (kind=classes)"
@@ -164,7 +166,19 @@ class DevicesConfig:
     sigma: float = option(
         0.5, ge=0.0, le=10.0, doc="log-std of FLOP/s (kind=lognormal; <= 10 keeps every draw > 0)"
     )
+    per_client_flops_per_s: list[float] = option(
+        default_factory=list, doc="FLOP/s of client 0, 1, ... (kind=listed; one per client)"
+    )
     include_compute: bool = option(True, doc="false: local training takes no virtual time")
+
+    def validate(self, prefix: str) -> None:
+        # each value >= 1, as flops_per_s (finite: the loader checks); the count needs
+        # n_clients and is checked by Scenario.validate
+        for i, value in enumerate(self.per_client_flops_per_s):
+            if not value >= 1.0:
+                raise ConfigError(
+                    f"{prefix}.per_client_flops_per_s[{i}]: must be >= 1.0, got {show(value)}"
+                )
 
 
 #: eta and E of the bound when no learner trains with them (the surrogate, plug-in learners):
@@ -484,6 +498,12 @@ class Scenario:
             raise ConfigError(
                 f"controller.k_min: must be <= controller.rank ({self.controller.rank}), "
                 f"got {self.controller.k_min}"
+            )
+        n_listed = len(self.devices.per_client_flops_per_s)
+        if self.devices.kind == "listed" and n_listed != self.n_clients:
+            raise ConfigError(
+                f"devices.per_client_flops_per_s: has {n_listed:,} values for n_clients = "
+                f"{self.n_clients:,} (devices.kind: listed gives one FLOP/s per client)"
             )
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)

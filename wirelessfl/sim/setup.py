@@ -62,6 +62,7 @@ def _build_devices(scenario: Scenario) -> np.ndarray:
         classes=dict(dv.classes) or None,
         median_flops_per_s=dv.median_flops_per_s,
         sigma=dv.sigma,
+        per_client_flops_per_s=tuple(dv.per_client_flops_per_s) or None,
     )
     return np.asarray(profile.draw(scenario.seed, scenario.n_clients), dtype=float)
 
