@@ -61,6 +61,12 @@ class H2TuneSettings(HeteroSettings):
     specific_kl: float = option(0.1, ge=0.0, doc="mu: weight of the -KL(y'' || y') term, eq. (7)")
     kl_cap: float = option(1.0, gt=0.0, doc="the -KL term of eq. (7) is capped at this (nats)")
     l2: float = option(1.0e-4, ge=0.0, doc="V: (V/2)(||A||^2 + ||B||^2) in eq. (7)")
+    density: float | None = option(
+        None,
+        gt=0.0,
+        le=1.0,
+        doc="beta_k of every client, the kept fraction of R (null: r_k / global_rank)",
+    )
     local_start: str = option(
         "carry",
         choices=("carry", "global"),
@@ -86,12 +92,13 @@ class H2Tune(HeteroAlgorithm):
         return int(self.settings.global_layers or max(layer_counts))
 
     def phi(self, client: int) -> torch.Tensor:
-        """Phi_k: ceil(beta_k r_g^2) ones per block, beta_k = r_k / r_g, fixed for the run."""
+        """Phi_k: ceil(beta_k r_g^2) ones per block, beta_k = ``density`` or r_k / r_g, fixed
+        for the run."""
         from wirelessfl.training.trilora import sparsity_mask
 
         g = self.group(client)
         adapters = self.adapters[g.model_key]
-        beta = g.rank / self.width
+        beta = self.settings.density or g.rank / self.width
         mask = sparsity_mask(
             adapters.n_layers, self.width, beta, self.generators(self.seed, "phi", client)
         )
