@@ -2,7 +2,7 @@
 
 ``build_model(name, n_classes=..., seed=..., **options) -> ModelBundle``; ``MODELS`` (from
 ``wirelessfl.registries``) lists the names (``tiny_mlp``, ``efficientnet_lite0``, ``minilm``,
-``smollm2``, ``smollm2_instruct``, ``vit_random``, and FLoRAL's small networks ``mnist_mlp``,
+``smollm2``, ``smollm2_instruct``, ``vit_random``, ``bert_random``, and FLoRAL's small networks ``mnist_mlp``,
 ``synthetic_linear``, ``synthetic_mlp``, ``small_cnn``) and ``hub:<name-or-path>`` loads a
 transformers classifier. ``check_rank`` validates a LoRA rank against the adapted layers. The
 loss functions are ``image_loss_and_logits``, ``text_loss_and_logits`` and
