@@ -559,7 +559,32 @@ def test_a_rank_above_the_global_rank_is_refused(tmp_path):
     _one_line_error(
         _scenario("h2tune", groups),
         tmp_path,
-        r"^strategy\.groups\[1\]\.rank: rank 5 and adapter width 4 must satisfy rank <= width",
+        r"^strategy\.groups\[1\]\.rank: rank 5 is larger than strategy\.global_rank \(4\)",
+    )
+
+
+def test_a_global_rank_wider_than_a_model_is_refused(tmp_path):
+    sc = _scenario("h2tune", _cheap_groups(), strategy={"global_rank": 40})
+    _one_line_error(
+        sc, tmp_path, r"^strategy\.global_rank: 40 is larger than 32, the smallest adapted dim"
+    )
+
+
+def test_baseline_widths_are_per_model(tmp_path):
+    """A large rank on a wide model does not bind the clients of a narrow one: each base
+    model's adapters are as wide as its own groups' largest rank; a rank too large for its
+    own model is refused naming that group."""
+    groups = [_group(1, SMALL, "chatterbot_topic", 2), _group(1, LARGE, "chatterbot_topic", 40)]
+    run = Run(_scenario("fllm", groups), tmp_path / "ok")  # builds the models
+    algorithm = run.learner.algorithm
+    widths = {
+        algorithm.group(c).rank: algorithm.adapters[algorithm.group(c).model_key].r_g
+        for c in range(2)
+    }
+    assert widths == {2: 2, 40: 40}
+    groups[0]["rank"] = 33
+    _one_line_error(
+        _scenario("fllm", groups), tmp_path, r"^strategy\.groups\[0\]\.rank: rank 33 is larger"
     )
 
 
@@ -574,13 +599,6 @@ def test_an_image_model_on_text_data_is_refused(tmp_path):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HeteroClients passes the text model's tokenizer to every data set of a text-model "
-    'group, so digits (image data) fails first with "strategy.groups[1]: unknown option '
-    "'tokenizer' for dataset 'digits'\", an option the user never wrote; the data-kind check "
-    "that names strategy.groups[1].model is never reached",
-)
 def test_a_text_model_on_image_data_is_refused_naming_the_model(tmp_path):
     groups = _cheap_groups()
     groups[1].update(dataset="digits", dataset_options={"max_train": 32, "max_test": 16})

@@ -31,6 +31,7 @@ from wirelessfl.algorithms.base import State
 from wirelessfl.algorithms.hetero import HeteroAlgorithm, HeteroSettings
 from wirelessfl.algorithms.message import Message
 from wirelessfl.config.schema import option
+from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
@@ -85,8 +86,21 @@ class H2Tune(HeteroAlgorithm):
     passes_per_step = 2
     use_shared = True
 
-    def adapter_width(self, groups: list[Any]) -> int:
+    def adapter_width(self, ranks: list[int]) -> int:
         return int(self.settings.global_rank)
+
+    def check_width(self, group: Any, width: int, limit: int) -> None:
+        """r_k <= r_g <= the smallest adapted dimension of every model (§4.2)."""
+        if group.rank > width:
+            raise ConfigError(
+                f"strategy.groups[{group.index}].rank: rank {group.rank} is larger than "
+                f"strategy.global_rank ({width}); beta_k = r_k / r_g must be at most 1"
+            )
+        if width > limit:
+            raise ConfigError(
+                f"strategy.global_rank: {width} is larger than {limit}, the smallest adapted "
+                f"dimension of {group.bundle.name!r} (groups[{group.index}])"
+            )
 
     def global_layers(self, layer_counts: list[int]) -> int:
         return int(self.settings.global_layers or max(layer_counts))
@@ -98,9 +112,12 @@ class H2Tune(HeteroAlgorithm):
 
         g = self.group(client)
         adapters = self.adapters[g.model_key]
-        beta = self.settings.density or g.rank / self.width
+        beta = self.settings.density or g.rank / self.settings.global_rank
         mask = sparsity_mask(
-            adapters.n_layers, self.width, beta, self.generators(self.seed, "phi", client)
+            adapters.n_layers,
+            self.settings.global_rank,
+            beta,
+            self.generators(self.seed, "phi", client),
         )
         return mask.to(adapters.R.device)
 
@@ -114,7 +131,11 @@ class H2Tune(HeteroAlgorithm):
         import torch
 
         device = next(iter(self.adapters.values())).R.device
-        return {GLOBAL: torch.zeros(self.n_global, self.width, self.width, device=device)}
+        return {
+            GLOBAL: torch.zeros(
+                self.n_global, self.settings.global_rank, self.settings.global_rank, device=device
+            )
+        }
 
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """R_g: L_g r_g^2 values down."""

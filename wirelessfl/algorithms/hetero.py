@@ -96,9 +96,19 @@ class HeteroAlgorithm(FederatedAlgorithm):
     use_shared: bool = False
 
     # ---- setup -----------------------------------------------------------------------------
-    def adapter_width(self, groups: list[ClientGroup]) -> int:
-        """r_g, the width of every client's adapters (default: the largest r_k)."""
-        return max(g.rank for g in groups)
+    def adapter_width(self, ranks: list[int]) -> int:
+        """The width of the adapters on one base model, from the ranks of the groups that use
+        it (default: the largest, so every client of that model fits)."""
+        return max(ranks)
+
+    def check_width(self, group: ClientGroupRuntime, width: int, limit: int) -> None:
+        """One line if ``group``'s rank does not fit its model (``limit``: the smallest
+        adapted dimension)."""
+        if width > limit:
+            raise ConfigError(
+                f"strategy.groups[{group.index}].rank: rank {group.rank} is larger than "
+                f"{limit}, the smallest adapted dimension of {group.bundle.name!r}"
+            )
 
     def global_layers(self, layer_counts: list[int]) -> int:
         """L_g, the global layer slots (default: the deepest model's L_k)."""
@@ -142,7 +152,10 @@ class HeteroAlgorithm(FederatedAlgorithm):
             device=runtime.device,
             reuse=reuse,
         )
-        self.width = self.adapter_width(groups)
+        self.widths = {
+            key: self.adapter_width([g.rank for g in self.clients.groups if g.model_key == key])
+            for key in self.clients.models
+        }
         layer_counts = {}
         for key, bundle in self.clients.models.items():
             names = bundle.target_names()
@@ -155,19 +168,15 @@ class HeteroAlgorithm(FederatedAlgorithm):
             layer_counts[key] = len(blocks)
         self.n_global = self.global_layers(list(layer_counts.values()))
         for g in self.clients.groups:
-            limit = min(min(s) for s in g.bundle.layer_shapes())
-            if g.rank > self.width or self.width > limit:
-                raise ConfigError(
-                    f"strategy.groups[{g.index}].rank: rank {g.rank} and adapter width "
-                    f"{self.width} must satisfy rank <= width <= {limit} (the smallest "
-                    f"adapted dimension of {g.bundle.name!r})"
-                )
+            self.check_width(
+                g, self.widths[g.model_key], min(min(s) for s in g.bundle.layer_shapes())
+            )
         self.adapters: dict[str, TriLoRAAdapters] = {}
         for key, bundle in self.clients.models.items():
             adapters = install_trilora(
                 bundle.model,
                 bundle.target_names(),
-                self.width,
+                self.widths[key],
                 n_global_layers=self.n_global,
                 scale=self.adapter_scale(),
             ).to(runtime.device)
@@ -188,6 +197,7 @@ class HeteroAlgorithm(FederatedAlgorithm):
             )
             for p in params:
                 p.requires_grad_(False)
+                p.grad = None  # the adapters are not the model's parameters
         sizes = self.clients.sizes
         runtime.rank = rank
         runtime.trainer_name = "hetero"

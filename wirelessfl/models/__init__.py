@@ -2,11 +2,12 @@
 
 ``build_model(name, n_classes=..., seed=..., **options) -> ModelBundle``; ``MODELS`` (from
 ``wirelessfl.registries``) lists the names (``tiny_mlp``, ``efficientnet_lite0``, ``minilm``,
-``smollm2``, ``smollm2_instruct``, ``vit_random``, ``bert_random``, and FLoRAL's small networks ``mnist_mlp``,
-``synthetic_linear``, ``synthetic_mlp``, ``small_cnn``) and ``hub:<name-or-path>`` loads a
-transformers classifier. ``check_rank`` validates a LoRA rank against the adapted layers. The
-loss functions are ``image_loss_and_logits``, ``text_loss_and_logits`` and
-``regression_loss_and_logits`` (float targets: ``mean_i 1/2 ||y_hat_i - y_i||^2``).
+``smollm2``, ``smollm2_instruct``, ``vit_random``, ``bert_random``, and FLoRAL's small
+networks ``mnist_mlp``, ``synthetic_linear``, ``synthetic_mlp``, ``small_cnn``) and
+``hub:<name-or-path>`` loads a transformers classifier. ``check_rank`` validates a LoRA rank
+against the adapted layers. The loss functions are ``image_loss_and_logits``,
+``text_loss_and_logits`` and ``regression_loss_and_logits`` (float targets:
+``mean_i 1/2 ||y_hat_i - y_i||^2``).
 
 Registry entries are lazy (``"module:function"``), so importing this package imports neither
 transformers nor the EfficientNet package; a family is imported on its first build. A new

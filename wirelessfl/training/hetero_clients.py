@@ -45,6 +45,17 @@ def model_key(name: str, options: dict[str, Any]) -> str:
     return name + json.dumps(options, sort_keys=True)
 
 
+def _takes_tokenizer(dataset: str) -> bool:
+    """Whether the registry loader ``dataset`` has a ``tokenizer`` option."""
+    import inspect
+
+    from wirelessfl.registries import DATASETS
+
+    if dataset not in DATASETS:
+        return False
+    return "tokenizer" in inspect.signature(DATASETS.load(dataset)).parameters
+
+
 class HeadSwitch:
     """The task head of a shared model, swapped for the width of a client's task.
 
@@ -179,7 +190,7 @@ class HeteroClients:
                 bundle = self.models[mkey]
                 options = dict(g.dataset_options)
                 tokenizer = bundle.info.get("tokenizer")
-                if bundle.kind == "text" and tokenizer and "tokenizer" not in options:
+                if tokenizer and "tokenizer" not in options and _takes_tokenizer(g.dataset):
                     options["tokenizer"] = tokenizer
                 dkey = model_key(g.dataset, options)
                 if dkey not in datasets:
