@@ -363,8 +363,10 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "h2tune-ablation": Reproduction(
         scenario="h2tune/hybrid.yaml",
+        # r_g at 1, 2 and 3 times the largest client rank (8), as Table 4's 64/128/192 around
+        # the clients' 64 (r_g below a client's rank would make beta_k = r_k / r_g exceed 1)
         sweeps={
-            "global_rank": {"strategy.global_rank": [4, 8, 16]},
+            "global_rank": {"strategy.global_rank": [8, 16, 24]},
             "density": {"strategy.density": [0.125, 0.5, 1.0]},
         },
         claim="Tables 4 and 7 at offline scale: a larger global rank helps up to a plateau; "
