@@ -12,7 +12,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ from scenario_helpers import digits_scenario, interrupt_at
 torch = pytest.importorskip("torch")
 
 from wirelessfl.config import scenario_from_dict  # noqa: E402
+from wirelessfl.config.loader import SCENARIO_DIR  # noqa: E402
 from wirelessfl.data.mixture_tasks import load_synthetic_linear  # noqa: E402
 from wirelessfl.errors import ConfigError  # noqa: E402
 from wirelessfl.models.rng import torch_generator  # noqa: E402
@@ -32,7 +32,7 @@ from wirelessfl.training.batch_schedule import batch_schedule  # noqa: E402
 
 pytestmark = [pytest.mark.train, pytest.mark.usefixtures("one_torch_thread")]
 
-SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "floral" / "synthetic_linear.yaml"
+SCENARIO = SCENARIO_DIR / "floral" / "synthetic_linear.yaml"
 K, D_X, D_Y, BATCH, LR = 10, 10, 3, 4, 0.1  # the scenario's clients, Linear(10, 3), SGD
 V = 32  # payload.bits_per_value
 BASE = D_X * D_Y + D_Y  # 33 values of Linear(10, 3)

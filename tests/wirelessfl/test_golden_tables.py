@@ -19,10 +19,11 @@ import pandas as pd
 import pytest
 
 from wirelessfl.config import load_scenario
+from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.sim import run_scenario
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = SCENARIO_DIR
 WALL_CLOCK = {"wall_s"}
 
 CASES = {

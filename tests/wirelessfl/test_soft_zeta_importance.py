@@ -16,9 +16,9 @@ from scenario_helpers import digits_scenario
 from wirelessfl.algorithms.base import FederatedAlgorithm
 from wirelessfl.algorithms.soft import SOFT_ZETA, SoftFamily
 from wirelessfl.config import load_scenario, scenario_from_dict
-from wirelessfl.config.loader import scenario_yaml
+from wirelessfl.config.loader import SCENARIO_DIR, scenario_yaml
 
-FIG3AB = "scenarios/paper/fig3ab_sparsifiers.yaml"
+FIG3AB = SCENARIO_DIR / "paper" / "fig3ab_sparsifiers.yaml"
 
 
 # ---- A. zeta belongs to SOFT -------------------------------------------------------------------

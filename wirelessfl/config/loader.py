@@ -21,7 +21,8 @@ from wirelessfl.config.schema import build, to_dict
 from wirelessfl.config.yaml_limits import MAX_DEPTH, load_yaml, one_line, show_key
 from wirelessfl.errors import ConfigError, UserError
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+#: the shipped scenarios: package data (``scenarios/`` in a checkout links to it)
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 DEFAULT_SCENARIO = "default"
 #: Largest scenario file read (the shipped ones are ~2 KB; parsing 1 MiB takes about a second).
 MAX_FILE_BYTES = 1 << 20

@@ -453,7 +453,7 @@ class OutputConfig:
 
 @dataclass
 class Scenario:
-    """A complete run description (see ``scenarios/*.yaml``)."""
+    """A complete run description (see the shipped ``wirelessfl/scenarios/*.yaml``)."""
 
     name: str = option("scenario", doc="label")
     seed: int = option(0, ge=0, le=2**63 - 1, doc="run seed (all streams derive from it)")

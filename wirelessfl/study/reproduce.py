@@ -1,7 +1,8 @@
 """``wirelessfl reproduce FIGURE [--full]``: the papers' figures and claims as named sweeps.
 
-Each reproduction is a scenario under ``scenarios/`` plus one or more grids; results go
-to one study folder per sweep under ``OUT/FIGURE/``, figures and a ``summary.csv`` next to them.
+Each reproduction is a shipped scenario (``wirelessfl/scenarios/``) plus one or more grids;
+results go to one study folder per sweep under ``OUT/FIGURE/``, figures and a ``summary.csv``
+next to them.
 The default scale finishes on a 2-core CPU in minutes per run (each scenario file states its
 scale); ``--full`` switches to the paper's N = 100, K = 10 and more rounds. Finished runs are
 skipped and unfinished ones resumed, as for any sweep. What each figure shows against the
