@@ -243,6 +243,16 @@ class FederatedAlgorithm(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Restore :meth:`state_dict` (nothing to restore by default)."""
 
+    def training_state(self) -> dict[str, Any]:
+        """Server-side state that :meth:`train` reads besides its arguments (default:
+        :meth:`state_dict`); a remote executor (``learner.executor: ray``) sends it to its
+        workers before every round's training, so they train as this process would."""
+        return self.state_dict()
+
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`training_state` in a worker (default: :meth:`load_state_dict`)."""
+        self.load_state_dict(state)
+
     def runtime_or_fail(self) -> Runtime:
         """The bound runtime (an error if the algorithm is used without one)."""
         if self.runtime is None:

@@ -233,3 +233,11 @@ class FedStack(FederatedAlgorithm):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.stack_ranks = {int(t): int(r) for t, r in state.get("stack_ranks", {}).items()}
         self.synced = {int(c): int(t) for c, t in state.get("synced", {}).items()}
+
+    def training_state(self) -> dict[str, Any]:
+        """The checkpointed state and the round's merged updates (``train`` trains on them)."""
+        return {**self.state_dict(), "merged": dict(self._merged)}
+
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        self.load_state_dict(state)
+        self._merged = dict(state["merged"])

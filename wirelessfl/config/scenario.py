@@ -35,6 +35,8 @@ MAX_RANK = 65_536
 #: Largest side of one adapted layer (d or l), and most adapted layers.
 MAX_LAYER_SIDE = 1_000_000
 MAX_LAYERS = 10_000
+#: Most Ray training actors: each holds a copy of the frozen base model.
+MAX_RAY_WORKERS = 4096
 #: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a
 #: draw (complex128 coefficients, a float64 SNR, a temporary and the previous block's SNRs).
 FADING_BYTES_PER_VALUE = 40
@@ -412,10 +414,39 @@ class LearnerConfig:
         doc="auto: batched on CUDA, sequential (the peft reference) on the CPU",
     )
     device: str = option("auto", choices=("auto", "cpu", "cuda"), doc="torch device")
+    executor: str = option(
+        "local",
+        choices=("local", "ray"),
+        doc="where a round's clients train: local (this process) | ray (Ray actors, same "
+        "results; docs/scale-out.md)",
+    )
+    ray_address: str | None = option(
+        None,
+        doc="executor=ray: the cluster, host:port or ray://host:port (null: RAY_ADDRESS, else a "
+        "local Ray instance started by the run)",
+    )
+    ray_workers: int | None = option(
+        None,
+        ge=1,
+        le=MAX_RAY_WORKERS,
+        doc="executor=ray: training actors (null: one per GPU of the cluster; without GPUs its "
+        "CPUs / torch threads per process; at most n_scheduled)",
+    )
 
     def validate(self, prefix: str) -> None:
         _check_option_names(self.dataset_options, f"{prefix}.dataset_options")
         _check_option_names(self.partition_options, f"{prefix}.partition_options")
+        if self.executor != "local" and self.kind != "lora":
+            raise ConfigError(
+                f"{prefix}.executor: {self.executor!r} farms out real training, and "
+                f"{prefix}.kind {self.kind!r} has none; use executor: local"
+            )
+        for key in ("ray_address", "ray_workers"):
+            if getattr(self, key) is not None and self.executor != "ray":
+                raise ConfigError(
+                    f"{prefix}.{key}: used only with {prefix}.executor: ray (it is "
+                    f"{self.executor!r}); remove it or set executor: ray"
+                )
 
 
 @dataclass

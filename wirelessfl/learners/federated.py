@@ -9,7 +9,8 @@ keeps the global state and every client's private state, counts each message's b
 non-finite values, and checkpoints everything ``--resume`` needs.
 
 Observers (the ``--calibrate`` pilot) get each round's local results and aggregated metrics
-through :class:`RoundObserver`.
+through :class:`RoundObserver`. With ``learner.executor: ray`` step 3 runs on Ray actors
+(:mod:`wirelessfl.learners.ray_training`), with the same results; the rest stays here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -30,6 +31,9 @@ from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeo
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
+
+if TYPE_CHECKING:
+    from wirelessfl.learners.ray_training import RayTraining
 
 __all__ = ["FederatedLearner", "RoundObserver"]
 
@@ -71,6 +75,7 @@ class FederatedLearner(Learner):
         self._losses: dict[int, float] = {}
         self._round_plan: RoundPlan | None = None
         self._plans: dict[int, ClientPlan] = {}
+        self.remote: RayTraining | None = None  # learner.executor: ray
 
     # ---- sizes -----------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
@@ -95,6 +100,12 @@ class FederatedLearner(Learner):
         self.algorithm.start(rank=rank, seed=seed)
         self.private.limit_values = self.runtime.private_limit
         self.global_state = self.algorithm.initial_state()
+        if self.scenario.learner.executor == "ray":
+            from wirelessfl.learners.ray_training import RayTraining
+
+            self.remote = RayTraining(
+                self.scenario, self.algorithm, rank=rank, seed=seed, device=self.runtime.device
+            )
 
     # ---- a round ---------------------------------------------------------------------------
     def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
@@ -104,7 +115,8 @@ class FederatedLearner(Learner):
         plans = self.algorithm.plan(plan)  # 1. server: per-client plans
         downloads = [self.algorithm.broadcast(p, self.global_state) for p in plans]  # 2.
         record = any(o.record_grad_norms for o in self.observers)
-        results = self.algorithm.train(  # 3. client: local training
+        train = self.remote.train if self.remote is not None else self.algorithm.train
+        results = train(  # 3. client: local training (here, or on Ray actors)
             plans, [d.shared for d in downloads], self.private, record_grad_norms=record
         )
         v = self.scenario.payload.bits_per_value

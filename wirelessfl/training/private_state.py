@@ -91,6 +91,10 @@ class PrivateState:
         """Drop what was staged (a round that failed)."""
         self._staged = {}
 
+    def staged(self) -> dict[int, dict[str, Any]]:
+        """What was staged since the last commit or discard: client -> entries (a copy)."""
+        return {c: dict(entries) for c, entries in self._staged.items()}
+
     def clients(self) -> list[int]:
         """Ids of the clients that hold private state, ascending."""
         return sorted(self._committed)
