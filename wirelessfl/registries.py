@@ -34,6 +34,7 @@ LEARNERS: Registry[Any] = Registry(
     {
         "surrogate": "wirelessfl.learners.surrogate:SurrogateLearner.from_scenario",
         "lora": "wirelessfl.learners.federated:FederatedLearner",
+        "flower": "wirelessfl.bridges.flower_learner:FlowerClientLearner.from_scenario",
     },
     entry_point_group="wirelessfl.learners",
 )

@@ -373,7 +373,10 @@ class LearnerConfig:
     }
 
     kind: str = option(
-        "surrogate", choices=LEARNERS, doc="surrogate (network-only) | lora (real training)"
+        "surrogate",
+        choices=LEARNERS,
+        doc="surrogate (network-only) | lora (real training) | flower (Flower NumPyClients; "
+        "docs/flower.md)",
     )
     # surrogate
     initial_loss: float = option(2.3, gt=0.0, doc="surrogate: loss at round 0")
@@ -431,6 +434,14 @@ class LearnerConfig:
         le=MAX_RAY_WORKERS,
         doc="executor=ray: training actors (null: one per GPU of the cluster; without GPUs its "
         "CPUs / torch threads per process; at most n_scheduled)",
+    )
+    # Flower clients (kind = flower)
+    client_fn: str | None = option(
+        None,
+        doc="flower: 'module:function', client_fn(client_id) -> flwr NumPyClient (docs/flower.md)",
+    )
+    client_flops: float = option(
+        0.0, ge=0.0, doc="flower: FLOPs of a client's fit, unless its metrics report 'flops'"
     )
 
     def validate(self, prefix: str) -> None:

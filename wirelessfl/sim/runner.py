@@ -26,7 +26,7 @@ from wirelessfl.config.loader import read_mapping, scenario_yaml
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build
 from wirelessfl.errors import SimulationError, UserError
-from wirelessfl.learners import make_learner
+from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
     EVENT_COLUMNS,
@@ -102,15 +102,20 @@ class Run:
         *,
         resume: bool = False,
         checkpoint: Checkpoint | None = None,
+        learner: Learner | None = None,
     ):
-        """A new run into ``out_dir`` (new or empty); ``resume_from`` builds a checked resume."""
+        """A new run into ``out_dir`` (new or empty); ``resume_from`` builds a checked resume.
+
+        ``learner``, built for ``scenario``, replaces the one ``learner.kind`` names (one made
+        of Python objects, such as a Flower client factory or a Flower grid).
+        """
         self.scenario = scenario
         self.out = Path(out_dir)
         self.resume = resume
         self._checkpoint = checkpoint
         if not resume:
             claim_new(self.out)
-        self.learner = make_learner(scenario)
+        self.learner = learner if learner is not None else make_learner(scenario)
         self.sim = Simulator(scenario, self.learner)
 
     @classmethod
@@ -295,9 +300,16 @@ def _meta(out: Path) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def run_scenario(scenario: Scenario, out_dir: str | Path, *, progress: bool = False) -> RunResult:
-    """Simulate ``scenario`` into a new folder ``out_dir`` and load the results."""
-    return Run(scenario, out_dir).execute(progress=progress)
+def run_scenario(
+    scenario: Scenario,
+    out_dir: str | Path,
+    *,
+    progress: bool = False,
+    learner: Learner | None = None,
+) -> RunResult:
+    """Simulate ``scenario`` into a new folder ``out_dir`` and load the results (``learner``:
+    one built in Python instead of the one ``learner.kind`` names)."""
+    return Run(scenario, out_dir, learner=learner).execute(progress=progress)
 
 
 def resume_run(out_dir: str | Path, *, progress: bool = False) -> RunResult:

@@ -1,0 +1,13 @@
+"""Bridges to other federated-learning frameworks, one module per direction.
+
+Flower (``flwr``, the ``[scale]`` extra), imported only inside these modules' functions:
+
+- :mod:`wirelessfl.bridges.flower_learner`: clients written against Flower's ``NumPyClient``
+  API trained through our channel, controller and virtual clock (``learner.kind: flower``);
+- :mod:`wirelessfl.bridges.flower_serverapp` and :mod:`wirelessfl.bridges.flower_clientapp`:
+  our simulator and federated algorithms as a Flower ``ServerApp``, with local training and
+  the client's message built by a Flower ``ClientApp``;
+- :mod:`wirelessfl.bridges.flower_records`: our messages as Flower records and back.
+
+``docs/flower.md`` describes both directions.
+"""
