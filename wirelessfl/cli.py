@@ -1,4 +1,4 @@
-"""``wirelessfl`` command line: run scenarios, report the channel, list scenario keys.
+"""``wirelessfl`` command line: run scenarios, report the channel, list scenarios and keys.
 
 Every failure a user can cause or meet prints one line on stderr, never a traceback: a user
 mistake as ``wirelessfl: error: ...``, a run or resource failure as ``wirelessfl: COMMAND
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from wirelessfl import __version__
 from wirelessfl.cli_failures import continue_hint, explain, ignore_sigxfsz
+from wirelessfl.cli_help import finish_help
 from wirelessfl.errors import (
     UserError,
     folder_problem,
@@ -110,15 +111,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             what
             for what, given in (
                 ("a scenario", args.scenario),
-                ("--set", args.set),
                 ("--out", args.out),
+                ("--dry-run", args.dry_run),
             )
             if given
         ]
         if extra:
             raise UserError(
-                f"--resume: give only the run folder (its config.yaml is used), not "
-                f"{' or '.join(extra)}"
+                f"--resume: give only the run folder (its config.yaml is used) and, to extend "
+                f"or shorten it, --set rounds=N; not {' or '.join(extra)}"
             )
         args.run_folder = Path(args.resume)
         problem = folder_problem(args.run_folder)
@@ -126,11 +127,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"--resume: {problem}")
         from wirelessfl.sim.runner import Run
 
-        run = Run.resume_from(args.resume)
+        run = Run.resume_from(args.resume, rounds=_resume_rounds(args.set))
     else:
         from wirelessfl.config import load_scenario
 
         scenario = load_scenario(args.scenario, args.set)
+        if args.dry_run:
+            from wirelessfl.sim.dry_run import dry_run_text
+
+            print(dry_run_text(scenario))
+            return 0
         if args.out is not None:
             out = Path(args.out)
             problem = folder_problem(out)
@@ -151,6 +157,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = run.execute(progress=not args.quiet)
     print(_summary(result))
     return 0
+
+
+def _resume_rounds(overrides: list[str] | None) -> int | None:
+    """The N of ``--set rounds=N`` given with ``--resume`` (None without ``--set``)."""
+    if not overrides:
+        return None
+    from wirelessfl.config.loader import apply_overrides
+
+    changes = apply_overrides({}, overrides)
+    if set(changes) != {"rounds"}:
+        other = next(key for key in changes if key != "rounds")
+        raise UserError(
+            f"--resume: only --set rounds=N can change a run (it extends or shortens it), "
+            f"not {other}; start a new run to change anything else"
+        )
+    rounds = changes["rounds"]
+    if type(rounds) is not int:
+        raise UserError(f"--set rounds: expected a whole number of rounds, got {rounds!r}")
+    return rounds
 
 
 def _cmd_channels(args: argparse.Namespace) -> int:
@@ -186,6 +211,16 @@ def _cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from wirelessfl.config.shipped import shipped_table
+
+    table = shipped_table()
+    width = max((len(name) for name, _ in table), default=0)
+    for name, description in table:
+        print(f"{name:{width}}  {description}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wirelessfl",
@@ -202,12 +237,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="override a key, e.g. rounds=50"
     )
-    run.add_argument("--resume", type=path_text, metavar="DIR", help="continue a killed run in DIR")
+    run.add_argument(
+        "--resume",
+        type=path_text,
+        metavar="DIR",
+        help="continue a killed run in DIR, or extend a finished one with --set rounds=N",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "--calibrate",
         action="store_true",
         help="run a short pilot and print BoundConstants estimated from it",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved scenario and the offline stage's choice (rank), run nothing",
     )
     run.set_defaults(func=_cmd_run)
 
@@ -224,9 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = sub.add_parser("scenario-keys", help="every scenario key with default and range")
     keys.set_defaults(func=_cmd_keys)
+    shipped = sub.add_parser("scenarios", help="the shipped scenarios, by name")
+    shipped.set_defaults(func=_cmd_scenarios)
     add_sweep_command(sub)
     add_plot_command(sub)
     add_reproduce_command(sub)
+    finish_help(sub, EXIT_STATUS)
     return parser
 
 

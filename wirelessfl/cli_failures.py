@@ -65,7 +65,7 @@ _ACTIVITY = {
 _PATH_OPTIONS = (
     ("out", "--out"),
     ("resume", "--resume"),
-    ("output", "-o"),
+    ("output", "--out"),
     ("default_out", "--out (default runs/<scenario name>)"),
     ("path", "plot"),
     ("scenario", "scenario"),

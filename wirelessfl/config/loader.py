@@ -18,11 +18,10 @@ import yaml
 
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build, to_dict
+from wirelessfl.config.shipped import SCENARIO_DIR, shipped_names
 from wirelessfl.config.yaml_limits import MAX_DEPTH, load_yaml, one_line, show_key
 from wirelessfl.errors import ConfigError, UserError
 
-#: the shipped scenarios: package data (``scenarios/`` in a checkout links to it)
-SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 DEFAULT_SCENARIO = "default"
 #: Largest scenario file read (the shipped ones are ~2 KB; parsing 1 MiB takes about a second).
 MAX_FILE_BYTES = 1 << 20
@@ -36,7 +35,7 @@ def _show_path(path: str | Path) -> str:
 
 
 def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
-    """A path, or a shipped scenario's name (``paper`` → ``scenarios/paper.yaml``)."""
+    """A path, or a shipped scenario's name (``paper`` → ``SCENARIO_DIR/paper.yaml``)."""
     if name_or_path is None:
         name_or_path = DEFAULT_SCENARIO
     path = Path(name_or_path)
@@ -55,10 +54,9 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
             f"scenario: {_show_path(path)} is not a regular file; give a scenario file "
             "(.yaml or .toml) or a shipped scenario's name"
         )
-    shipped = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")) if SCENARIO_DIR.is_dir() else []
     raise UserError(
         f"scenario: no file {one_line(repr(str(name_or_path)), 160)} and no shipped scenario of "
-        f"that name (shipped: {', '.join(shipped) or 'none'})"
+        f"that name (shipped: {', '.join(shipped_names()) or 'none'}; see wirelessfl scenarios)"
     )
 
 

@@ -1,4 +1,4 @@
-"""``wirelessfl plot STUDY_OR_RUN [--kind K] [-o FILE]``: one figure of a run or a study."""
+"""``wirelessfl plot STUDY_OR_RUN [--kind K] [--out FILE]``: one figure of a run or a study."""
 
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if not path.is_dir():
         raise UserError(f"plot: {path} is not a folder (give a run or a study folder)")
     out = Path(args.output) if args.output else path / f"{args.kind}.png"
-    where = "plot -o" if args.output else "plot"
+    where = "plot --out" if args.output else "plot"
     if out.suffix.lower() not in FORMATS:
-        raise UserError(f"plot -o: the file name must end in {', '.join(FORMATS)}, got {out}")
+        raise UserError(f"plot --out: the file name must end in {', '.join(FORMATS)}, got {out}")
     problem = file_problem(out)
     if problem:
         raise UserError(f"{where}: cannot write the figure: {problem}")
@@ -130,8 +130,10 @@ def add_plot_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--by", metavar="KEY", help="frontier: one line per value of this config key")
     p.add_argument(
+        "--out",
         "-o",
         "--output",
+        dest="output",
         type=path_text,
         metavar="FILE",
         help="figure file, .png, .pdf or .svg (default: STUDY_OR_RUN/<kind>.png)",

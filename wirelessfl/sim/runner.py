@@ -17,6 +17,7 @@ import json
 import platform
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import numpy as np
 from wirelessfl import __version__
 from wirelessfl.config.loader import read_mapping, scenario_yaml
 from wirelessfl.config.scenario import Scenario
-from wirelessfl.config.schema import build
+from wirelessfl.config.schema import build, to_dict
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
@@ -37,6 +38,7 @@ from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.run_folder import (
     CONFIG,
     FORMAT,
+    MANIFEST,
     META,
     Checkpoint,
     DamagedRunError,
@@ -119,11 +121,14 @@ class Run:
         self.sim = Simulator(scenario, self.learner)
 
     @classmethod
-    def resume_from(cls, out_dir: str | Path) -> Run:
+    def resume_from(cls, out_dir: str | Path, *, rounds: int | None = None) -> Run:
         """Continue the run in ``out_dir`` from its last checkpoint, after checking the folder.
 
-        Raises ``UserError`` (one line: what is damaged, what to do) when the folder is not a
-        run, or its config, state or checkpoint disagree with each other.
+        ``rounds`` (at least the rounds done) extends a finished run or changes where a killed
+        one ends; every draw is addressed by round, so the tables equal an uninterrupted run of
+        ``rounds`` (but for the old last round's evaluation, kept). Raises ``UserError`` (one
+        line: what is damaged, what to do) when the folder is not a run, or its config, state
+        or checkpoint disagree with each other.
         """
         out = Path(out_dir)
         try:
@@ -145,6 +150,8 @@ class Run:
             raise UserError(f"--resume {out}: {CONFIG}: {err}") from None
         if checkpoint is not None:
             verify_checkpoint(out, checkpoint, config_hash, scenario.rounds)
+        if rounds is not None and rounds != scenario.rounds:
+            scenario, checkpoint = _change_rounds(out, scenario, checkpoint, rounds)
         return cls(scenario, out, resume=True, checkpoint=checkpoint)
 
     # ------------------------------------------------------------------------------------
@@ -228,9 +235,8 @@ class Run:
         if self._checkpoint is not None:
             self._restore(self._checkpoint)
             start = self._checkpoint.next_round
-        self._write_meta(
-            **({"resumed": [*_meta(self.out).get("resumed", []), _now()]} if self.resume else {})
-        )
+        resumed = {"resumed": [*_meta(self.out).get("resumed", []), _now()], "finished": False}
+        self._write_meta(**(resumed if self.resume else {}))
         pending: dict[str, list] = {name: [] for name in writers}
         bar = None
         if progress:
@@ -289,6 +295,30 @@ def _write_pending(writers: dict[str, TableWriter], pending: dict[str, list]) ->
         else:
             writer.append(pending[name])
         pending[name].clear()
+
+
+def _change_rounds(
+    out: Path, scenario: Scenario, checkpoint: Checkpoint | None, rounds: int
+) -> tuple[Scenario, Checkpoint | None]:
+    """Rewrite ``config.yaml`` with ``rounds``, and the checkpoint and ``meta.json`` with its
+    hash; returns the new scenario and checkpoint."""
+    done = checkpoint.next_round if checkpoint is not None else 0
+    if rounds < done:
+        raise UserError(
+            f"--set rounds: the run in {out} has done {done} rounds; give at least {done}"
+        )
+    changed = build(Scenario, {**to_dict(scenario), "rounds": rounds})
+    atomic_write_text(out / CONFIG, scenario_yaml(changed))
+    config_hash = config_sha256(out)
+    if checkpoint is not None:
+        checkpoint = replace(checkpoint, config_sha256=config_hash)
+        atomic_write_text(checkpoint.folder / MANIFEST, json.dumps(checkpoint.manifest(), indent=1))
+    meta = _meta(out)
+    if meta:
+        changes = [*meta.get("rounds_changed", []), {"from": scenario.rounds, "to": rounds}]
+        meta.update(config_sha256=config_hash, rounds_changed=changes)
+        atomic_write_text(out / META, json.dumps(meta, indent=2, default=float))
+    return changed, checkpoint
 
 
 def _meta(out: Path) -> dict:

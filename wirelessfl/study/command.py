@@ -13,7 +13,8 @@ from wirelessfl.study.grid import parse_grid
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS, run_sweep
 
 
-def _parse_seeds(text: str) -> int | list[int]:
+def parse_seeds(text: str) -> int | list[int]:
+    """``--seeds``: a count (``3``) or a list of distinct seeds (``0,1,5``)."""
     accepted = f"a count from 1 to {MAX_SEEDS} or a list of distinct seeds >= 0 like 0,1,5"
     try:
         seeds = [int(s) for s in text.split(",")] if "," in text else int(text)
@@ -45,7 +46,7 @@ def _study_summary(study: StudyResult) -> str:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid or [])
-    seeds = _parse_seeds(args.seeds)
+    seeds = parse_seeds(args.seeds)
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{Path(args.scenario).stem}"
     try:
         study = run_sweep(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, int_in_range, path_text
+from wirelessfl.study.command import parse_seeds
 from wirelessfl.study.reproductions import REPRODUCTIONS
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS
 
@@ -29,7 +30,7 @@ def reproduce(
     jobs: int = 1,
     progress: bool = False,
     overrides: list[str] | None = None,
-    seeds: int | None = None,
+    seeds: int | list[int] | None = None,
     target_accuracy: float | None = None,
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths.
@@ -110,6 +111,7 @@ def _with_time_to_target(table, out: Path, target: float):
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     figures = list(REPRODUCTIONS) if args.figure == "all" else [args.figure]
+    seeds = None if args.seeds is None else parse_seeds(args.seeds)
     for figure in figures:
         result = reproduce(
             figure,
@@ -117,7 +119,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             full=args.full,
             jobs=args.jobs,
             progress=not args.quiet,
-            seeds=args.seeds,
+            seeds=seeds,
             overrides=args.set,
             target_accuracy=args.target,
         )
@@ -145,12 +147,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``wirelessfl reproduce``."""
     p = subparsers.add_parser(
-        "reproduce", help="re-run a figure of SOFT/TSFA's section V or an FSLoRA claim"
+        "reproduce",
+        help="re-run a figure of SOFT/TSFA's section V or a claim of FSLoRA, FLoRAL or H2Tune",
     )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
     p.add_argument(
-        "--out", type=path_text, default="runs/reproduce", help="parent folder of the studies"
+        "--out",
+        type=path_text,
+        default="runs/reproduce",
+        help="parent folder of the studies (default: runs/reproduce)",
     )
     p.add_argument(
         "--jobs",
@@ -160,9 +166,9 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--seeds",
-        type=int_in_range(1, MAX_SEEDS),
-        default=None,
-        help=f"seeds per grid point (mean and spread), 1 to {MAX_SEEDS} (default: the "
+        metavar="N|S1,S2,...",
+        help=f"seeds per grid point (mean and spread): a number, 1 to {MAX_SEEDS} (the "
+        "scenario's seed and the next ones), or a list of distinct seeds (default: the "
         "figure's, 3 for fslora-*, else 1)",
     )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
@@ -171,6 +177,6 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         type=unit_fraction,
         help="accuracy whose time-to-target goes into summary.csv (default: the figure's)",
     )
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_reproduce)
     return p
