@@ -9,6 +9,7 @@ from typing import Any
 
 from wirelessfl.errors import SimulationError, UserError, path_text
 from wirelessfl.results.study import INDEX_FILE, StudyResult
+from wirelessfl.study.executor import add_executor_arguments
 from wirelessfl.study.grid import parse_grid
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS, run_sweep
 
@@ -57,6 +58,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=not args.quiet,
             overrides=args.set or [],
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
     except KeyboardInterrupt:
         print(
@@ -107,6 +110,7 @@ def add_sweep_command(subparsers: Any) -> argparse.ArgumentParser:
         metavar="J",
         help=f"runs in parallel, {MIN_JOBS} to {MAX_JOBS} (default 1)",
     )
+    add_executor_arguments(p)
     p.add_argument("--out", type=path_text, help="study folder (default: runs/sweep-<scenario>)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_sweep)

@@ -1,4 +1,5 @@
-"""Running a sweep's runs: one after another here, or in spawned worker processes.
+"""Running a sweep's runs: one after another here, or in spawned worker processes (the local
+executor; ``--executor ray`` is :mod:`wirelessfl.study.ray_sweep`).
 
 The parallel executor owns its worker processes: on an interrupt, an exception or a worker that
 dies, it terminates every worker at once rather than waiting for their runs to end (a run
@@ -7,6 +8,7 @@ killed at any instant resumes from its last checkpoint).
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import pickle
@@ -25,17 +27,38 @@ from wirelessfl.results.summary import summarize
 _POLL_S = 0.2
 #: seconds a terminated worker gets to exit before it is killed
 _GRACE_S = 5.0
+#: where a sweep's runs go: here (one after another, or ``--jobs`` worker processes) or Ray tasks
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
 class RunTask:
-    """One run to start (``resume`` false) or resume in ``folder``."""
+    """One run to start (``resume`` false) or resume in ``folder``; ``wants_gpu``: it trains
+    a model on the GPU when there is one (an executor that places runs gives it one)."""
 
     name: str
     scenario_path: str
     overrides: tuple[str, ...]
     folder: str
     resume: bool
+    wants_gpu: bool = False
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--executor`` and ``--ray-address``, for the commands that run sweeps."""
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local: runs here, --jobs at a time (default); ray: every run is a Ray task (one "
+        "CPU, and a GPU where the cluster has them), as many at once as the cluster holds "
+        "(docs/scale-out.md)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="with --executor ray: the cluster (default: RAY_ADDRESS, else a local Ray instance)",
+    )
 
 
 def execute(task: RunTask) -> dict[str, Any]:

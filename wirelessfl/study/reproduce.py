@@ -18,6 +18,7 @@ from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, int_in_range, path_text
 from wirelessfl.study.command import parse_seeds
+from wirelessfl.study.executor import add_executor_arguments
 from wirelessfl.study.reproductions import REPRODUCTIONS
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS
 
@@ -32,12 +33,15 @@ def reproduce(
     overrides: list[str] | None = None,
     seeds: int | list[int] | None = None,
     target_accuracy: float | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table and figure paths.
 
     ``summary.csv`` holds each run's index row plus, where the reproduction states a target
     accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
-    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it.
+    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it. ``executor``
+    and ``ray_address`` say where the runs go, as for :func:`~wirelessfl.study.sweep.run_sweep`.
     """
     import pandas as pd
 
@@ -69,6 +73,8 @@ def reproduce(
             jobs=jobs,
             progress=progress,
             overrides=[*(spec.full if full else []), *(overrides or [])] or None,
+            executor=executor,
+            ray_address=ray_address,
         )
         studies[name] = study
         runs.extend(as_runs(study))
@@ -122,6 +128,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             seeds=seeds,
             overrides=args.set,
             target_accuracy=args.target,
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
         cols = [
             c
@@ -171,6 +179,7 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         "scenario's seed and the next ones), or a list of distinct seeds (default: the "
         "figure's, 3 for fslora-*, else 1)",
     )
+    add_executor_arguments(p)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     p.add_argument(
         "--target",

@@ -27,7 +27,7 @@ from typing import Any
 from wirelessfl.errors import UserError, folder_problem
 from wirelessfl.results.study import StudyResult, load_study
 from wirelessfl.results.summary import summarize
-from wirelessfl.study.executor import RunTask, run_tasks
+from wirelessfl.study.executor import EXECUTORS, RunTask, run_tasks
 from wirelessfl.study.folder import (
     StudyIndex,
     check_study_folder,
@@ -78,14 +78,17 @@ def run_sweep(
     jobs: int = 1,
     progress: bool = False,
     overrides: Sequence[str] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> StudyResult:
     """Run ``scenario`` for every grid point × seed into ``out_dir/<run name>/``.
 
     Finished runs are skipped, unfinished ones resumed, missing ones started; ``jobs > 1`` runs
     them in spawned worker processes (a script calling this needs the usual
-    ``if __name__ == "__main__":`` guard). A run that stops with a ``SimulationError`` is
-    recorded in ``index.csv`` and ``StudyResult.failed`` and the others go on; running the
-    sweep again resumes it from its last checkpoint.
+    ``if __name__ == "__main__":`` guard); ``executor="ray"`` runs them as Ray tasks
+    (:mod:`wirelessfl.study.ray_sweep`; ``jobs`` is not used). A run that stops with a
+    ``SimulationError`` is recorded in ``index.csv`` and ``StudyResult.failed`` and the others
+    go on; running the sweep again resumes it from its last checkpoint.
 
     Args:
         scenario: a scenario file or shipped name.
@@ -95,12 +98,16 @@ def run_sweep(
         jobs: runs at a time.
         progress: show a progress bar on stderr.
         overrides: ``key=value`` strings applied to every run (not in folder names).
+        executor: ``local`` or ``ray``.
+        ray_address: with ``ray``, the cluster (None: ``RAY_ADDRESS``, else a local instance).
 
     Returns:
         The study, loaded from ``out_dir``.
     """
     from wirelessfl.config import load_scenario, resolve_scenario_path
 
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
     if not MIN_JOBS <= jobs <= MAX_JOBS:
         raise UserError(f"--jobs: expected an integer from {MIN_JOBS} to {MAX_JOBS}, got {jobs}")
     count = plain(seeds)
@@ -118,6 +125,11 @@ def run_sweep(
     points = plan_sweep(grid, seeds, fixed)
     # validate every point before running anything (a bad key or value fails in a second)
     scenarios = {p.name: load_scenario(scenario_path, list(p.overrides)) for p in points}
+    if executor == "ray" and any(s.learner.executor == "ray" for s in scenarios.values()):
+        raise UserError(
+            "--executor ray: the runs set learner.executor: ray, and their training actors "
+            "would wait for the CPUs the sweep's own tasks hold; use one of the two"
+        )
 
     make_folder(out, "--out")
     write_spec(
@@ -143,7 +155,9 @@ def run_sweep(
             index.update(p.name, finished=finished, status=status, **folder_summary(folder))
         if state != "finished":
             resume = state == "unfinished"
-            tasks.append(RunTask(p.name, str(scenario_path), p.overrides, str(folder), resume))
+            learner = scenarios[p.name].learner
+            gpu = learner.kind != "surrogate" and learner.device != "cpu"
+            tasks.append(RunTask(p.name, str(scenario_path), p.overrides, str(folder), resume, gpu))
     index.write()
 
     failed: dict[str, str] = {}
@@ -168,7 +182,12 @@ def run_sweep(
         bar.done()
 
     try:
-        run_tasks(tasks, jobs, bar.started, record)
+        if executor == "ray":
+            from wirelessfl.study.ray_sweep import run_tasks_on_ray
+
+            run_tasks_on_ray(tasks, bar.started, record, address=ray_address)
+        else:
+            run_tasks(tasks, jobs, bar.started, record)
     finally:
         bar.close()
     study = load_study(out)
