@@ -54,6 +54,10 @@ class TrainingWorker:
         rank: the model rank the controller chose (``Learner.start``).
         seed: the run seed.
         threads: torch threads (this process's, so that CPU kernels sum alike).
+
+    A failure to build (a data set missing on that node, say) is kept and raised by
+    :meth:`device_type`, so it reaches the driver as itself: Ray reports an exception raised
+    in an actor's constructor only as text.
     """
 
     def __init__(
@@ -61,14 +65,21 @@ class TrainingWorker:
     ) -> None:
         from wirelessfl.training.runtime import Runtime
 
-        torch.set_num_threads(threads)
-        self.runtime = Runtime(scenario)
-        self.algorithm = algorithm_class(scenario.strategy, scenario=scenario)
-        self.algorithm.bind(self.runtime)
-        self.algorithm.start(rank=rank, seed=seed)
+        self.failure: Exception | None = None
+        try:
+            torch.set_num_threads(threads)
+            self.runtime = Runtime(scenario)
+            self.algorithm = algorithm_class(scenario.strategy, scenario=scenario)
+            self.algorithm.bind(self.runtime)
+            self.algorithm.start(rank=rank, seed=seed)
+        except Exception as err:  # noqa: BLE001 - raised again by device_type
+            self.failure = err
 
     def device_type(self) -> str:
-        """``cpu`` or ``cuda``: where this actor trains (answered once it is built)."""
+        """``cpu`` or ``cuda``: where this actor trains (answered once it is built); raises
+        what building it raised."""
+        if self.failure is not None:
+            raise self.failure
         return self.runtime.device.type
 
     def train(
