@@ -1,8 +1,8 @@
 """Named reproductions: scenario, grids, claim, target and drawing.
 
-The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, scenarios under
-``scenarios/paper/``), the FSLoRA paper's claims at offline scale (``fslora-*``, scenarios
-under ``scenarios/fslora/``) and FLoRAL's (``floral-*``, scenarios under ``scenarios/floral/``);
+The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, shipped scenarios under
+``paper/``), the FSLoRA paper's claims at offline scale (``fslora-*``, under ``fslora/``),
+FLoRAL's (``floral-*``, under ``floral/``) and H2Tune's (``h2tune-*``, under ``h2tune/``);
 docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
@@ -94,7 +94,7 @@ class Reproduction:
     is the surrogate's).
     """
 
-    scenario: str  # path under scenarios/
+    scenario: str  # path under SCENARIO_DIR (wirelessfl/scenarios/)
     sweeps: dict[str, dict[str, list]]
     claim: str
     target_accuracy: float | None = None
