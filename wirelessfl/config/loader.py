@@ -54,9 +54,10 @@ def resolve_scenario_path(name_or_path: str | Path | None) -> Path:
             f"scenario: {_show_path(path)} is not a regular file; give a scenario file "
             "(.yaml or .toml) or a shipped scenario's name"
         )
+    top = [name for name in shipped_names() if "/" not in name]
     raise UserError(
         f"scenario: no file {one_line(repr(str(name_or_path)), 160)} and no shipped scenario of "
-        f"that name (shipped: {', '.join(shipped_names()) or 'none'}; see wirelessfl scenarios)"
+        f"that name (shipped: {', '.join(top) or 'none'}, ...; wirelessfl scenarios lists all)"
     )
 
 
