@@ -216,7 +216,8 @@ def _check_room(n: int, *, threads: int, on_gpu: bool, cpus: int, gpus: int) -> 
         )
     if not on_gpu and n * threads > cpus:
         raise ConfigError(
-            f"learner.ray_workers: {n} actors of {threads} CPUs each (this process's torch "
+            f"learner.ray_workers: {n} actors of {threads} CPU{'s' * (threads > 1)} each (this "
+            "process's torch "
             f"threads, which every actor uses so that results match) need {n * threads} CPUs; "
             f"the Ray cluster has {cpus}; lower it, or start with fewer threads "
             "(OMP_NUM_THREADS)"
