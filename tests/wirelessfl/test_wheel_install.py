@@ -1,5 +1,5 @@
 """A wheel of wirelessfl, installed into a fresh virtual environment outside the checkout,
-runs a shipped scenario by name from a folder outside the checkout.
+runs a shipped scenario and a reproduction by name from a folder outside the checkout.
 
 The wheel is built from a copy of the packages (so the checkout stays clean) without build
 isolation (no download). The new environment sees the dependencies of this one through a
@@ -88,3 +88,5 @@ def test_a_shipped_scenario_runs_by_name_outside_the_checkout(installed, tmp_pat
     assert len(rounds) == 1 + 60
     dry = _run([cli, "run", "paper/offline_planner", "--dry-run"], tmp_path)
     assert "name: offline_planner" in dry and "#   rank: " in dry
+    _run([cli, "reproduce", "dpp", "--set", "rounds=20", "--quiet", "--out", "repro"], tmp_path)
+    assert (tmp_path / "repro" / "dpp" / "summary.csv").is_file()
