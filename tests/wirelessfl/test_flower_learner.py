@@ -187,3 +187,18 @@ def test_bad_settings_get_one_line(tmp_path, learner, controller, message):
     with pytest.raises(ConfigError, match=message) as caught:
         run_scenario(scenario, tmp_path / "run")
     assert "\n" not in str(caught.value)
+
+
+def test_the_command_line_names_an_unimportable_factory_in_one_line(tmp_path, capsys):
+    from wirelessfl.cli import main
+
+    scenario = tmp_path / "flower.yaml"
+    scenario.write_text(
+        "n_clients: 2\nn_scheduled: 2\nrounds: 1\ncontroller: {name: fixed}\n"
+        "learner: {kind: flower, client_fn: 'no_such_module_x:client_fn'}\n"
+    )
+    assert main(["run", str(scenario), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "wirelessfl: error: learner.client_fn: cannot import module 'no_such_module_x' "
+        "(No module named 'no_such_module_x')"
+    ]

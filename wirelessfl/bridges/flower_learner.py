@@ -74,7 +74,11 @@ def load_client_fn(target: str | None) -> ClientFactory:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as err:
-        raise ConfigError(f"{KEY}: cannot import module {module_name!r} ({err})") from None
+        problem = str(err)  # raised below, outside the handler: the error alone is the news
+    else:
+        problem = None
+    if problem is not None:
+        raise ConfigError(f"{KEY}: cannot import module {module_name!r} ({problem})")
     for part in attribute.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"{KEY}: {target!r} does not exist (no attribute {part!r})")
@@ -85,10 +89,13 @@ def load_client_fn(target: str | None) -> ClientFactory:
 
 
 def _numpy_client_class() -> type:
+    """``flwr.client.NumPyClient``; a one-line error naming the extra when flwr is missing."""
     try:
         from flwr.client import NumPyClient
     except ImportError:
-        raise UserError(f"learner.kind: 'flower' needs flwr: {INSTALL}") from None
+        NumPyClient = None  # raised below, outside the handler, so the line names the extra
+    if NumPyClient is None:
+        raise UserError(f"learner.kind: 'flower' needs flwr: {INSTALL}")
     return NumPyClient
 
 
