@@ -5,8 +5,12 @@ checked against the upload sizes and the channel's rates drawn independently fro
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+import yaml
 from scenario_helpers import interrupt_at
 
 pytest.importorskip("flwr")
@@ -202,3 +206,15 @@ def test_the_command_line_names_an_unimportable_factory_in_one_line(tmp_path, ca
         "wirelessfl: error: learner.client_fn: cannot import module 'no_such_module_x' "
         "(No module named 'no_such_module_x')"
     ]
+
+
+def test_the_example_of_docs_flower_md_runs_as_it_says(tmp_path, monkeypatch):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "flower.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    scenario = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    (tmp_path / "flower_logreg.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run_scenario(scenario_from_dict(yaml.safe_load(scenario)), tmp_path / "run")
+    accuracy = result.rounds.accuracy.dropna()
+    assert result.rounds.n_arrived.sum() == 81 and result.rounds.n_scheduled.sum() == 100
+    assert round(accuracy.iloc[0], 3) == 0.985 and round(accuracy.iloc[-1], 3) == 0.998

@@ -28,7 +28,10 @@ N_CLIENTS, ROUNDS = 5, 3
 BACKEND = {"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": 1}}
 ONLY_HERE = ["wall_s", "algo.memory_norm"]
 
-pytestmark = pytest.mark.filterwarnings("ignore:Tip. In future versions of Ray:FutureWarning")
+pytestmark = [
+    pytest.mark.slow,  # ~40 s on a 2-core CPU: Ray, and torch loaded by the ClientApp's actor
+    pytest.mark.filterwarnings("ignore:Tip. In future versions of Ray:FutureWarning"),
+]
 
 
 def _scenario():
