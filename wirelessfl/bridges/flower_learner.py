@@ -74,7 +74,8 @@ def load_client_fn(target: str | None) -> ClientFactory:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as err:
-        problem = str(err)  # raised below, outside the handler: the error alone is the news
+        problem = str(err)  # raised below, outside the handler: the command line must not
+        # read this error as a missing library (it walks the errors it was raised while handling)
     else:
         problem = None
     if problem is not None:
@@ -93,7 +94,7 @@ def _numpy_client_class() -> type:
     try:
         from flwr.client import NumPyClient
     except ImportError:
-        NumPyClient = None  # raised below, outside the handler, so the line names the extra
+        NumPyClient = None  # raised below, outside the handler (as above): the line names the extra
     if NumPyClient is None:
         raise UserError(f"learner.kind: 'flower' needs flwr: {INSTALL}")
     return NumPyClient
