@@ -435,6 +435,7 @@ class LearnerConfig:
         doc="executor=ray: training actors (null: one per GPU of the cluster; without GPUs its "
         "CPUs / torch threads per process; at most n_scheduled)",
     )
+
     # Flower clients (kind = flower)
     client_fn: str | None = option(
         None,
