@@ -1,7 +1,9 @@
 """Today's code writes the same tables as the committed golden ones (see tests/golden/README.md).
 
 Every column of the golden ``rounds.csv``, ``clients.csv`` and ``events.csv`` is compared, all
-but the wall-clock one: integers and strings exactly, floats to 1e-6 relative. Columns the
+but the wall-clock one: integers and strings exactly, floats to 1e-6 relative (``cov_norm``
+and ``orth_residual`` to 1e-5: norms of differences of float32 factors, whose cancellation turns
+the last-bit changes of another torch/peft build's kernel order into a few 1e-6 relative). Columns the
 golden tables lack (added since) are allowed.
 
 ``events.csv`` is sorted by virtual time; with equal-delay shares every client's upload ends at
@@ -44,14 +46,18 @@ TRAINING = {"default", "fig3ab_topk"}
 GOLDEN_THREADS = 2
 
 
-def _equal(a, b) -> bool:
+#: relative tolerance per float column (default 1e-6); see the module docstring
+REL_TOL = {"cov_norm": 1e-5, "orth_residual": 1e-5}
+
+
+def _equal(a, b, rel_tol: float = 1e-6) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         a, b = float(a), float(b)
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
         if math.isinf(a) or math.isinf(b):
             return a == b
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
     return a == b
 
 
@@ -63,7 +69,8 @@ def compare_tables(golden: pd.DataFrame, fresh: pd.DataFrame, where: str) -> Non
             continue
         assert column in fresh.columns, f"{where}: column {column!r} is gone"
         for i, (a, b) in enumerate(zip(golden[column], fresh[column], strict=True)):
-            assert _equal(a, b), f"{where}: row {i}, column {column!r}: golden {a!r}, now {b!r}"
+            message = f"{where}: row {i}, column {column!r}: golden {a!r}, now {b!r}"
+            assert _equal(a, b, REL_TOL.get(column, 1e-6)), message
 
 
 @pytest.mark.parametrize(
