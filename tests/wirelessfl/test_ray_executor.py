@@ -88,7 +88,7 @@ def test_batched_trainer_with_one_actor_gives_the_local_tables(local_ray, tmp_pa
 
 def test_more_actors_than_the_cluster_holds_is_one_line(local_ray, tmp_path):
     scenario = digits_scenario(**{"learner.executor": "ray", "learner.ray_workers": 3})
-    wanted = r"^learner.ray_workers: 3 actors of 1 CPU each .* need 3 CPUs; the Ray cluster has 2;"
+    wanted = r"^learner.ray_workers: 3 actors of 1 CPU each .* nodes of 2 CPUs, which hold 2;"
     with pytest.raises(ConfigError, match=wanted):
         run_scenario(scenario, tmp_path / "run")
 

@@ -19,7 +19,7 @@ from types import ModuleType
 
 from wirelessfl.errors import ConfigError
 
-__all__ = ["PROBE_TIMEOUT_S", "cluster_resources", "connect", "import_ray"]
+__all__ = ["PROBE_TIMEOUT_S", "cluster_resources", "connect", "import_ray", "node_cpus"]
 
 #: seconds a Ray address gets to accept a TCP connection before it is called unreachable
 PROBE_TIMEOUT_S = 5.0
@@ -72,6 +72,11 @@ def cluster_resources(ray: ModuleType) -> tuple[int, int]:
     """(CPUs, GPUs) of the whole cluster this process is connected to."""
     resources = ray.cluster_resources()
     return int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
+
+
+def node_cpus(ray: ModuleType) -> list[int]:
+    """CPUs of every live node of the cluster (an actor fits on one node or none)."""
+    return [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")]
 
 
 def _probe(address: str, key: str) -> None:

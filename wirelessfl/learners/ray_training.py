@@ -30,7 +30,7 @@ import torch
 
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.errors import ConfigError, SimulationError
-from wirelessfl.learners.ray_cluster import cluster_resources, connect
+from wirelessfl.learners.ray_cluster import cluster_resources, connect, node_cpus
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.transfer import to_device
 
@@ -101,12 +101,11 @@ class TrainingWorker:
         return to_device((results, store.staged()), "cpu")
 
 
-def default_workers(*, cpus: int, gpus: int, threads: int, on_gpu: bool, n_scheduled: int) -> int:
-    """``learner.ray_workers: null``: one actor per GPU of the cluster when training on CUDA,
-    else as many as its CPUs hold at ``threads`` each; at most ``n_scheduled`` (K: more would
-    idle) and at least 1."""
-    wanted = gpus if on_gpu else cpus // threads
-    return max(1, min(wanted, n_scheduled))
+def default_workers(*, room: int, n_scheduled: int) -> int:
+    """``learner.ray_workers: null``: as many actors as the cluster has ``room`` for (one per
+    GPU when training on CUDA, else as many as its nodes' CPUs hold at this process's torch
+    threads each), at most ``n_scheduled`` (K: more would idle) and at least 1."""
+    return max(1, min(room, n_scheduled))
 
 
 class RayTraining:
@@ -137,11 +136,11 @@ class RayTraining:
         self.device = device
         threads = torch.get_num_threads()
         on_gpu = device.type == "cuda"
-        cpus, gpus = cluster_resources(ray)
-        n = lc.ray_workers or default_workers(
-            cpus=cpus, gpus=gpus, threads=threads, on_gpu=on_gpu, n_scheduled=scenario.n_scheduled
-        )
-        _check_room(n, threads=threads, on_gpu=on_gpu, cpus=cpus, gpus=gpus)
+        cpus = node_cpus(ray)
+        room = cluster_resources(ray)[1] if on_gpu else sum(c // threads for c in cpus)
+        n = lc.ray_workers or default_workers(room=room, n_scheduled=scenario.n_scheduled)
+        if n > room:
+            raise ConfigError(_no_room(n, threads=threads, on_gpu=on_gpu, room=room, cpus=cpus))
         options = {"num_gpus": 1, "num_cpus": 1} if on_gpu else {"num_cpus": threads}
         actor = ray.remote(**options)(TrainingWorker)
         self.workers = [
@@ -207,21 +206,20 @@ class RayTraining:
         return results
 
 
-def _check_room(n: int, *, threads: int, on_gpu: bool, cpus: int, gpus: int) -> None:
-    """A one-line ``ConfigError`` if ``n`` actors cannot all be placed in the cluster."""
-    if on_gpu and n > gpus:
-        raise ConfigError(
-            f"learner.ray_workers: {n} actors training on CUDA need a GPU each; the Ray "
-            f"cluster has {gpus}; lower it, or set learner.device: cpu"
+def _no_room(n: int, *, threads: int, on_gpu: bool, room: int, cpus: list[int]) -> str:
+    """Why ``n`` actors cannot all be placed in a cluster with ``room`` for that many."""
+    actors = f"learner.ray_workers: {n} actor{'s' * (n > 1)}"
+    if on_gpu:
+        return (
+            f"{actors} training on CUDA need a GPU each; the Ray cluster has {room}; lower it, "
+            "or set learner.device: cpu"
         )
-    if not on_gpu and n * threads > cpus:
-        raise ConfigError(
-            f"learner.ray_workers: {n} actors of {threads} CPU{'s' * (threads > 1)} each (this "
-            "process's torch "
-            f"threads, which every actor uses so that results match) need {n * threads} CPUs; "
-            f"the Ray cluster has {cpus}; lower it, or start with fewer threads "
-            "(OMP_NUM_THREADS)"
-        )
+    return (
+        f"{actors} of {threads} CPU{'s' * (threads > 1)} each (this process's torch threads, "
+        "which every actor uses so that results match) do not fit the Ray cluster's nodes of "
+        f"{', '.join(map(str, cpus)) or 'no'} CPUs, which hold {room}; lower it, or start with "
+        "fewer threads (OMP_NUM_THREADS)"
+    )
 
 
 def _cause(err: Any) -> BaseException:
