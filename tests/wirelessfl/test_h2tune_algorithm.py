@@ -524,6 +524,38 @@ def test_hetlora_truncates_and_zero_pads(hetlora):
     assert any(float((new[prefix + n] - prev[prefix + n]).abs().max()) > 0 for n in names)
 
 
+@pytest.mark.parametrize("name", ["fllm", "hetlora"])
+def test_shared_lora_clients_train_from_the_downloaded_class_factors(name, request):
+    """Step 3 loads the class's global factors (first r_k components) into every client,
+    not the factors the client kept from its own last round."""
+    recorded = request.getfixturevalue(name)
+    algorithm, learner = recorded.algorithm, recorded.run.learner
+    loaded = {}
+    original = algorithm.load_client
+
+    def load_client(client, values):
+        loaded[client] = {n: v.clone() for n, v in values.items()}
+        original(client, values)
+
+    algorithm.load_client = load_client
+    try:
+        clients = range(recorded.run.scenario.n_clients)
+        plans = [ClientPlan(c, 1, algorithm.group(c).rank, 1.0) for c in clients]
+        downloads = [algorithm.broadcast(p, learner.global_state) for p in plans]
+        algorithm.train(plans, [d.shared for d in downloads], learner.private)
+    finally:
+        del algorithm.load_client
+    for c in clients:
+        prefix, rank = algorithm.prefix[algorithm.class_of(c)], algorithm.group(c).rank
+        kept = learner.private.get(c)
+        for factor in _factor_names(kept):
+            want = _cut(learner.global_state[prefix + factor], factor, rank)
+            got = _cut(loaded[c][factor], factor, rank)
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+            if len(algorithm.members[algorithm.class_of(c)]) > 1:  # not its own average
+                assert not torch.equal(got, _cut(kept[factor], factor, rank)), (c, factor)
+
+
 def test_same_model_and_options_share_one_object(hetlora):
     algorithm = hetlora.algorithm
     assert len(algorithm.clients.models) == 2  # bert_random (two groups) and minilm

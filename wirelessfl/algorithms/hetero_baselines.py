@@ -92,8 +92,12 @@ class _SharedLoRA(HeteroAlgorithm):
         return self._cut(factors, rank)
 
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
-        """The class's factors cut to the client's rank: r_k (d_in + d_out) per layer."""
-        return Message(shared=self._own(plan.client, global_state))
+        """The class's factors cut to the client's rank: r_k (d_in + d_out) per layer, named as
+        in the global state (with the class prefix), so :meth:`client_values` reads them from
+        the download as from the global state."""
+        prefix = self.prefix[self.class_of(plan.client)]
+        own = self._own(plan.client, global_state)
+        return Message(shared={prefix + name: v for name, v in own.items()})
 
     def client_values(self, client: int, global_state: State, kept: State) -> State:
         """The kept values with the first r_k components of A and B from the class."""
