@@ -8,6 +8,7 @@ Flower client."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 from scenario_helpers import digits_scenario
@@ -52,6 +53,7 @@ def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("flower_serverapp")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    pythonpath = os.environ.get("PYTHONPATH")  # Flower's Ray backend overwrites it for good
     try:
         ours = run_scenario(_scenario(), folder / "ours")
         run_simulation(
@@ -64,6 +66,10 @@ def runs(tmp_path_factory):
         torch.set_num_threads(threads)
         if ray.is_initialized():
             ray.shutdown()
+        if pythonpath is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = pythonpath
     return ours, load(folder / "flower")
 
 

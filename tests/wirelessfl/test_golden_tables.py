@@ -2,9 +2,9 @@
 
 Every column of the golden ``rounds.csv``, ``clients.csv`` and ``events.csv`` is compared, all
 but the wall-clock one: integers and strings exactly, floats to 1e-6 relative (``cov_norm``
-and ``orth_residual`` to 1e-5: norms of differences of float32 factors, whose cancellation turns
-the last-bit changes of another torch/peft build's kernel order into a few 1e-6 relative). Columns the
-golden tables lack (added since) are allowed.
+and ``orth_residual`` to 1e-5: norms of differences of float32 factors, whose cancellation
+turns the last-bit changes of another torch/peft build's kernel order into a few 1e-6
+relative). Columns the golden tables lack (added since) are allowed.
 
 ``events.csv`` is sorted by virtual time; with equal-delay shares every client's upload ends at
 the same instant up to the last bit of a float, so events whose times agree to 1e-6 may swap

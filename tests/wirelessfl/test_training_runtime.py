@@ -26,7 +26,9 @@ def _rounds(result):
 
 
 def test_loss_falls_and_accuracy_beats_chance(tmp_path):
-    res = run_scenario(digits_scenario(rounds=20), tmp_path / "run")
+    # 28 rounds: the loss leaves its plateau near ln 10 after about 8 rounds, so 20 left the
+    # 0.6 ratio at the mercy of the last digits of the kernels (0.60-0.61 with some builds)
+    res = run_scenario(digits_scenario(rounds=28), tmp_path / "run")
     r = res.rounds
     assert r.loss.iloc[-3:].mean() < 0.6 * r.loss.iloc[:3].mean()
     final = r.accuracy.dropna().iloc[-1]

@@ -8,6 +8,7 @@ isolation (no download). The new environment sees the dependencies of this one t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,10 @@ SOURCES = ("channels", "optim", "wirelessfl", "pyproject.toml", "README.md", "LI
 
 
 def _run(argv: list[str], cwd: Path) -> str:
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300)
+    """``argv`` in ``cwd`` without PYTHONPATH (which could point the new environment at the
+    checkout)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stderr[-2000:]}"
     return done.stdout
 
