@@ -161,8 +161,6 @@ class FlowerGridLearner(FederatedLearner):
             node = self.nodes[p.client]
             messages.append(Message(content, dst_node_id=node, message_type=MessageType.TRAIN))
         by_node = {r.metadata.src_node_id: r for r in self._exchange(messages, f"round {t}")}
-        v = self.scenario.payload.bits_per_value
-        count_index = self.scenario.payload.index_overhead
         self._pending, self._losses, self._plans, reports = {}, {}, {}, {}
         for p, download in zip(plans, downloads, strict=True):
             reply = by_node[self.nodes[p.client]].content
@@ -174,19 +172,7 @@ class FlowerGridLearner(FederatedLearner):
                     f"round {t}: client {p.client} sent a non-finite message ({bad}); {KEPT} "
                     "Check the algorithm's client_message"
                 )
-            self._pending[p.client], self._losses[p.client] = message, loss
-            self._plans[p.client] = p
-            up = message.payload(bits_per_value=v, count_index=count_index)
-            reports[p.client] = ClientReport(
-                rank=p.rank,
-                ratio=p.ratio,
-                bits_up=up.bits,
-                bits_down=download.bits(bits_per_value=v, count_index=False),
-                n_values=up.n_values,
-                n_total=up.n_total,
-                index_bits=up.index_bits,
-                flops=self.algorithm.client_flops(p),
-            )
+            reports[p.client] = self._received(p, download, message, loss)
         return reports
 
     def describe(self) -> dict[str, object]:

@@ -119,8 +119,6 @@ class FederatedLearner(Learner):
         results = train(  # 3. client: local training (here, or on Ray actors)
             plans, [d.shared for d in downloads], self.private, record_grad_norms=record
         )
-        v = self.scenario.payload.bits_per_value
-        count_index = self.scenario.payload.index_overhead
         self._pending, self._losses, self._plans, reports = {}, {}, {}, {}
         try:
             for p, result in zip(plans, results, strict=True):
@@ -139,25 +137,32 @@ class FederatedLearner(Learner):
                         f"update is finite; {KEPT} Check the algorithm's client_message"
                     )
                 self.private.stage(p.client, message.private)
-                self._pending[p.client] = message
-                self._losses[p.client] = result.mean_loss
-                self._plans[p.client] = p
-                up = message.payload(bits_per_value=v, count_index=count_index)
-                reports[p.client] = ClientReport(
-                    rank=p.rank,
-                    ratio=p.ratio,
-                    bits_up=up.bits,
-                    bits_down=download.bits(bits_per_value=v, count_index=False),
-                    n_values=up.n_values,
-                    n_total=up.n_total,
-                    index_bits=up.index_bits,
-                    flops=self.algorithm.client_flops(p),
-                )
+                reports[p.client] = self._received(p, download, message, result.mean_loss)
         except BaseException:
             self.private.discard()
             raise
         self.private.commit()  # private state changes only once every client succeeded
         return reports
+
+    def _received(
+        self, plan: ClientPlan, download: Message, message: Message, loss: float
+    ) -> ClientReport:
+        """Keep ``plan.client``'s message and loss for aggregation; its report (sizes, FLOPs)."""
+        self._pending[plan.client] = message
+        self._losses[plan.client] = loss
+        self._plans[plan.client] = plan
+        v = self.scenario.payload.bits_per_value
+        up = message.payload(bits_per_value=v, count_index=self.scenario.payload.index_overhead)
+        return ClientReport(
+            rank=plan.rank,
+            ratio=plan.ratio,
+            bits_up=up.bits,
+            bits_down=download.bits(bits_per_value=v, count_index=False),
+            n_values=up.n_values,
+            n_total=up.n_total,
+            index_bits=up.index_bits,
+            flops=self.algorithm.client_flops(plan),
+        )
 
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         """Step 5 with the arrived clients' messages, then step 6 (the metrics)."""
