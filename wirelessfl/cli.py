@@ -37,6 +37,7 @@ from wirelessfl.errors import (
     positive_float,
     short_path,
 )
+from wirelessfl.learners.export_command import add_export_command
 from wirelessfl.plots.command import add_plot_command
 from wirelessfl.study.command import add_sweep_command
 from wirelessfl.study.reproduce import add_reproduce_command
@@ -274,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_command(sub)
     add_plot_command(sub)
     add_reproduce_command(sub)
+    add_export_command(sub)
     finish_help(sub, EXIT_STATUS)
     return parser
 

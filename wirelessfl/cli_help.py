@@ -53,6 +53,9 @@ EXAMPLES = {
   wirelessfl reproduce dpp                      # the drift-plus-penalty trade-off
   wirelessfl reproduce fig3ab --seeds 3 --jobs 2
   wirelessfl reproduce fslora-hetero --seeds 0,1,2 --out runs/repro""",
+    "export": """\
+  wirelessfl run paper/fig3ab_sparsifiers --out runs/soft
+  wirelessfl export runs/soft --out adapters/soft     # peft adapter, base_model.json, card""",
 }
 
 

@@ -1,0 +1,155 @@
+"""``wirelessfl export RUN --out DIR``: a finished run's global adapter in peft's format.
+
+What is written::
+
+    DIR/global/          peft ``save_pretrained``: adapter_config.json, adapter_model.safetensors
+                         (the LoRA factors and, when the run trained it, the task head as
+                         peft ``modules_to_save``)
+    DIR/base_model.json  the arguments of ``wirelessfl.models.build_model`` that rebuild the
+                         frozen base model the adapter belongs to
+    DIR/README.md        the model card: base model, the run's scenario, final metrics, loading
+
+The adapter is written at the rank of the run's global state with the run's ``lora_alpha``, so
+peft scales it by alpha / r exactly as the run's evaluation did (``Runtime.evaluate`` scales a
+state of rank r by alpha / r): ``PeftModel.from_pretrained(base, DIR/global)`` gives the
+logits of the run's final evaluation.
+
+Only algorithms whose global state is the runtime's peft trainables are exported: those that
+keep the default :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.start` (the runtime's
+peft model) and :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.evaluate` (the runtime's
+evaluation of the global state). Their clients' private state (error-feedback memory, optimizer
+moments) is not part of any client's model, so there is no per-client adapter to write. Other
+algorithms (FedStack's merged base weights, FLoRAL's and its baselines' mixtures and routers,
+H2Tune's matrices) are refused with one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from wirelessfl.errors import UserError, folder_problem, held_names, short_path
+from wirelessfl.registries import ALGORITHMS
+
+__all__ = ["BASE_MODEL", "exportable_algorithms", "export_run"]
+
+#: The file naming ``build_model``'s arguments for the base model.
+BASE_MODEL = "base_model.json"
+
+
+def exportable_algorithms() -> list[str]:
+    """Registry names of the algorithms whose global state is the runtime's peft adapter."""
+    from wirelessfl.algorithms.base import FederatedAlgorithm
+
+    def default(cls: type) -> bool:
+        return cls.start is FederatedAlgorithm.start and cls.evaluate is FederatedAlgorithm.evaluate
+
+    return [name for name in ALGORITHMS.names() if default(ALGORITHMS.load(name))]
+
+
+def export_run(run: str | Path, out: str | Path) -> Path:
+    """Write the finished run ``run``'s global adapter, base-model recipe and card to ``out``.
+
+    Raises:
+        UserError: one line when ``run`` is not a finished real-training run of an exportable
+            algorithm, or ``out`` is not a new or empty folder.
+
+    Returns:
+        ``out`` as a path.
+    """
+    run, out = Path(run), Path(out)
+    scenario, checkpoint = _finished_run(run)
+    _check_out(out)
+    import torch
+
+    from wirelessfl.learners.federated import CHECKPOINT
+    from wirelessfl.training.runtime import Runtime
+
+    try:
+        payload = torch.load(checkpoint / CHECKPOINT, map_location="cpu", weights_only=True)
+        values: dict[str, torch.Tensor] = payload["global"]
+    except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one line
+        raise UserError(
+            f"export: {short_path(checkpoint / CHECKPOINT)} cannot be read ({type(err).__name__})"
+        ) from None
+    cpu = dataclasses.replace(scenario, learner=dataclasses.replace(scenario.learner, device="cpu"))
+    runtime = Runtime(cpu)
+    rank = max(int(v.shape[0]) for k, v in values.items() if ".lora_A." in k)
+    runtime.start(rank=rank, seed=scenario.seed)
+    expected = {k: tuple(p.shape) for k, p in runtime.state.params.items()}
+    if expected != {k: tuple(v.shape) for k, v in values.items()}:
+        raise UserError(
+            f"export: the global state in {short_path(checkpoint / CHECKPOINT)} does not match "
+            f"the rank-{rank} peft model of its scenario; it cannot be exported as an adapter"
+        )
+    runtime.state.load(values)
+    runtime.model.save_pretrained(out / "global")
+    base = {
+        "name": scenario.learner.model,
+        "n_classes": runtime.data.n_classes,
+        "seed": scenario.seed,
+        "target_modules": scenario.learner.target_modules,
+    }
+    (out / BASE_MODEL).write_text(json.dumps(base, indent=1) + "\n", encoding="utf-8")
+    from wirelessfl.learners.model_card import model_card
+
+    card = model_card(run, base, rank=rank, lora_alpha=scenario.learner.lora_alpha)
+    (out / "README.md").write_text(card, encoding="utf-8")
+    return out
+
+
+def _finished_run(run: Path) -> tuple[Any, Path]:
+    """The scenario and current checkpoint folder of the finished run in ``run``."""
+    from wirelessfl.config import load_scenario
+    from wirelessfl.results.run_folder import CONFIG, META, find_checkpoint
+
+    problem = folder_problem(run)
+    if problem:
+        raise UserError(f"export: {problem}")
+    shown = short_path(run)
+    if not (run / CONFIG).is_file():
+        raise UserError(f"export: {shown} is not a run folder (no {CONFIG}); give a run's --out")
+    try:
+        finished = bool(json.loads((run / META).read_text(encoding="utf-8")).get("finished"))
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        raise UserError(f"export: {shown}/{META} is missing or damaged") from None
+    if not finished:
+        raise UserError(
+            f"export: the run in {shown} has not finished; finish it with "
+            f"`wirelessfl run --resume {shown}`, then export it"
+        )
+    scenario = load_scenario(run / CONFIG)
+    if scenario.learner.kind != "lora":
+        raise UserError(
+            f"export: {shown} is a learner.kind = {scenario.learner.kind} run; only real "
+            "training (learner.kind = lora) has an adapter to export"
+        )
+    name = scenario.algorithm.name
+    supported = exportable_algorithms()
+    if name not in supported:
+        raise UserError(
+            f"export: algorithm {name!r} keeps a global state that is not a peft LoRA adapter "
+            f"of the run's model; export supports {', '.join(supported)}"
+        )
+    checkpoint = find_checkpoint(run)
+    if checkpoint is None or checkpoint.next_round != scenario.rounds:
+        raise UserError(f"export: {shown} has no checkpoint of its last round; run it again")
+    return scenario, checkpoint.folder
+
+
+def _check_out(out: Path) -> None:
+    """``out`` must be a new or empty folder (created here)."""
+    problem = folder_problem(out)
+    if problem:
+        raise UserError(f"--out: {problem}")
+    if out.is_dir() and held_names(out):
+        raise UserError(
+            f"--out: {short_path(out)} is not empty (it holds {held_names(out)}); "
+            "give a folder that is new or empty"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"--out: cannot create {short_path(out)}: {err.strerror or err}") from None

@@ -1,0 +1,69 @@
+"""The model card (``README.md``) of an exported adapter: base model, results, scenario, loading."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+#: rounds-table columns shown in the card, with their labels
+_SHOWN = {
+    "accuracy": "test accuracy",
+    "test_loss": "test loss",
+    "loss": "training loss (last round, p_k-weighted)",
+    "t_end_s": "virtual time [s]",
+}
+
+
+def model_card(run: Path, base: dict[str, Any], *, rank: int, lora_alpha: float) -> str:
+    """Markdown for the exported run ``run`` whose base model is ``build_model(**base)``."""
+    from wirelessfl.results import load
+
+    result = load(run)
+    rounds = result.rounds
+    evaluated = rounds.dropna(subset=["accuracy", "test_loss"], how="all")
+    last = evaluated.iloc[-1] if len(evaluated) else rounds.iloc[-1]
+    rows = [f"| rounds run | {len(rounds)} |", f"| evaluated at round | {int(last['round'])} |"]
+    for column, label in _SHOWN.items():
+        value = float(rounds.iloc[-1][column] if column in ("loss", "t_end_s") else last[column])
+        rows.append(f"| {label} | {'n/a' if math.isnan(value) else f'{value:.6g}'} |")
+    rows.append(f"| uplink [MB] | {float(rounds['bits_up'].sum()) / 8e6:.6g} |")
+    scenario = (run / "config.yaml").read_text(encoding="utf-8").rstrip()
+    name = result.config.get("name", run.name)
+    algorithm = result.config.get("algorithm", {}).get("name", "soft")
+    return f"""# {name}: federated LoRA adapter (wirelessfl)
+
+LoRA adapter of `{base["name"]}` trained by federated fine-tuning with algorithm `{algorithm}`
+over a simulated wireless network (wirelessfl run `{run.name}`). Rank {rank}, lora_alpha
+{lora_alpha:g} (scaling alpha / r = {lora_alpha / rank:g}). `global/` is peft's
+`save_pretrained` output; a task head trained by the run is in it as peft `modules_to_save`.
+
+## Results
+
+| metric | value |
+| --- | --- |
+{chr(10).join(rows)}
+
+## Loading
+
+The base model is rebuilt by wirelessfl (`pip install "wirelessfl[train]"`) from the arguments
+in `base_model.json` (its random initialisations come from the seed, so it is the run's base):
+
+```python
+import json
+from peft import PeftModel
+from wirelessfl.models import build_model
+
+base = build_model(**json.load(open("base_model.json")))  # a ModelBundle
+model = PeftModel.from_pretrained(base.model, "global").eval()
+# inputs as wirelessfl's data sets give them: loss, logits = base.loss_and_logits(model, batch)
+```
+
+## Scenario
+
+The run's resolved scenario (`config.yaml`):
+
+```yaml
+{scenario}
+```
+"""
