@@ -54,8 +54,8 @@ EXAMPLES = {
   wirelessfl reproduce fig3ab --seeds 3 --jobs 2
   wirelessfl reproduce fslora-hetero --seeds 0,1,2 --out runs/repro""",
     "export": """\
-  wirelessfl run paper/fig3ab_sparsifiers --out runs/soft
-  wirelessfl export runs/soft --out adapters/soft     # peft adapter, base_model.json, card""",
+  wirelessfl export runs/soft --out adapters/soft    # adapters/soft/global: the peft adapter
+  wirelessfl export runs/default --out adapters/default""",
 }
 
 

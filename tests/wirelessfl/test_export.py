@@ -108,7 +108,9 @@ def test_adapter_files_and_model_card(exported):
 def test_unsupported_algorithm_is_refused_with_one_line(tmp_path):
     strategy = {"ratio_choices": RATIOS}
     _run(tmp_path / "run", rounds=1, **{"algorithm.name": "fedstack", "strategy": strategy})
-    with pytest.raises(UserError, match=r"^export: algorithm 'fedstack' .* export supports .*\bsoft\b"):
+    with pytest.raises(
+        UserError, match=r"^export: algorithm 'fedstack' .* export supports .*\bsoft\b"
+    ):
         export_run(tmp_path / "run", tmp_path / "adapter")
     assert not (tmp_path / "adapter").exists()
 
