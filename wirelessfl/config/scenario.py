@@ -492,6 +492,9 @@ class OutputConfig:
     checkpoint_interval_s: float = option(
         2.0, gt=0.0, doc="checkpoint when this much wall time passed since the last one"
     )
+    tensorboard: bool = option(
+        False, doc="write every numeric rounds.csv column as TensorBoard scalars to tensorboard/"
+    )
 
 
 @dataclass

@@ -17,6 +17,7 @@ import json
 import platform
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -52,8 +53,11 @@ from wirelessfl.results.run_folder import (
 )
 from wirelessfl.results.store import RunResult, load
 from wirelessfl.results.table_writer import DamagedTableError, TableWriter, verify_table
+from wirelessfl.sim.callbacks import CallbackError, RoundCallback, RunInfo, call_each, plain_row
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
+from wirelessfl.sim.tensorboard_log import FOLDER as TENSORBOARD_FOLDER
+from wirelessfl.sim.tensorboard_log import TensorBoardCallback
 
 
 def _now() -> str:
@@ -105,30 +109,45 @@ class Run:
         resume: bool = False,
         checkpoint: Checkpoint | None = None,
         learner: Learner | None = None,
+        callbacks: Sequence[RoundCallback] = (),
     ):
         """A new run into ``out_dir`` (new or empty); ``resume_from`` builds a checked resume.
 
         ``learner``, built for ``scenario``, replaces the one ``learner.kind`` names (one made
-        of Python objects, such as a Flower client factory or a Flower grid).
+        of Python objects, such as a Flower client factory or a Flower grid). ``callbacks``
+        watch the rounds (``wirelessfl.sim.callbacks``), after the ``output.tensorboard`` one.
         """
         self.scenario = scenario
         self.out = Path(out_dir)
         self.resume = resume
         self._checkpoint = checkpoint
+        self._tensorboard = (
+            TensorBoardCallback(self.out / TENSORBOARD_FOLDER)
+            if scenario.output.tensorboard
+            else None
+        )
+        self.callbacks = [*([self._tensorboard] if self._tensorboard else []), *callbacks]
         if not resume:
             claim_new(self.out)
         self.learner = learner if learner is not None else make_learner(scenario)
         self.sim = Simulator(scenario, self.learner)
 
     @classmethod
-    def resume_from(cls, out_dir: str | Path, *, rounds: int | None = None) -> Run:
+    def resume_from(
+        cls,
+        out_dir: str | Path,
+        *,
+        rounds: int | None = None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Run:
         """Continue the run in ``out_dir`` from its last checkpoint, after checking the folder.
 
         ``rounds`` (at least the rounds done) extends a finished run or changes where a killed
         one ends; every draw is addressed by round, so the tables equal an uninterrupted run of
-        ``rounds`` (but for the old last round's evaluation, kept). Raises ``UserError`` (one
-        line: what is damaged, what to do) when the folder is not a run, or its config, state
-        or checkpoint disagree with each other.
+        ``rounds`` (but for the old last round's evaluation, kept). ``callbacks`` see only the
+        rounds this resume runs. Raises ``UserError`` (one line: what is damaged, what to do)
+        when the folder is not a run, or its config, state or checkpoint disagree with each
+        other.
         """
         out = Path(out_dir)
         try:
@@ -152,7 +171,7 @@ class Run:
             verify_checkpoint(out, checkpoint, config_hash, scenario.rounds)
         if rounds is not None and rounds != scenario.rounds:
             scenario, checkpoint = _change_rounds(out, scenario, checkpoint, rounds)
-        return cls(scenario, out, resume=True, checkpoint=checkpoint)
+        return cls(scenario, out, resume=True, checkpoint=checkpoint, callbacks=callbacks)
 
     # ------------------------------------------------------------------------------------
     def _write_meta(self, **extra: object) -> None:
@@ -237,6 +256,8 @@ class Run:
             start = self._checkpoint.next_round
         resumed = {"resumed": [*_meta(self.out).get("resumed", []), _now()], "finished": False}
         self._write_meta(**(resumed if self.resume else {}))
+        columns = writers["rounds"].columns
+        resume_hint = f"; continue with: wirelessfl run --resume {self.out}"
         pending: dict[str, list] = {name: [] for name in writers}
         bar = None
         if progress:
@@ -247,16 +268,25 @@ class Run:
         last_accuracy = None
         config_hash = config_sha256(self.out)
         try:
+            info = RunInfo(self.out, sc, tuple(columns), start, self.resume)
+            call_each(self.callbacks, "on_run_start", info, where=resume_hint)
             for t in range(start, sc.rounds):
                 outcome = self.sim.run_round(t)
                 pending["rounds"].append(outcome.record)
+                failed = None
+                row = plain_row(columns, outcome.record)
+                try:
+                    call_each(self.callbacks, "on_round_end", t, row, where=f" at round {t}")
+                except CallbackError as err:
+                    failed = err  # checkpointed with this round, then raised
                 if "events" in pending:
                     pending["events"].extend(event_lines(t, outcome.events))
                 if "clients" in pending:
                     pending["clients"].extend(outcome.clients)
                 every = sc.output.checkpoint_every
                 due = (
-                    t == sc.rounds - 1
+                    failed is not None
+                    or t == sc.rounds - 1
                     or (every > 0 and t + 1 - last_checkpoint_round >= every)
                     or time.perf_counter() - last_checkpoint_wall >= sc.output.checkpoint_interval_s
                 )
@@ -265,6 +295,10 @@ class Run:
                     marks = {name: writer.flush() for name, writer in writers.items()}
                     write_checkpoint(self.out, t + 1, config_hash, marks, self._save_state)
                     last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), t + 1
+                if failed is not None:
+                    raise CallbackError(
+                        f"{failed}; rounds 0-{t} are in the tables and the checkpoint{resume_hint}"
+                    ) from failed.__cause__
                 if bar is not None:
                     r = outcome.record
                     post = {"t_virtual": f"{r['t_end_s']:.3g}s", "Q": f"{r['queue_after']:.3g}"}
@@ -284,8 +318,12 @@ class Run:
                 bar.close()
             for writer in writers.values():
                 writer.close()
+            if self._tensorboard is not None:
+                self._tensorboard.close()
         self._write_meta(finished=True, ended=_now())
-        return load(self.out)
+        result = load(self.out)
+        call_each(self.callbacks, "on_run_end", result, where=" after the last round")
+        return result
 
 
 def _write_pending(writers: dict[str, TableWriter], pending: dict[str, list]) -> None:
@@ -336,12 +374,17 @@ def run_scenario(
     *,
     progress: bool = False,
     learner: Learner | None = None,
+    callbacks: Sequence[RoundCallback] = (),
 ) -> RunResult:
     """Simulate ``scenario`` into a new folder ``out_dir`` and load the results (``learner``:
-    one built in Python instead of the one ``learner.kind`` names)."""
-    return Run(scenario, out_dir, learner=learner).execute(progress=progress)
+    one built in Python instead of the one ``learner.kind`` names; ``callbacks``: see
+    ``wirelessfl.sim.callbacks``)."""
+    return Run(scenario, out_dir, learner=learner, callbacks=callbacks).execute(progress=progress)
 
 
-def resume_run(out_dir: str | Path, *, progress: bool = False) -> RunResult:
-    """Continue a killed run in ``out_dir``; ends with the same tables as an uninterrupted run."""
-    return Run.resume_from(out_dir).execute(progress=progress)
+def resume_run(
+    out_dir: str | Path, *, progress: bool = False, callbacks: Sequence[RoundCallback] = ()
+) -> RunResult:
+    """Continue a killed run in ``out_dir``; ends with the same tables as an uninterrupted run
+    (``callbacks`` see only the rounds run here)."""
+    return Run.resume_from(out_dir, callbacks=callbacks).execute(progress=progress)

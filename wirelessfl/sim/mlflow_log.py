@@ -1,0 +1,92 @@
+"""An optional MLflow callback: the scenario as parameters, every numeric column as metrics.
+
+``mlflow`` is not a dependency of wirelessfl (``pip install mlflow``); it is imported when the
+callback is made, so a missing package stops the run before it starts, with one line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from wirelessfl.config.schema import to_dict
+from wirelessfl.errors import UserError
+from wirelessfl.sim.callbacks import RoundCallback, RunInfo
+
+#: MLflow refuses longer parameter values
+PARAM_LIMIT = 6000
+
+
+class MLflowCallback(RoundCallback):
+    """Log a run to MLflow: its scenario as parameters (dotted keys), each round's numeric
+    ``rounds.csv`` cells as metrics (step = round; ``NaN`` cells left out) and ``config.yaml``
+    and ``rounds.csv`` as artifacts at the end.
+
+    Args:
+        tracking_uri: where MLflow stores runs (None: MLflow's default or ``MLFLOW_TRACKING_URI``).
+        experiment: the experiment's name (None: MLflow's default one).
+        run_name: the MLflow run's name (None: the scenario's ``name``).
+
+    An MLflow run already active is logged into and left open; otherwise the callback starts
+    one and ends it when the wirelessfl run ends (a run that stops leaves it active: end it with
+    ``mlflow.end_run("FAILED")``). A resumed run starts a new MLflow run that holds the rounds
+    run after the resume.
+    """
+
+    def __init__(
+        self,
+        tracking_uri: str | None = None,
+        experiment: str | None = None,
+        run_name: str | None = None,
+    ):
+        try:
+            import mlflow
+        except ImportError:
+            raise UserError(
+                "MLflowCallback: needs the mlflow package; install it with: pip install mlflow"
+            ) from None
+        self.mlflow = mlflow
+        self.tracking_uri, self.experiment, self.run_name = tracking_uri, experiment, run_name
+        self._started = False
+        self._out = None
+
+    def on_run_start(self, info: RunInfo) -> None:
+        mlflow = self.mlflow
+        if self.tracking_uri is not None:
+            mlflow.set_tracking_uri(self.tracking_uri)
+        if self.experiment is not None:
+            mlflow.set_experiment(self.experiment)
+        if mlflow.active_run() is None:
+            mlflow.start_run(run_name=self.run_name or info.scenario.name)
+            self._started = True
+        self._out = info.out
+        mlflow.log_params(
+            {key: str(value)[:PARAM_LIMIT] for key, value in _flat(to_dict(info.scenario))}
+        )
+        mlflow.set_tags(
+            {"wirelessfl.out": str(info.out), "wirelessfl.start_round": info.start_round}
+        )
+
+    def on_round_end(self, round_index: int, row: dict[str, Any]) -> None:
+        metrics = {
+            column: float(value)
+            for column, value in row.items()
+            if isinstance(value, int | float) and not math.isnan(value)
+        }
+        self.mlflow.log_metrics(metrics, step=round_index)
+
+    def on_run_end(self, result: Any) -> None:
+        for name in ("config.yaml", "rounds.csv"):
+            self.mlflow.log_artifact(str(self._out / name))
+        if self._started:
+            self.mlflow.end_run()
+            self._started = False
+
+
+def _flat(data: dict, prefix: str = ""):
+    """(dotted key, value) for every leaf of a nested mapping."""
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            yield from _flat(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
