@@ -99,6 +99,7 @@ def test_adapter_files_and_model_card(exported):
     assert (config["modules_to_save"] == ["head"]) == head
     card = (out / "README.md").read_text()
     assert "PeftModel.from_pretrained" in card and "tiny_mlp" in card
+    assert ("in it as peft `modules_to_save`" in card) == head
     assert f"| test accuracy | {float(result.rounds['accuracy'].iloc[-1]):.6g} |" in card
     assert (result.path / "config.yaml").read_text().strip() in card
     with pytest.raises(UserError, match=r"^--out: .* is not empty"):

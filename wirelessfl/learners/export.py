@@ -95,7 +95,13 @@ def export_run(run: str | Path, out: str | Path) -> Path:
     (out / BASE_MODEL).write_text(json.dumps(base, indent=1) + "\n", encoding="utf-8")
     from wirelessfl.learners.model_card import model_card
 
-    card = model_card(run, base, rank=rank, lora_alpha=scenario.learner.lora_alpha)
+    card = model_card(
+        run,
+        base,
+        rank=rank,
+        lora_alpha=scenario.learner.lora_alpha,
+        trains_head=runtime.trains_head,
+    )
     (out / "README.md").write_text(card, encoding="utf-8")
     return out
 

@@ -15,8 +15,11 @@ _SHOWN = {
 }
 
 
-def model_card(run: Path, base: dict[str, Any], *, rank: int, lora_alpha: float) -> str:
-    """Markdown for the exported run ``run`` whose base model is ``build_model(**base)``."""
+def model_card(
+    run: Path, base: dict[str, Any], *, rank: int, lora_alpha: float, trains_head: bool
+) -> str:
+    """Markdown for the exported run ``run`` whose base model is ``build_model(**base)``; its
+    adapter has rank ``rank`` and ``lora_alpha``, and holds the task head if ``trains_head``."""
     from wirelessfl.results import load
 
     result = load(run)
@@ -31,12 +34,18 @@ def model_card(run: Path, base: dict[str, Any], *, rank: int, lora_alpha: float)
     scenario = (run / "config.yaml").read_text(encoding="utf-8").rstrip()
     name = result.config.get("name", run.name)
     algorithm = result.config.get("algorithm", {}).get("name", "soft")
+    head = (
+        "The task head the run trained is in it as peft `modules_to_save`."
+        if trains_head
+        else "The run kept the task head at its seeded initialisation (`learner.head: "
+        "frozen`), so it comes with the base model."
+    )
     return f"""# {name}: federated LoRA adapter (wirelessfl)
 
 LoRA adapter of `{base["name"]}` trained by federated fine-tuning with algorithm `{algorithm}`
-over a simulated wireless network (wirelessfl run `{run.name}`). Rank {rank}, lora_alpha
+over a simulated wireless network (wirelessfl run `{run.name}`): rank {rank}, lora_alpha
 {lora_alpha:g} (scaling alpha / r = {lora_alpha / rank:g}). `global/` is peft's
-`save_pretrained` output; a task head trained by the run is in it as peft `modules_to_save`.
+`save_pretrained` output. {head}
 
 ## Results
 
