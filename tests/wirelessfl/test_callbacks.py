@@ -126,14 +126,12 @@ def test_tensorboard_holds_every_numeric_column_of_a_resumed_run(tmp_path):
 
 
 def test_missing_tensorboard_is_one_line_before_the_folder_exists(tmp_path, monkeypatch):
-    for name in [m for m in sys.modules if m == "tensorboard" or m.startswith("tensorboard.")]:
-        monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    monkeypatch.setitem(sys.modules, "tensorboard", None)  # what an import finds when missing
     with pytest.raises(UserError) as err:
         run_scenario(small_scenario(**{"output.tensorboard": True}), tmp_path / "run")
     assert str(err.value) == (
-        "output.tensorboard: needs the tensorboard package; install it with: "
-        "pip install 'wirelessfl[track]'"
+        "output.tensorboard: needs the tensorboard package; install it with: pip install "
+        "tensorboard (or the [track] extra: pip install -e '.[track]')"
     )
     assert not (tmp_path / "run").exists()
 
@@ -173,8 +171,9 @@ def test_raising_callback_keeps_the_tables_and_checkpoint(tmp_path):
     assert len(rec.rows) == 8  # the callbacks before the failing one saw round 7
 
 
-def test_mlflow_callback_logs_params_and_metrics(tmp_path):
+def test_mlflow_callback_logs_params_and_metrics(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # a folder store, no database
     uri = (tmp_path / "mlruns").as_uri()
     run_scenario(
         small_scenario(),
@@ -188,6 +187,11 @@ def test_mlflow_callback_logs_params_and_metrics(tmp_path):
     history = client.get_metric_history(found.info.run_id, "delay_s")
     assert [m.step for m in history] == list(table["round"])
     np.testing.assert_allclose([m.value for m in history], table["delay_s"])
+    assert {a.path for a in client.list_artifacts(found.info.run_id)} == {
+        "config.yaml",
+        "rounds.csv",
+    }
+    assert found.info.status == "FINISHED" and mlflow.active_run() is None
 
 
 def test_missing_mlflow_is_one_line(monkeypatch):
@@ -197,3 +201,21 @@ def test_missing_mlflow_is_one_line(monkeypatch):
     assert str(err.value) == (
         "MLflowCallback: needs the mlflow package; install it with: pip install mlflow"
     )
+
+
+def test_cli_writes_tensorboard_and_refuses_it_in_one_line_without_the_package(
+    tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("tensorboard")
+    from wirelessfl import cli
+
+    run = ["run", "network_only", "--set", "rounds=60", "--set", "output.tensorboard=true"]
+    assert cli.main([*run, "--quiet", "--out", str(tmp_path / "a")]) == 0
+    scalars = _tensorboard_scalars(tmp_path / "a" / "tensorboard")
+    assert [e.step for e in scalars["accuracy"]] == [49, 59]  # the rounds evaluated
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    assert cli.main([*run, "--quiet", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("wirelessfl: error: output.tensorboard: needs the tensorboard package")
+    assert "\n" not in err

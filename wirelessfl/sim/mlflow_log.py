@@ -7,6 +7,7 @@ callback is made, so a missing package stops the run before it starts, with one 
 from __future__ import annotations
 
 import math
+from importlib.util import find_spec
 from typing import Any
 
 from wirelessfl.config.schema import to_dict
@@ -39,12 +40,12 @@ class MLflowCallback(RoundCallback):
         experiment: str | None = None,
         run_name: str | None = None,
     ):
-        try:
-            import mlflow
-        except ImportError:
+        if find_spec("mlflow") is None:
             raise UserError(
                 "MLflowCallback: needs the mlflow package; install it with: pip install mlflow"
-            ) from None
+            )
+        import mlflow
+
         self.mlflow = mlflow
         self.tracking_uri, self.experiment, self.run_name = tracking_uri, experiment, run_name
         self._started = False

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from wirelessfl.sim.callbacks import RoundCallback, RunInfo
 
 #: the folder inside the run folder that ``output.tensorboard: true`` writes
 FOLDER = "tensorboard"
-INSTALL = "pip install 'wirelessfl[track]'"
+INSTALL = "pip install tensorboard (or the [track] extra: pip install -e '.[track]')"
 
 
 class TensorBoardCallback(RoundCallback):
@@ -34,13 +35,13 @@ class TensorBoardCallback(RoundCallback):
     """
 
     def __init__(self, logdir: str | Path):
-        try:
-            from tensorboard.compat.proto import event_pb2, summary_pb2
-            from tensorboard.summary.writer.event_file_writer import EventFileWriter
-        except ImportError:
+        if find_spec("tensorboard") is None:
             raise UserError(
                 f"output.tensorboard: needs the tensorboard package; install it with: {INSTALL}"
-            ) from None
+            )
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
         self.logdir = Path(logdir)
         self._event, self._summary, self._writer_class = event_pb2, summary_pb2, EventFileWriter
         self._writer = None
