@@ -9,6 +9,7 @@ model holding the checkpoint's global state.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -104,6 +105,17 @@ def test_adapter_files_and_model_card(exported):
     assert (result.path / "config.yaml").read_text().strip() in card
     with pytest.raises(UserError, match=r"^--out: .* is not empty"):
         export_run(result.path, out)
+
+
+def test_a_damaged_checkpoint_is_refused_before_anything_is_written(exported, tmp_path):
+    result, _ = exported
+    copy = tmp_path / "run"
+    shutil.copytree(result.path, copy)
+    learner = find_checkpoint(copy).folder / CHECKPOINT
+    learner.write_bytes(learner.read_bytes()[:-8])
+    with pytest.raises(UserError, match=r"^export: .*learner.pt is missing or damaged.*run "):
+        export_run(copy, tmp_path / "adapter")
+    assert not (tmp_path / "adapter").exists()
 
 
 def test_unsupported_algorithm_is_refused_with_one_line(tmp_path):

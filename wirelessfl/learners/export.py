@@ -32,6 +32,14 @@ from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, held_names, short_path
 from wirelessfl.registries import ALGORITHMS
+from wirelessfl.results.files import file_sha256
+from wirelessfl.results.run_folder import (
+    CONFIG,
+    META,
+    Checkpoint,
+    find_checkpoint,
+    run_again,
+)
 
 __all__ = ["BASE_MODEL", "exportable_algorithms", "export_run"]
 
@@ -61,38 +69,27 @@ def export_run(run: str | Path, out: str | Path) -> Path:
     """
     run, out = Path(run), Path(out)
     scenario, checkpoint = _finished_run(run)
-    _check_out(out)
-    import torch
-
-    from wirelessfl.learners.federated import CHECKPOINT
+    values = _global_state(run, checkpoint)
     from wirelessfl.training.runtime import Runtime
 
-    try:
-        payload = torch.load(checkpoint / CHECKPOINT, map_location="cpu", weights_only=True)
-        values: dict[str, torch.Tensor] = payload["global"]
-    except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one line
-        raise UserError(
-            f"export: {short_path(checkpoint / CHECKPOINT)} cannot be read ({type(err).__name__})"
-        ) from None
     cpu = dataclasses.replace(scenario, learner=dataclasses.replace(scenario.learner, device="cpu"))
     runtime = Runtime(cpu)
-    rank = max(int(v.shape[0]) for k, v in values.items() if ".lora_A." in k)
-    runtime.start(rank=rank, seed=scenario.seed)
-    expected = {k: tuple(p.shape) for k, p in runtime.state.params.items()}
-    if expected != {k: tuple(v.shape) for k, v in values.items()}:
+    rank = max((int(v.shape[0]) for k, v in values.items() if ".lora_A." in k), default=0)
+    if rank:
+        runtime.start(rank=rank, seed=scenario.seed)
+    held = {k: tuple(v.shape) for k, v in values.items()}
+    if not rank or held != {k: tuple(p.shape) for k, p in runtime.state.params.items()}:
         raise UserError(
-            f"export: the global state in {short_path(checkpoint / CHECKPOINT)} does not match "
-            f"the rank-{rank} peft model of its scenario; it cannot be exported as an adapter"
+            f"export: the global state of {short_path(run)} does not match the peft model of "
+            "its scenario; it cannot be exported as an adapter"
         )
     runtime.state.load(values)
-    runtime.model.save_pretrained(out / "global")
     base = {
         "name": scenario.learner.model,
         "n_classes": runtime.data.n_classes,
         "seed": scenario.seed,
         "target_modules": scenario.learner.target_modules,
     }
-    (out / BASE_MODEL).write_text(json.dumps(base, indent=1) + "\n", encoding="utf-8")
     from wirelessfl.learners.model_card import model_card
 
     card = model_card(
@@ -102,14 +99,38 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         lora_alpha=scenario.learner.lora_alpha,
         trains_head=runtime.trains_head,
     )
+    _check_out(out)  # created only once everything is read and checked
+    runtime.model.save_pretrained(out / "global")
+    (out / BASE_MODEL).write_text(json.dumps(base, indent=1) + "\n", encoding="utf-8")
     (out / "README.md").write_text(card, encoding="utf-8")
     return out
 
 
-def _finished_run(run: Path) -> tuple[Any, Path]:
-    """The scenario and current checkpoint folder of the finished run in ``run``."""
+def _global_state(run: Path, checkpoint: Checkpoint) -> dict[str, Any]:
+    """The global state (name -> tensor, on the CPU) in the learner file of ``run``'s
+    ``checkpoint``, checked against the checkpoint's record of it."""
+    import torch
+
+    from wirelessfl.learners.federated import CHECKPOINT
+
+    path = checkpoint.folder / CHECKPOINT
+    if not path.is_file() or file_sha256(path) != checkpoint.files.get(CHECKPOINT):
+        raise UserError(
+            f"export: {short_path(path)} is missing or damaged (it differs from the checkpoint's "
+            f"record); {run_again(run)}"
+        )
+    try:
+        return dict(torch.load(path, map_location="cpu", weights_only=True)["global"])
+    except Exception as err:  # noqa: BLE001 - a checkpoint of another version: one line
+        raise UserError(
+            f"export: {short_path(path)} cannot be read ({type(err).__name__}: written by "
+            "another version of wirelessfl?)"
+        ) from None
+
+
+def _finished_run(run: Path) -> tuple[Any, Checkpoint]:
+    """The scenario and current checkpoint of the finished run in ``run``."""
     from wirelessfl.config import load_scenario
-    from wirelessfl.results.run_folder import CONFIG, META, find_checkpoint
 
     problem = folder_problem(run)
     if problem:
@@ -141,8 +162,8 @@ def _finished_run(run: Path) -> tuple[Any, Path]:
         )
     checkpoint = find_checkpoint(run)
     if checkpoint is None or checkpoint.next_round != scenario.rounds:
-        raise UserError(f"export: {shown} has no checkpoint of its last round; run it again")
-    return scenario, checkpoint.folder
+        raise UserError(f"export: {shown} has no checkpoint of its last round; {run_again(run)}")
+    return scenario, checkpoint
 
 
 def _check_out(out: Path) -> None:
