@@ -22,9 +22,10 @@ from wirelessfl import cli  # noqa: E402
 from wirelessfl.config import load_scenario  # noqa: E402
 from wirelessfl.data import load_dataset  # noqa: E402
 from wirelessfl.errors import UserError  # noqa: E402
-from wirelessfl.learners.export import BASE_MODEL, export_run  # noqa: E402
+from wirelessfl.learners.export import BASE_MODEL, export_run, exportable_algorithms  # noqa: E402
 from wirelessfl.learners.federated import CHECKPOINT  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
+from wirelessfl.registries import ALGORITHMS  # noqa: E402
 from wirelessfl.results import load  # noqa: E402
 from wirelessfl.results.run_folder import find_checkpoint  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
@@ -116,6 +117,14 @@ def test_a_damaged_checkpoint_is_refused_before_anything_is_written(exported, tm
     with pytest.raises(UserError, match=r"^export: .*learner.pt is missing or damaged.*run "):
         export_run(copy, tmp_path / "adapter")
     assert not (tmp_path / "adapter").exists()
+
+
+def test_exportable_algorithms_are_those_on_the_runtimes_peft_model():
+    names = set(exportable_algorithms())
+    assert {"soft", "fedit", "fedit_topk", "fslora", "hetlora", "flexlora"} <= names
+    own_state = {"fedstack", "floral", "floral_local", "ensemble", "fedavg_full", "h2tune"}
+    assert not names & (own_state | {"h2tune_local", "fllm", "h2tune_hetlora"})
+    assert names < set(ALGORITHMS.names())
 
 
 def test_unsupported_algorithm_is_refused_with_one_line(tmp_path):
