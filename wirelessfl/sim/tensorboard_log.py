@@ -6,9 +6,10 @@ the round's *virtual* end time ``t_end_s`` (seconds), so TensorBoard's "Relative
 axis plots each column against virtual time (its "Wall" axis shows that time as a date in
 1970). Empty and ``NaN`` cells (rounds not evaluated) are left out; TensorBoard keeps scalars
 as float32. Each process that runs rounds writes its own event file and starts it with a
-restart marker at its first round, so TensorBoard drops what a killed process logged after its
-last checkpoint and a resumed run reads as one series. Written with the ``tensorboard``
-package's own event writer (what torch's ``SummaryWriter`` wraps), so no torch is needed.
+restart marker at its first round, so readers that honour it (``EventAccumulator``) drop what
+a killed process logged after its last checkpoint and a resumed run reads as one series.
+Written with the ``tensorboard`` package's own event writer (what torch's ``SummaryWriter``
+wraps), so no torch is needed.
 """
 
 from __future__ import annotations
