@@ -39,6 +39,14 @@ CASES = {
         "strategy": {"ratio_choices": RATIOS},
         "learner.head": "frozen",
     },
+    "rslora_bias_options": {  # peft's other LoRA settings and a model option
+        "algorithm.name": "hetlora",
+        "strategy": {"ratio_choices": RATIOS},
+        "learner.use_rslora": True,
+        "learner.lora_bias": "all",
+        "learner.lora_dropout": 0.1,
+        "learner.model_options": {"hidden": 24},
+    },
 }
 
 
@@ -67,6 +75,7 @@ def _logits(bundle, model, data):
     return float(loss), logits, batch["y"]
 
 
+@pytest.mark.filterwarnings("ignore:Careful, disabling adapter layers:UserWarning")  # bias=all
 def test_loaded_adapter_reproduces_the_final_evaluation(exported):
     result, out = exported
     scenario = load_scenario(result.path / "config.yaml")
@@ -97,6 +106,10 @@ def test_adapter_files_and_model_card(exported):
     config = json.loads((out / "global" / "adapter_config.json").read_text())
     scenario = load_scenario(result.path / "config.yaml")
     assert config["r"] == 4 and config["lora_alpha"] == scenario.learner.lora_alpha
+    assert config["use_rslora"] == scenario.learner.use_rslora
+    assert config["bias"] == scenario.learner.lora_bias
+    base = json.loads((out / BASE_MODEL).read_text())
+    assert {k: base[k] for k in scenario.learner.model_options} == scenario.learner.model_options
     head = scenario.learner.head == "train"
     assert (config["modules_to_save"] == ["head"]) == head
     card = (out / "README.md").read_text()

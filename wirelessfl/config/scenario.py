@@ -37,6 +37,10 @@ MAX_LAYER_SIDE = 1_000_000
 MAX_LAYERS = 10_000
 #: Most Ray training actors: each holds a copy of the frozen base model.
 MAX_RAY_WORKERS = 4096
+
+#: ``learner.init_lora_weights`` values: peft's inits that leave the base weights as they are.
+LORA_INITS = (True, False, "gaussian")
+
 #: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a
 #: draw (complex128 coefficients, a float64 SNR, a temporary and the previous block's SNRs).
 FADING_BYTES_PER_VALUE = 40
@@ -397,7 +401,28 @@ class LearnerConfig:
     partition: str = option("iid", choices=PARTITIONERS, doc="partitioner registry name")
     partition_options: dict[str, object] = option(default_factory=dict, doc="partitioner options")
     target_modules: list[str] | None = option(None, doc="LoRA targets (null: model default)")
+    model_options: dict[str, object] = option(
+        default_factory=dict,
+        doc="options of the model's builder (hub: dtype float32|bfloat16|float16, revision, "
+        "trust_remote_code, attn_implementation, cache_dir, answers, ...; docs/models.md)",
+    )
     lora_alpha: float = option(16.0, gt=0.0, doc="LoRA alpha (scaling alpha/r)")
+    lora_dropout: float = option(0.0, ge=0.0, lt=1.0, doc="dropout on the LoRA input (peft)")
+    use_rslora: bool = option(False, doc="rank-stabilised LoRA: scaling alpha/sqrt(r) (peft)")
+    lora_bias: str = option(
+        "none",
+        choices=("none", "all", "lora_only"),
+        doc="biases that train and are sent dense: none | all (every bias) | lora_only (those "
+        "of the LoRA targets) (peft's bias)",
+    )
+    modules_to_save: list[str] | None = option(
+        None, doc="more modules trained in full and sent dense, besides the task head (peft)"
+    )
+    init_lora_weights: bool | str = option(
+        True,
+        doc="LoRA init (peft): true (kaiming A, B = 0) | gaussian (gaussian A, B = 0) | false "
+        "(random A and B: the run starts away from the base model)",
+    )
     local_steps: int = option(5, ge=1, doc="E local iterations")
     local_unit: str = option("steps", choices=("steps", "epochs"), doc="E counts steps or epochs")
     batch_size: int = option(16, ge=1, doc="local batch size")
@@ -448,6 +473,14 @@ class LearnerConfig:
     def validate(self, prefix: str) -> None:
         _check_option_names(self.dataset_options, f"{prefix}.dataset_options")
         _check_option_names(self.partition_options, f"{prefix}.partition_options")
+        _check_option_names(self.model_options, f"{prefix}.model_options")
+        if self.init_lora_weights not in LORA_INITS:
+            raise ConfigError(
+                f"{prefix}.init_lora_weights: must be true, false or 'gaussian', got "
+                f"{show(self.init_lora_weights)} (peft's pissa, olora, orthogonal, eva, corda, "
+                "loftq and mica change the base weights or need data; the rank truncation of "
+                "lower-rank clients and export's base_model.json assume an unchanged base)"
+            )
         if self.executor != "local" and self.kind != "lora":
             raise ConfigError(
                 f"{prefix}.executor: {self.executor!r} farms out real training, and "

@@ -6,13 +6,15 @@ What is written::
                          (the LoRA factors and, when the run trained it, the task head as
                          peft ``modules_to_save``)
     DIR/base_model.json  the arguments of ``wirelessfl.models.build_model`` that rebuild the
-                         frozen base model the adapter belongs to
+                         frozen base model the adapter belongs to (with
+                         ``learner.model_options``)
     DIR/README.md        the model card: base model, the run's scenario, final metrics, loading
 
-The adapter is written at the rank of the run's global state with the run's ``lora_alpha``, so
-peft scales it by alpha / r exactly as the run's evaluation did (``Runtime.evaluate`` scales a
-state of rank r by alpha / r): ``PeftModel.from_pretrained(base, DIR/global)`` gives the
-logits of the run's final evaluation.
+The adapter is written at the rank of the run's global state with the run's LoRA settings
+(``lora_alpha``, ``use_rslora``, ``lora_dropout``, ``lora_bias``, ``modules_to_save``), so
+peft scales it by alpha / r (alpha / sqrt(r) with rsLoRA) exactly as the run's evaluation did
+(``Runtime.evaluate`` scales a state of rank r the same way):
+``PeftModel.from_pretrained(base, DIR/global)`` gives the logits of the run's final evaluation.
 
 Only algorithms whose global state is the runtime's peft trainables are exported: those that
 keep the default :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.start` (the runtime's
@@ -89,6 +91,7 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         "n_classes": runtime.data.n_classes,
         "seed": scenario.seed,
         "target_modules": scenario.learner.target_modules,
+        **dict(scenario.learner.model_options),
     }
     from wirelessfl.learners.model_card import model_card
 
@@ -98,6 +101,7 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         rank=rank,
         lora_alpha=scenario.learner.lora_alpha,
         trains_head=runtime.trains_head,
+        use_rslora=scenario.learner.use_rslora,
     )
     _check_out(out)  # created only once everything is read and checked
     runtime.model.save_pretrained(out / "global")

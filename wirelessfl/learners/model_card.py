@@ -16,10 +16,17 @@ _SHOWN = {
 
 
 def model_card(
-    run: Path, base: dict[str, Any], *, rank: int, lora_alpha: float, trains_head: bool
+    run: Path,
+    base: dict[str, Any],
+    *,
+    rank: int,
+    lora_alpha: float,
+    trains_head: bool,
+    use_rslora: bool = False,
 ) -> str:
     """Markdown for the exported run ``run`` whose base model is ``build_model(**base)``; its
-    adapter has rank ``rank`` and ``lora_alpha``, and holds the task head if ``trains_head``."""
+    adapter has rank ``rank`` and ``lora_alpha`` (scaled by alpha / sqrt(r) if
+    ``use_rslora``), and holds the task head if ``trains_head``."""
     from wirelessfl.results import load
 
     result = load(run)
@@ -40,11 +47,16 @@ def model_card(
         else "The run kept the task head at its seeded initialisation (`learner.head: "
         "frozen`), so it comes with the base model."
     )
+    scaling = (
+        f"rsLoRA scaling alpha / sqrt(r) = {lora_alpha / math.sqrt(rank):g}"
+        if use_rslora
+        else f"scaling alpha / r = {lora_alpha / rank:g}"
+    )
     return f"""# {name}: federated LoRA adapter (wirelessfl)
 
 LoRA adapter of `{base["name"]}` trained by federated fine-tuning with algorithm `{algorithm}`
 over a simulated wireless network (wirelessfl run `{run.name}`): rank {rank}, lora_alpha
-{lora_alpha:g} (scaling alpha / r = {lora_alpha / rank:g}). `global/` is peft's
+{lora_alpha:g} ({scaling}). `global/` is peft's
 `save_pretrained` output. {head}
 
 ## Results

@@ -16,7 +16,7 @@ function plus one line in ``MODELS`` (or ``MODELS.register(name, builder)`` from
 package).
 """
 
-from wirelessfl.models.build import build_model
+from wirelessfl.models.build import build_model, model_option_names
 from wirelessfl.models.bundle import ModelBundle, check_rank
 from wirelessfl.models.losses import (
     image_loss_and_logits,
@@ -30,6 +30,7 @@ __all__ = [
     "MODELS",
     "build_model",
     "check_rank",
+    "model_option_names",
     "image_loss_and_logits",
     "regression_loss_and_logits",
     "text_loss_and_logits",

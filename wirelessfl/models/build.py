@@ -12,7 +12,7 @@ from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.hub import build_hub
 from wirelessfl.registries import HUB_PREFIX, MODELS
 
-__all__ = ["build_model"]
+__all__ = ["build_model", "model_option_names"]
 
 
 def _builder(name: str) -> Callable[..., ModelBundle]:
@@ -27,10 +27,21 @@ def _builder(name: str) -> Callable[..., ModelBundle]:
     return MODELS.load(name)
 
 
+def _accepted(builder: Callable[..., ModelBundle]) -> list[str]:
+    """The option names ``builder`` takes (besides ``n_classes`` and ``seed``)."""
+    params = inspect.signature(builder).parameters
+    return [p for p in params if p not in ("n_classes", "seed", "spec")]
+
+
+def model_option_names(name: str) -> list[str]:
+    """The options (``build_model`` keyword arguments) model ``name`` takes, in the builder's
+    order; ``UserError`` if ``name`` is unknown."""
+    return _accepted(_builder(name))
+
+
 def _check_options(name: str, builder: Callable[..., ModelBundle], options: dict[str, Any]) -> None:
     """One-line ``UserError`` for an option that ``builder`` does not take."""
-    params = inspect.signature(builder).parameters
-    accepted = [p for p in params if p not in ("n_classes", "seed", "spec")]
+    accepted = _accepted(builder)
     for key in options:
         if key not in accepted:
             raise UserError(

@@ -75,6 +75,7 @@ class Runtime:
                 "learner.dataset_options.n_clients: the number of clients is the scenario's "
                 "n_clients; remove it from dataset_options"
             )
+        self._check_model_options()
         try:
             self.data = load_dataset(
                 lc.dataset,
@@ -87,6 +88,7 @@ class Runtime:
                 n_classes=self.data.n_classes,
                 seed=scenario.seed,
                 target_modules=lc.target_modules,
+                **dict(lc.model_options),
             )
         except (UserError, ValueError) as err:
             raise ConfigError(f"learner: {err}") from None
@@ -112,8 +114,30 @@ class Runtime:
         self.layer_shapes = self.bundle.layer_shapes(lc.target_modules)
         self.train_data = self.data.train.to(self.device)
         self.test_data = self.data.test.to(self.device)
-        self.head_values = self._head_values() if self.trains_head else 0  # before peft wraps it
+        self.saved_modules = self._saved_modules()
+        self.head_values = self._dense_values()  # before peft wraps it
         self.base_values = int(sum(p.numel() for p in self.bundle.model.parameters()))
+
+    def _check_model_options(self) -> None:
+        """One line naming ``learner.model_options.<key>`` that the model does not take, or a
+        half-precision dtype on the CPU (bf16 / fp16 training is for CUDA: on the CPU it is
+        slow and its results would not match the float32 reference)."""
+        from wirelessfl.models import model_option_names
+
+        lc = self.settings
+        accepted = model_option_names(lc.model)
+        for key in lc.model_options:
+            if key not in accepted:
+                raise ConfigError(
+                    f"learner.model_options.{key}: not an option of model "
+                    f"{lc.model!r}; it accepts: {', '.join(accepted) or 'none'}"
+                )
+        dtype = lc.model_options.get("dtype", "float32")
+        if dtype != "float32" and self.device.type != "cuda":
+            raise ConfigError(
+                f"learner.model_options.dtype: {dtype!r} trains on CUDA only (this run's "
+                f"device is {self.device.type}); use float32 on the CPU"
+            )
 
     # ---- sizes -----------------------------------------------------------------------------
     @property
@@ -122,17 +146,42 @@ class Runtime:
         head at its seeded random init, a fixed random classifier, so only LoRA learns."""
         return self.settings.head == "train" and bool(self.bundle.head_modules)
 
-    def _head_values(self) -> int:
-        """Parameters of the task head (trained and sent dense every round)."""
-        heads = set(self.bundle.head_modules)
-        return int(
-            sum(
-                p.numel()
-                for name, module in self.bundle.model.named_modules()
-                if name in heads or name.rsplit(".", 1)[-1] in heads
-                for p in module.parameters()
-            )
-        )
+    def _saved_modules(self) -> list[str]:
+        """peft's ``modules_to_save``: the task head (when it trains) and
+        ``learner.modules_to_save``, each checked to name a module (or a name's last part)."""
+        extra = list(self.settings.modules_to_save or [])
+        names = [n for n, _ in self.bundle.model.named_modules() if n]
+        for key in extra:
+            if not any(n == key or n.endswith("." + key) for n in names):
+                last = sorted({n.rsplit(".", 1)[-1] for n in names})
+                raise ConfigError(
+                    f"learner.modules_to_save: {key!r} names no module of {self.settings.model!r};"
+                    f" module names end in: {', '.join(last[:40])}"
+                )
+            if any(n == key or n.endswith("." + key) for n in self.targets):
+                raise ConfigError(
+                    f"learner.modules_to_save: {key!r} is also a LoRA target "
+                    "(learner.target_modules); a module trains either in full or through LoRA"
+                )
+        heads = list(self.bundle.head_modules) if self.trains_head else []
+        return heads + [m for m in extra if m not in heads]
+
+    def _dense_values(self) -> int:
+        """Parameters trained in full and sent dense every round: those of the saved modules
+        (:meth:`_saved_modules`) and the biases ``learner.lora_bias`` trains (peft's rule:
+        ``all``, every parameter named ``*bias*``; ``lora_only``, the LoRA targets' biases)."""
+        saved, bias = set(self.saved_modules), self.settings.lora_bias
+        targets = set(self.targets)
+        dense: dict[str, int] = {}
+        for name, module in self.bundle.model.named_modules():
+            keep = name in saved or name.rsplit(".", 1)[-1] in saved
+            for pname, p in module.named_parameters(prefix=name, recurse=keep):
+                biased = (bias == "all" and "bias" in pname) or (
+                    bias == "lora_only" and name in targets and pname == f"{name}.bias"
+                )
+                if keep or biased:
+                    dense[pname] = p.numel()
+        return int(sum(dense.values()))
 
     @property
     def seq_len(self) -> int:
@@ -183,9 +232,12 @@ class Runtime:
         config = LoraConfig(
             r=rank,
             lora_alpha=lc.lora_alpha,
-            lora_dropout=0.0,
+            lora_dropout=lc.lora_dropout,
+            use_rslora=lc.use_rslora,
+            bias=lc.lora_bias,
+            init_lora_weights=lc.init_lora_weights,
             target_modules=self.targets,
-            modules_to_save=self.bundle.head_modules if self.trains_head else None,
+            modules_to_save=self.saved_modules or None,
         )
         with seeded(seed):  # LoRA A init (kaiming) and the new head come from the run seed
             self.model = get_peft_model(self.bundle.model, config).to(self.device)
