@@ -1,11 +1,13 @@
-"""``hub:<name-or-path>``: a transformers classifier via ``from_pretrained``.
+"""``hub:<name-or-path>``: a transformers classifier, or a causal LM with a verbalizer.
 
 For users with network access (e.g. ``hub:google/vit-base-patch16-224-in21k`` for the SOFT
 paper's ViT-Base) or a local folder written by ``save_pretrained``. Image models load with
 ``AutoModelForImageClassification``, text models with
 ``AutoModelForSequenceClassification``. The head gets ``n_classes`` outputs: a checkpoint
 head of that width is kept, any other is re-initialised from the seed
-(``ignore_mismatched_sizes=True``).
+(``ignore_mismatched_sizes=True``). With ``answers=`` (one word per class) the model loads
+with ``AutoModelForCausalLM`` and classifies by scoring those words with its LM head.
+Weights load as float32 unless ``dtype=`` says ``bfloat16`` / ``float16``.
 
 Offline by default: :func:`~wirelessfl.data.assets.offline_env` sets ``HF_HUB_OFFLINE=1``
 unless the environment already says otherwise, so a hub id only downloads when the user set
@@ -14,7 +16,7 @@ unless the environment already says otherwise, so a hub id only downloads when t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -25,8 +27,9 @@ from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.layers import ATTENTION_TARGETS, detect_attention_targets
 from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
 
-__all__ = ["build_hub", "DEFAULT_TARGETS"]
+__all__ = ["build_hub", "DEFAULT_TARGETS", "DTYPES"]
 
 #: Default LoRA targets by ``config.model_type`` where peft's own table has none.
 DEFAULT_TARGETS: dict[str, list[str]] = {
@@ -57,6 +60,39 @@ def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | Non
     return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
 
 
+#: ``dtype`` option values -> torch dtypes of the loaded weights.
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+def _torch_dtype(dtype: str) -> torch.dtype:
+    """The torch dtype named ``dtype``; ``UserError`` naming the accepted ones."""
+    if dtype not in DTYPES:
+        raise UserError(f"dtype={dtype!r} is not supported; accepted: {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def _in_dtype(
+    loss_fn: Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]],
+    dtype: torch.dtype,
+) -> Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]:
+    """``loss_fn`` for a model whose weights are ``dtype``: float inputs ``x`` are cast to it,
+    the loss is taken on float32 logits."""
+
+    def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        x = batch["x"]
+        batch = {**batch, "x": x.to(dtype) if x.is_floating_point() else x}
+        _, logits = loss_fn(m, batch)
+        logits = logits.float()
+        y = batch["y"].to(logits.device)
+        return torch.nn.functional.cross_entropy(logits, y), logits
+
+    return loss_and_logits
+
+
 def build_hub(
     *,
     spec: str,
@@ -64,10 +100,15 @@ def build_hub(
     seed: int = 0,
     task: str | None = None,
     head_modules: Sequence[str] | None = None,
+    answers: Sequence[str] | None = None,
+    dtype: str = "float32",
     revision: str | None = None,
     trust_remote_code: bool = False,
+    attn_implementation: str | None = None,
+    cache_dir: str | None = None,
 ) -> ModelBundle:
-    """Load ``spec`` (hub id or local folder) as an image or text classifier.
+    """Load ``spec`` (hub id or local folder) as an image or text classifier, or as a causal LM
+    read through a verbalizer.
 
     LoRA targets default to peft's table for ``config.model_type`` (or
     :data:`DEFAULT_TARGETS`) when those names exist in the model, else to the query / value
@@ -77,12 +118,16 @@ def build_hub(
         spec: Hub model id or ``save_pretrained`` folder.
         n_classes: Head width; a checkpoint head of another width is re-initialised.
         seed: Seeds the re-initialised head.
-        task: ``"image"`` or ``"text"``; default: ``"image"`` when the config has
-            ``num_channels`` (vision configs do), else ``"text"``.
+        task: ``"image"``, ``"text"`` or ``"causal"``; default: ``"causal"`` when ``answers``
+            is given, ``"image"`` when the config has ``num_channels`` (vision configs do),
+            else ``"text"``.
         head_modules: Modules trained in full; default: the model's top-level
-            ``classifier`` / ``score`` / ``head`` / ``fc``.
-        revision: Passed to ``from_pretrained``.
-        trust_remote_code: Passed to ``from_pretrained`` (off by default).
+            ``classifier`` / ``score`` / ``head`` / ``fc`` (none for ``"causal"``).
+        answers: ``"causal"``: one answer word per class; the LM head scores the first token
+            of each (:func:`~wirelessfl.models.verbalizer.verbalizer_loss`), no new head.
+        dtype: Weights' dtype: ``float32`` (default), ``bfloat16`` or ``float16``.
+        revision, trust_remote_code, attn_implementation, cache_dir: Passed to
+            ``from_pretrained`` (``trust_remote_code`` off by default).
 
     Returns:
         An ``"image"`` or ``"text"`` bundle.
@@ -90,17 +135,56 @@ def build_hub(
     offline_env()
     from transformers import (
         AutoConfig,
+        AutoModelForCausalLM,
         AutoModelForImageClassification,
         AutoModelForSequenceClassification,
     )
     from transformers.utils import logging as hf_logging
 
-    kwargs: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+    torch_dtype = _torch_dtype(dtype)
+    kwargs: dict[str, Any] = {
+        "revision": revision,
+        "trust_remote_code": trust_remote_code,
+        "cache_dir": cache_dir,
+    }
     config = AutoConfig.from_pretrained(spec, **kwargs)
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
     if task is None:
-        task = "image" if getattr(config, "num_channels", None) is not None else "text"
-    if task not in ("image", "text"):
-        raise UserError(f"task={task!r} is not supported; accepted: image, text")
+        if answers is not None:
+            task = "causal"
+        else:
+            task = "image" if getattr(config, "num_channels", None) is not None else "text"
+    if task not in ("image", "text", "causal"):
+        raise UserError(f"task={task!r} is not supported; accepted: image, text, causal")
+    if (task == "causal") != (answers is not None):
+        raise UserError("answers= and task='causal' go together (a verbalizer needs its words)")
+    if task == "causal":
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(spec, **kwargs)
+        answer_ids = answer_token_ids(tok, answers, n_classes)
+        with seeded(seed):
+            model = AutoModelForCausalLM.from_pretrained(spec, dtype=torch_dtype, **kwargs)
+        if getattr(model.config, "pad_token_id", None) is None:
+            pad = tok.pad_token_id
+            model.config.pad_token_id = tok.eos_token_id if pad is None else pad
+        model.train()
+        return ModelBundle(
+            model=model,
+            target_modules=_default_targets(model, config.model_type) or [],
+            head_modules=list(head_modules or []),
+            kind="text",
+            loss_and_logits=verbalizer_loss(answer_ids),
+            info={
+                "source": spec,
+                "model_type": config.model_type,
+                "task": task,
+                "dtype": dtype,
+                "answers": list(answers),
+                "answer_token_ids": answer_ids,
+            },
+        )
     auto = (
         AutoModelForImageClassification if task == "image" else AutoModelForSequenceClassification
     )
@@ -113,7 +197,7 @@ def build_hub(
                 spec,
                 num_labels=n_classes,
                 ignore_mismatched_sizes=True,
-                dtype=torch.float32,
+                dtype=torch_dtype,
                 **kwargs,
             )
     finally:
@@ -136,11 +220,12 @@ def build_hub(
     if targets is None:
         targets = []  # no table entry: build_model asks for target_modules= and lists names
     model.train()
+    loss_fn = image_loss_and_logits if task == "image" else text_loss_and_logits
     return ModelBundle(
         model=model,
         target_modules=targets,
         head_modules=list(head_modules),
         kind=task,
-        loss_and_logits=image_loss_and_logits if task == "image" else text_loss_and_logits,
-        info={"source": spec, "model_type": model_type, "task": task},
+        loss_and_logits=loss_fn if dtype == "float32" else _in_dtype(loss_fn, torch_dtype),
+        info={"source": spec, "model_type": model_type, "task": task, "dtype": dtype},
     )

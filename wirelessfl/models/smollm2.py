@@ -33,6 +33,7 @@ from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import text_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
 
 __all__ = ["build_smollm2", "build_smollm2_instruct", "ensure_fp32_cache", "cache_is_complete"]
 
@@ -190,29 +191,14 @@ def build_smollm2_instruct(
     offline_env()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if len(answers) != n_classes:
-        raise UserError(f"answers: need one answer word per class ({n_classes}), got {answers}")
     src = ensure_fp32_cache(cache_dir, gguf_path=gguf_path)
     tok = AutoTokenizer.from_pretrained(str(src))
-    answer_ids = [tok(word, add_special_tokens=False)["input_ids"][0] for word in answers]
-    if len(set(answer_ids)) != len(answer_ids):
-        raise UserError(f"answers: {answers} share their first token; choose distinct words")
+    answer_ids = answer_token_ids(tok, answers, n_classes)
     with seeded(seed):
         model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32)
     model.config.pad_token_id = _pad_token_id(src, model.config)
     model.train()
-    index = torch.tensor(answer_ids)
-
-    def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        dev = next(m.parameters()).device
-        ids = batch["x"].to(dev)
-        mask = batch["attention_mask"].to(dev)
-        last = mask.sum(dim=1) - 1  # right padding: the assistant prompt's last token
-        out = m(input_ids=ids, attention_mask=mask)
-        next_token = out.logits[torch.arange(ids.shape[0], device=dev), last]
-        logits = next_token[:, index.to(dev)]
-        return torch.nn.functional.cross_entropy(logits, batch["y"].to(dev)), logits
-
+    loss_and_logits = verbalizer_loss(answer_ids)
     return ModelBundle(
         model=model,
         target_modules=["q_proj", "v_proj"],
