@@ -74,7 +74,10 @@ def export_run(run: str | Path, out: str | Path) -> Path:
     values = _global_state(run, checkpoint)
     from wirelessfl.training.runtime import Runtime
 
-    cpu = dataclasses.replace(scenario, learner=dataclasses.replace(scenario.learner, device="cpu"))
+    # on the CPU in float32 (a bf16 / fp16 run's values load into it; base_model.json keeps dtype)
+    options = {k: v for k, v in scenario.learner.model_options.items() if k != "dtype"}
+    learner = dataclasses.replace(scenario.learner, device="cpu", model_options=options)
+    cpu = dataclasses.replace(scenario, learner=learner)
     runtime = Runtime(cpu)
     rank = max((int(v.shape[0]) for k, v in values.items() if ".lora_A." in k), default=0)
     if rank:
