@@ -19,10 +19,12 @@ torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
 
+import pandas as pd  # noqa: E402
 from scenario_helpers import digits_scenario  # noqa: E402
 
 from wirelessfl.errors import ConfigError  # noqa: E402
 from wirelessfl.models import build_model, model_option_names  # noqa: E402
+from wirelessfl.sim import run_scenario  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -126,3 +128,33 @@ def test_plain_lora_lower_rank_client_scales_by_alpha_over_rank():
     with runtime.client_rank(2):
         assert layer.scaling["default"] == 8.0 / 2
     assert layer.scaling["default"] == 8.0 / 4
+
+
+def test_batched_trainer_reproduces_rslora_lower_ranks_and_saved_modules(tmp_path):
+    """Lower-rank HetLoRA clients with rsLoRA and an extra saved module: the batched trainer
+    (alpha / sqrt(r_k) through its r / r_k factor) gives the sequential peft reference."""
+    kw = {
+        "algorithm.name": "hetlora",
+        "strategy": {"ratio_choices": [0.25, 0.5, 1.0]},
+        "learner.use_rslora": True,
+        "learner.modules_to_save": ["fc2"],
+        "learner.target_modules": ["fc1"],
+    }
+    seq = run_scenario(digits_scenario(rounds=3, eval_every=3, **kw), tmp_path / "seq")
+    bat = run_scenario(
+        digits_scenario(rounds=3, eval_every=3, **kw, **{"learner.trainer": "batched"}),
+        tmp_path / "bat",
+    )
+    cols = ["loss", "accuracy", "test_loss"]
+    pd.testing.assert_frame_equal(seq.rounds[cols], bat.rounds[cols], rtol=1e-4, atol=1e-6)
+    plain = run_scenario(
+        digits_scenario(rounds=3, eval_every=3, **{**kw, "learner.use_rslora": False}),
+        tmp_path / "plain",
+    )
+    assert float(plain.rounds["loss"].iloc[-1]) != float(seq.rounds["loss"].iloc[-1])
+
+
+def test_trained_biases_need_the_sequential_trainer():
+    runtime = Runtime(digits_scenario(**{"learner.lora_bias": "all", "learner.trainer": "batched"}))
+    with pytest.raises(ConfigError, match="^learner.trainer: BatchedTrainer cannot batch layer"):
+        runtime.start(rank=4, seed=1)
