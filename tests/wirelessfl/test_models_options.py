@@ -20,11 +20,15 @@ peft = pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
 
 import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
 from scenario_helpers import digits_scenario  # noqa: E402
 
+from wirelessfl.config import scenario_from_dict  # noqa: E402
+from wirelessfl.config.loader import SCENARIO_DIR  # noqa: E402
+from wirelessfl.config.scenario import PEFT_SETTINGS  # noqa: E402
 from wirelessfl.errors import ConfigError  # noqa: E402
 from wirelessfl.models import build_model, model_option_names  # noqa: E402
-from wirelessfl.sim import run_scenario  # noqa: E402
+from wirelessfl.sim import Run, run_scenario  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -158,3 +162,15 @@ def test_trained_biases_need_the_sequential_trainer():
     runtime = Runtime(digits_scenario(**{"learner.lora_bias": "all", "learner.trainer": "batched"}))
     with pytest.raises(ConfigError, match="^learner.trainer: BatchedTrainer cannot batch layer"):
         runtime.start(rank=4, seed=1)
+
+
+@pytest.mark.parametrize(("key", "value"), [("use_rslora", True), ("lora_bias", "all")])
+def test_algorithms_with_their_own_adapters_refuse_peft_settings(tmp_path, key, value):
+    data = yaml.safe_load((SCENARIO_DIR / "floral" / "synthetic_linear.yaml").read_text())
+    data["learner"][key] = value
+    with pytest.raises(ConfigError) as err:
+        Run(scenario_from_dict(data), tmp_path / "run")
+    assert str(err.value) == (
+        f"learner.{key}: algorithm 'floral' trains adapters of its own, not peft's, and ignores "
+        f"it; leave it at its default ({PEFT_SETTINGS[key]!r})"
+    )

@@ -129,6 +129,20 @@ class FederatedAlgorithm(ABC):
         return Message(sparse=[IndexSpace((), n, n)])
 
     # ---- setup -----------------------------------------------------------------------------
+    def refuse_peft_settings(self) -> None:
+        """For an algorithm that builds adapters of its own instead of the runtime's peft
+        model: one ``ConfigError`` line for a peft LoRA setting that it would ignore."""
+        from wirelessfl.config.scenario import PEFT_SETTINGS
+
+        learner = self.scenario.learner
+        for key, default in PEFT_SETTINGS.items():
+            if getattr(learner, key) != default:
+                raise ConfigError(
+                    f"learner.{key}: algorithm {self.scenario.algorithm.name!r} trains adapters "
+                    "of its own, not peft's, and ignores it; leave it at its default "
+                    f"({default!r})"
+                )
+
     def start(self, *, rank: int, seed: int) -> None:
         """Prepare the model before round 0 (default: the runtime wraps its model with peft
         at ``rank``); an algorithm that trains a model of its own builds it here."""

@@ -133,6 +133,7 @@ class HeteroAlgorithm(FederatedAlgorithm):
 
     def start(self, *, rank: int, seed: int) -> None:
         """Build the groups, install the adapters on each shared model, measure its step."""
+        self.refuse_peft_settings()
         from wirelessfl.models.rng import torch_generator
         from wirelessfl.training.hetero_clients import HeteroClients, model_key
         from wirelessfl.training.local import measure_step_flops
@@ -144,7 +145,7 @@ class HeteroAlgorithm(FederatedAlgorithm):
         groups = self.resolved_groups(rank)
         reuse = {}
         if lc.target_modules is None:
-            reuse[model_key(lc.model, {})] = runtime.bundle
+            reuse[model_key(lc.model, dict(lc.model_options))] = runtime.bundle
         self.clients: HeteroClients = HeteroClients(
             groups,
             n_clients=self.scenario.n_clients,

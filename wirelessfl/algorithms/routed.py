@@ -97,6 +97,7 @@ class RoutedAlgorithm(FederatedAlgorithm):
 
     def start(self, *, rank: int, seed: int) -> None:
         """Build the routed model, its trainer and the per-client test rows (no peft)."""
+        self.refuse_peft_settings()
         from wirelessfl.models.rng import seeded
         from wirelessfl.training.local import measure_step_flops
         from wirelessfl.training.mixture_trainer import RoutedTrainer

@@ -40,6 +40,14 @@ MAX_RAY_WORKERS = 4096
 
 #: ``learner.init_lora_weights`` values: peft's inits that leave the base weights as they are.
 LORA_INITS = (True, False, "gaussian")
+#: peft's LoRA settings of the learner section and their defaults (the shipped results').
+PEFT_SETTINGS: dict[str, object] = {
+    "lora_dropout": 0.0,
+    "use_rslora": False,
+    "lora_bias": "none",
+    "modules_to_save": None,
+    "init_lora_weights": True,
+}
 
 #: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a
 #: draw (complex128 coefficients, a float64 SNR, a temporary and the previous block's SNRs).
