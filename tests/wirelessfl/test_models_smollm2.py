@@ -123,6 +123,14 @@ def test_gguf_to_fp32_cache_with_a_tiny_gguf(tmp_path):
     assert torch.equal(
         again.model.state_dict()["model.norm.weight"], direct.state_dict()["model.norm.weight"]
     )
+    half = build_model("smollm2", n_classes=2, seed=0, cache_dir=str(cache), dtype="bfloat16")
+    assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+    assert torch.equal(
+        half.model.state_dict()["model.layers.0.self_attn.q_proj.weight"],
+        direct.state_dict()["model.layers.0.self_attn.q_proj.weight"].to(torch.bfloat16),
+    )
+    _, half_logits = half.loss_and_logits(half.model.eval(), batch)
+    assert half_logits.dtype == torch.float32
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ unless the environment already says otherwise, so a hub id only downloads when t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -24,12 +24,13 @@ import torch
 from wirelessfl.data.assets import offline_env
 from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.dtypes import in_dtype, torch_dtype
 from wirelessfl.models.layers import ATTENTION_TARGETS, detect_attention_targets
 from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
 from wirelessfl.models.rng import seeded
 from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
 
-__all__ = ["build_hub", "DEFAULT_TARGETS", "DTYPES"]
+__all__ = ["build_hub", "DEFAULT_TARGETS"]
 
 #: Default LoRA targets by ``config.model_type`` where peft's own table has none.
 DEFAULT_TARGETS: dict[str, list[str]] = {
@@ -58,39 +59,6 @@ def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | Non
         table = {}
     candidates = [c for c in (table.get(model_type), DEFAULT_TARGETS.get(model_type)) if c]
     return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
-
-
-#: ``dtype`` option values -> torch dtypes of the loaded weights.
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
-
-
-def _torch_dtype(dtype: str) -> torch.dtype:
-    """The torch dtype named ``dtype``; ``UserError`` naming the accepted ones."""
-    if dtype not in DTYPES:
-        raise UserError(f"dtype={dtype!r} is not supported; accepted: {', '.join(DTYPES)}")
-    return DTYPES[dtype]
-
-
-def _in_dtype(
-    loss_fn: Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]],
-    dtype: torch.dtype,
-) -> Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]:
-    """``loss_fn`` for a model whose weights are ``dtype``: float inputs ``x`` are cast to it,
-    the loss is taken on float32 logits."""
-
-    def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        x = batch["x"]
-        batch = {**batch, "x": x.to(dtype) if x.is_floating_point() else x}
-        _, logits = loss_fn(m, batch)
-        logits = logits.float()
-        y = batch["y"].to(logits.device)
-        return torch.nn.functional.cross_entropy(logits, y), logits
-
-    return loss_and_logits
 
 
 def build_hub(
@@ -141,7 +109,7 @@ def build_hub(
     )
     from transformers.utils import logging as hf_logging
 
-    torch_dtype = _torch_dtype(dtype)
+    weights_dtype = torch_dtype(dtype)
     kwargs: dict[str, Any] = {
         "revision": revision,
         "trust_remote_code": trust_remote_code,
@@ -165,7 +133,7 @@ def build_hub(
         tok = AutoTokenizer.from_pretrained(spec, **kwargs)
         answer_ids = answer_token_ids(tok, answers, n_classes)
         with seeded(seed):
-            model = AutoModelForCausalLM.from_pretrained(spec, dtype=torch_dtype, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(spec, dtype=weights_dtype, **kwargs)
         if getattr(model.config, "pad_token_id", None) is None:
             pad = tok.pad_token_id
             model.config.pad_token_id = tok.eos_token_id if pad is None else pad
@@ -197,7 +165,7 @@ def build_hub(
                 spec,
                 num_labels=n_classes,
                 ignore_mismatched_sizes=True,
-                dtype=torch_dtype,
+                dtype=weights_dtype,
                 **kwargs,
             )
     finally:
@@ -226,6 +194,6 @@ def build_hub(
         target_modules=targets,
         head_modules=list(head_modules),
         kind=task,
-        loss_and_logits=loss_fn if dtype == "float32" else _in_dtype(loss_fn, torch_dtype),
+        loss_and_logits=loss_fn if dtype == "float32" else in_dtype(loss_fn, weights_dtype),
         info={"source": spec, "model_type": model_type, "task": task, "dtype": dtype},
     )

