@@ -4,8 +4,9 @@
 ``wirelessfl.registries``) lists the names (``tiny_mlp``, ``efficientnet_lite0``, ``minilm``,
 ``smollm2``, ``smollm2_instruct``, ``vit_random``, ``bert_random``, and FLoRAL's small
 networks ``mnist_mlp``, ``synthetic_linear``, ``synthetic_mlp``, ``small_cnn``) and
-``hub:<name-or-path>`` loads a transformers classifier. ``check_rank`` validates a LoRA rank
-against the adapted layers. The loss functions are ``image_loss_and_logits``,
+``hub:<name-or-path>`` loads a transformers classifier, or a causal LM read through a
+verbalizer (``answers=``). ``model_option_names`` lists a model's options; ``check_rank``
+validates a LoRA rank against the adapted layers. The loss functions are ``image_loss_and_logits``,
 ``text_loss_and_logits`` and ``regression_loss_and_logits`` (float targets:
 ``mean_i 1/2 ||y_hat_i - y_i||^2``).
 
