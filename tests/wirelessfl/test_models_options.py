@@ -174,3 +174,15 @@ def test_algorithms_with_their_own_adapters_refuse_peft_settings(tmp_path, key, 
         f"learner.{key}: algorithm 'floral' trains adapters of its own, not peft's, and ignores "
         f"it; leave it at its default ({PEFT_SETTINGS[key]!r})"
     )
+
+
+def test_lora_dropout_runs_repeat_and_differ_from_none(tmp_path):
+    kw = {"learner.lora_dropout": 0.3}
+    runs = [
+        run_scenario(digits_scenario(rounds=2, eval_every=2, **kw), tmp_path / f"d{i}")
+        for i in range(2)
+    ]
+    plain = run_scenario(digits_scenario(rounds=2, eval_every=2), tmp_path / "plain")
+    cols = ["loss", "accuracy", "test_loss"]
+    pd.testing.assert_frame_equal(runs[0].rounds[cols], runs[1].rounds[cols], rtol=0, atol=0)
+    assert float(runs[0].rounds["loss"].iloc[-1]) != float(plain.rounds["loss"].iloc[-1])
