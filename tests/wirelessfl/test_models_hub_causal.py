@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers")
 from scenario_helpers import digits_scenario  # noqa: E402
 
 from wirelessfl.data.assets import load_tokenizer  # noqa: E402
-from wirelessfl.errors import ConfigError  # noqa: E402
+from wirelessfl.errors import ConfigError, UserError  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.sim import run_scenario  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
@@ -108,6 +108,20 @@ def test_hub_causal_lm_trains_federated_offline(folder, tmp_path):
     accuracy = float(rounds["accuracy"].iloc[-1])
     assert 0.0 <= accuracy <= 1.0 and math.isfinite(float(rounds["test_loss"].iloc[-1]))
     assert (rounds["bits_up"] > 0).all()
+
+
+def test_loader_kwargs_reach_from_pretrained(folder):
+    plain = build_model("hub:" + folder, n_classes=2, answers=ANSWERS)
+    assert plain.model.config.attention_dropout == 0.0
+    loaded = build_model(
+        "hub:" + folder,
+        n_classes=2,
+        answers=ANSWERS,
+        loader_kwargs={"attention_dropout": 0.25, "use_safetensors": True},
+    )
+    assert loaded.model.config.attention_dropout == 0.25  # a config override, as given
+    with pytest.raises(UserError, match=r"^learner\.model_options\.loader_kwargs: from_pretr"):
+        build_model("hub:" + folder, n_classes=2, answers=ANSWERS, loader_kwargs={"bogus": 1})
 
 
 def test_dtype_option(folder):

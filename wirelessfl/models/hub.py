@@ -16,7 +16,8 @@ unless the environment already says otherwise, so a hub id only downloads when t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -61,6 +62,17 @@ def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | Non
     return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
 
 
+@contextlib.contextmanager
+def _refused_loader_kwargs() -> Iterator[None]:
+    """A ``from_pretrained`` that rejects a keyword argument -> one-line ``UserError``."""
+    try:
+        yield
+    except TypeError as err:
+        raise UserError(
+            f"learner.model_options.loader_kwargs: from_pretrained refused them ({err})"
+        ) from None
+
+
 def build_hub(
     *,
     spec: str,
@@ -74,6 +86,7 @@ def build_hub(
     trust_remote_code: bool = False,
     attn_implementation: str | None = None,
     cache_dir: str | None = None,
+    loader_kwargs: dict[str, Any] | None = None,
 ) -> ModelBundle:
     """Load ``spec`` (hub id or local folder) as an image or text classifier, or as a causal LM
     read through a verbalizer.
@@ -96,6 +109,9 @@ def build_hub(
         dtype: Weights' dtype: ``float32`` (default), ``bfloat16`` or ``float16``.
         revision, trust_remote_code, attn_implementation, cache_dir: Passed to
             ``from_pretrained`` (``trust_remote_code`` off by default).
+        loader_kwargs: Any other keyword arguments of the model's ``from_pretrained``
+            (e.g. ``low_cpu_mem_usage``, ``use_safetensors``, or config overrides such as
+            ``output_attentions``), passed as given; one the loader refuses is one line.
 
     Returns:
         An ``"image"`` or ``"text"`` bundle.
@@ -132,8 +148,10 @@ def build_hub(
 
         tok = AutoTokenizer.from_pretrained(spec, **kwargs)
         answer_ids = answer_token_ids(tok, answers, n_classes)
-        with seeded(seed):
-            model = AutoModelForCausalLM.from_pretrained(spec, dtype=weights_dtype, **kwargs)
+        with seeded(seed), _refused_loader_kwargs():
+            model = AutoModelForCausalLM.from_pretrained(
+                spec, dtype=weights_dtype, **kwargs, **(loader_kwargs or {})
+            )
         if getattr(model.config, "pad_token_id", None) is None:
             pad = tok.pad_token_id
             model.config.pad_token_id = tok.eos_token_id if pad is None else pad
@@ -160,13 +178,14 @@ def build_hub(
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the re-initialised head is expected
     try:
-        with seeded(seed):
+        with seeded(seed), _refused_loader_kwargs():
             model = auto.from_pretrained(
                 spec,
                 num_labels=n_classes,
                 ignore_mismatched_sizes=True,
                 dtype=weights_dtype,
                 **kwargs,
+                **(loader_kwargs or {}),
             )
     finally:
         hf_logging.set_verbosity(verbosity)
