@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Registry", "UnknownNameError"]
+__all__ = ["Registry", "UnknownNameError", "resolve_target"]
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ class UnknownNameError(ValueError):
     """A name that no entry of the registry has; the message lists the accepted names."""
 
 
-def _resolve(target: str) -> Any:
+def resolve_target(target: str) -> Any:
     """The object named by ``"package.module:attribute[.attribute...]"``."""
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
@@ -152,7 +152,7 @@ class Registry(Mapping[str, T], Generic[T]):
             raise self.unknown(name)
         if name not in self._loaded:
             entry = self._entries[name]
-            self._loaded[name] = _resolve(entry) if isinstance(entry, str) else entry
+            self._loaded[name] = resolve_target(entry) if isinstance(entry, str) else entry
         return self._loaded[name]
 
     def __contains__(self, name: object) -> bool:

@@ -81,14 +81,11 @@ def _algorithm(scenario_text: str, model_rank: int) -> FederatedAlgorithm:
     """The scenario's algorithm on its runtime, started at ``model_rank`` (built once)."""
     key = (hashlib.sha256(scenario_text.encode()).hexdigest(), model_rank)
     if key not in _ALGORITHMS:
-        from wirelessfl.algorithms import make_algorithm
+        from wirelessfl.algorithms import started_algorithm
         from wirelessfl.config import scenario_from_dict
-        from wirelessfl.training.runtime import Runtime
 
         scenario = scenario_from_dict(yaml.safe_load(scenario_text))
-        algorithm = make_algorithm(scenario)
-        algorithm.bind(Runtime(scenario))
-        algorithm.start(rank=model_rank, seed=scenario.seed)
+        algorithm = started_algorithm(scenario, rank=model_rank, seed=scenario.seed)
         _ALGORITHMS.clear()  # a node serves one run at a time
         _ALGORITHMS[key] = algorithm
     return _ALGORITHMS[key]

@@ -18,11 +18,11 @@ must be a ``ClientPlan``. Tensors cross as numpy arrays and land on the receiver
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 import json
 from typing import TYPE_CHECKING, Any
 
+from channels.registry import resolve_target
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.plans import ClientPlan
 
@@ -104,10 +104,7 @@ def plan_to_text(plan: ClientPlan) -> str:
 def plan_from_text(text: str) -> ClientPlan:
     """The plan of :func:`plan_to_text` (lists back to tuples); its class must be a ClientPlan."""
     data = json.loads(text)
-    module, _, qualname = data["class"].partition(":")
-    kind: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        kind = getattr(kind, part)
+    kind = resolve_target(data["class"])
     if not (isinstance(kind, type) and issubclass(kind, ClientPlan)):
         raise TypeError(f"{data['class']} is not a wirelessfl ClientPlan")
     return kind(**{name: _tuples(value) for name, value in data["fields"].items()})

@@ -19,7 +19,14 @@ from types import ModuleType
 
 from wirelessfl.errors import ConfigError
 
-__all__ = ["PROBE_TIMEOUT_S", "cluster_resources", "connect", "import_ray", "node_cpus"]
+__all__ = [
+    "PROBE_TIMEOUT_S",
+    "cluster_resources",
+    "connect",
+    "import_ray",
+    "node_cpus",
+    "task_cause",
+]
 
 #: seconds a Ray address gets to accept a TCP connection before it is called unreachable
 PROBE_TIMEOUT_S = 5.0
@@ -77,6 +84,13 @@ def cluster_resources(ray: ModuleType) -> tuple[int, int]:
 def node_cpus(ray: ModuleType) -> list[int]:
     """CPUs of every live node of the cluster (an actor fits on one node or none)."""
     return [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")]
+
+
+def task_cause(err: Exception) -> BaseException:
+    """The exception a Ray task or actor raised (Ray's ``RayTaskError.cause``), as itself, so
+    the command line reports it as it would a local one; ``err`` when Ray kept none."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, BaseException) else err
 
 
 def _probe(address: str, key: str) -> None:

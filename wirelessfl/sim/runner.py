@@ -121,12 +121,12 @@ class Run:
         self.out = Path(out_dir)
         self.resume = resume
         self._checkpoint = checkpoint
-        self._tensorboard = (
-            TensorBoardCallback(self.out / TENSORBOARD_FOLDER)
+        tensorboard = (
+            [TensorBoardCallback(self.out / TENSORBOARD_FOLDER)]
             if scenario.output.tensorboard
-            else None
+            else []
         )
-        self.callbacks = [*([self._tensorboard] if self._tensorboard else []), *callbacks]
+        self.callbacks = [*tensorboard, *callbacks]
         if not resume:
             claim_new(self.out)
         self.learner = learner if learner is not None else make_learner(scenario)
@@ -318,8 +318,8 @@ class Run:
                 bar.close()
             for writer in writers.values():
                 writer.close()
-            if self._tensorboard is not None:
-                self._tensorboard.close()
+            for callback in self.callbacks:
+                getattr(callback, "close", lambda: None)()
         self._write_meta(finished=True, ended=_now())
         result = load(self.out)
         call_each(self.callbacks, "on_run_end", result, where=" after the last round")

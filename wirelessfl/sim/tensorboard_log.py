@@ -14,14 +14,13 @@ wraps), so no torch is needed.
 
 from __future__ import annotations
 
-import math
 import time
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError
-from wirelessfl.sim.callbacks import RoundCallback, RunInfo
+from wirelessfl.sim.callbacks import RoundCallback, RunInfo, numeric_cells
 
 #: the folder inside the run folder that ``output.tensorboard: true`` writes
 FOLDER = "tensorboard"
@@ -56,9 +55,8 @@ class TensorBoardCallback(RoundCallback):
 
     def on_round_end(self, round_index: int, row: dict[str, Any]) -> None:
         values = [
-            self._summary.Summary.Value(tag=column, simple_value=float(value))
-            for column, value in row.items()
-            if _numeric(value) and not math.isnan(value)
+            self._summary.Summary.Value(tag=column, simple_value=value)
+            for column, value in numeric_cells(row).items()
         ]
         event = self._event.Event(
             wall_time=float(row["t_end_s"]),
@@ -68,15 +66,8 @@ class TensorBoardCallback(RoundCallback):
         self._writer.add_event(event)
         self._writer.flush()  # a run can be watched as it goes, and a kill loses nothing logged
 
-    def on_run_end(self, result: Any) -> None:
-        self.close()
-
     def close(self) -> None:
         """Flush and close the event file (safe to call again)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-
-
-def _numeric(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import SimulationError
-from wirelessfl.learners.ray_cluster import cluster_resources, connect
+from wirelessfl.learners.ray_cluster import cluster_resources, connect, task_cause
 from wirelessfl.study.executor import Done, RunTask, Started, execute
 
 __all__ = ["run_tasks_on_ray"]
@@ -66,8 +66,8 @@ def _outcome(ray: Any, ref: Any, task: RunTask) -> dict[str, Any]:
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as err:
-        cause = getattr(err, "cause", None)
-        if not isinstance(cause, BaseException):
+        cause = task_cause(err)
+        if cause is err:
             raise
         cause.add_note(f"raised in the Ray task running {task.name}")
         raise cause from err
