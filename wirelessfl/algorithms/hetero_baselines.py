@@ -22,6 +22,7 @@ per adapted layer) and downloads its class's factors at r_k; the server's update
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +51,9 @@ class HeteroLocal(HeteroAlgorithm):
 class _SharedLoRA(HeteroAlgorithm):
     """LoRA factors federated within classes of clients (:meth:`class_of`)."""
 
+    @abstractmethod
     def class_of(self, client: int) -> str:
-        raise NotImplementedError
+        """The key of ``client``'s class: clients of one class share their LoRA factors."""
 
     def class_width(self, key: str) -> int:
         """The rank of class ``key``'s global factors: its members' largest r_k."""
