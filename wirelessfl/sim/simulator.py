@@ -57,7 +57,7 @@ from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
 from wirelessfl.sim.channel_process import ChannelProcess
-from wirelessfl.sim.events import SERVER, Event, Kind, arrived_clients, round_timing, sort_events
+from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
 from wirelessfl.sim.setup import bound_constants, build_cell, build_devices
 
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
@@ -70,6 +70,17 @@ METRICS_HINT = "Lower learner.lr, or check the learner's and the algorithm's met
 def _listed(values: dict[str, float]) -> str:
     """``loss = inf, algo.x = -inf``."""
     return ", ".join(f"{name} = {value}" for name, value in values.items())
+
+
+def _delay_to(now_s: float, end_s: float) -> float:
+    """The delay d with now_s + d == end_s exactly in floating point (SimPy adds it to now)."""
+    delay = end_s - now_s
+    for _ in range(64):
+        reached = now_s + delay
+        if reached == end_s:
+            break
+        delay = math.nextafter(delay, math.inf if reached < end_s else -math.inf)
+    return delay
 
 
 def _first_non_finite(value: object) -> str:
@@ -86,7 +97,7 @@ class RoundOutcome:
     """Everything one round produced: its record, events and per-client rows."""
 
     record: dict
-    events: list[Event]
+    events: EventTable
     clients: list[dict] = field(default_factory=list)
 
 
@@ -113,7 +124,8 @@ class _Round:
     reports: dict[int, ClientReport] = field(default_factory=dict)
     compute_s: dict[int, float] = field(default_factory=dict)
     upload_s: dict[int, float] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
+    log: EventLog = field(default_factory=EventLog)
+    events: EventTable | None = None  # the sorted log, from the aggregation on
 
     @property
     def active(self) -> np.ndarray:
@@ -218,7 +230,7 @@ class Simulator:
         snr = snr_all[scheduled]
         r = _Round(t, self.env.now, scheduled, snr, 10.0 * np.log10(np.maximum(snr, 1e-300)))
         r.full_band_rate = rate
-        r.events.append(Event(r.t0_s, Kind.BROADCAST, SERVER, float(len(scheduled))))
+        r.log.add(r.t0_s, Kind.BROADCAST, SERVER, float(len(scheduled)))
         return r
 
     # 2. ------------------------------------------------------------------------------------
@@ -232,10 +244,8 @@ class Simulator:
         if faults.dropout_prob > 0:
             rng = round_generator(self.scenario.seed, stream="faults", round_index=r.t)
             r.dropped = (rng.random(k) < faults.dropout_prob) & ~r.outage
-        for i in np.flatnonzero(r.dropped):
-            r.events.append(Event(r.t0_s, Kind.DROP, int(r.scheduled[i])))
-        for i in np.flatnonzero(r.outage):
-            r.events.append(Event(r.t0_s, Kind.OUTAGE, int(r.scheduled[i])))
+        r.log.add_many(r.t0_s, Kind.DROP, r.scheduled[r.dropped])
+        r.log.add_many(r.t0_s, Kind.OUTAGE, r.scheduled[r.outage])
 
     # 3. ------------------------------------------------------------------------------------
     def _decide(self, r: _Round) -> None:
@@ -309,62 +319,61 @@ class Simulator:
 
     # 5. ------------------------------------------------------------------------------------
     def _transmit(self, r: _Round):
-        """Download, compute and upload of every training client, in virtual time."""
+        """Download, compute and upload of every training client, in virtual time.
+
+        Each client's event times follow in closed form from the broadcast time t0 (the same
+        float additions a SimPy process per client would make): compute starts at
+        t0 + downlink, ends after the compute time, the upload ends after the upload time.
+        SimPy gets only the event that decides the round: the last arrival, or the deadline
+        (``faults.deadline_s`` after t0) when an upload is still running then. An event at or
+        before the deadline happens; a client still busy at the deadline is a straggler there.
+        """
         sc, env, ch = self.scenario, self.env, self.scenario.channel
         idx = np.flatnonzero(r.active)
-        rates = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx]).tolist()
-        processes, no_rate = [], []
-        for i, rate in zip(idx.tolist(), rates, strict=True):
-            cid = int(r.scheduled[i])
-            report = r.reports[cid]
-            downlink_s = (
-                report.bits_down / ch.downlink_rate_bps if ch.downlink_rate_bps > 0 else 0.0
-            )
-            compute_s = (
-                report.flops / float(self.flops_per_s[cid]) if sc.devices.include_compute else 0.0
-            )
-            upload_s = report.bits_up / rate if rate > 0 else math.inf
-            r.compute_s[cid], r.upload_s[cid] = compute_s, upload_s
-            if math.isfinite(upload_s):
-                client = self._client(cid, downlink_s, compute_s, upload_s, report.bits_up)
-                processes.append(env.process(client))
-            else:
-                no_rate.append(cid)
-        if processes:
-            everyone = simpy.AllOf(env, processes)
-            if sc.faults.deadline_s is not None:
-                yield env.any_of([everyone, env.timeout(sc.faults.deadline_s)])
-                for p in processes:
-                    if p.is_alive:
-                        p.interrupt("deadline")
-                yield simpy.AllOf(env, processes)  # the interrupted ones log and return
-            else:
-                yield everyone
-        for p in processes:
-            r.events.extend(p.value)
-        r.events.extend(Event(env.now, Kind.STRAGGLER, cid) for cid in no_rate)
-
-    def _client(self, cid: int, downlink_s: float, compute_s: float, upload_s: float, bits: float):
-        """One client's process; returns its events (a straggler's ends at the deadline)."""
-        env, events = self.env, []
-        try:
-            if downlink_s > 0:
-                yield env.timeout(downlink_s)
-            events.append(Event(env.now, Kind.COMPUTE_START, cid))
-            if compute_s > 0:
-                yield env.timeout(compute_s)
-            events.append(Event(env.now, Kind.COMPUTE_END, cid))
-            events.append(Event(env.now, Kind.UPLOAD_START, cid))
-            yield env.timeout(upload_s)
-            events.append(Event(env.now, Kind.UPLOAD_END, cid, bits))
-        except simpy.Interrupt:
-            events.append(Event(env.now, Kind.STRAGGLER, cid))
-        return events
+        clients = r.scheduled[idx]
+        reports = [r.reports[c] for c in clients.tolist()]
+        bits_up = np.array([rep.bits_up for rep in reports], dtype=float)
+        bits_down = np.array([rep.bits_down for rep in reports], dtype=float)
+        downlink_s = bits_down / ch.downlink_rate_bps if ch.downlink_rate_bps > 0 else 0.0
+        compute_s = np.zeros(idx.size)
+        if sc.devices.include_compute:
+            flops = np.array([rep.flops for rep in reports], dtype=float)
+            compute_s = flops / self.flops_per_s[clients]
+        rate = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx])
+        with np.errstate(divide="ignore", over="ignore"):
+            upload_s = np.where(rate > 0, bits_up / np.where(rate > 0, rate, 1.0), math.inf)
+        r.compute_s = dict(zip(clients.tolist(), compute_s.tolist(), strict=True))
+        r.upload_s = dict(zip(clients.tolist(), upload_s.tolist(), strict=True))
+        t0 = env.now
+        compute_start = t0 + downlink_s + np.zeros(idx.size)
+        compute_end = compute_start + compute_s
+        upload_end = compute_end + upload_s
+        sends = np.isfinite(upload_s)  # a client without bandwidth never starts
+        end_s = float(upload_end[sends].max()) if sends.any() else t0
+        cut = np.zeros(idx.size, bool)
+        if sc.faults.deadline_s is not None and sends.any():
+            deadline = t0 + sc.faults.deadline_s
+            if end_s > deadline:
+                cut = sends & (upload_end > deadline)
+                end_s = deadline
+        log = r.log
+        done = sends & ~cut
+        for times, kind in (
+            (compute_start, Kind.COMPUTE_START),
+            (compute_end, Kind.COMPUTE_END),
+            (compute_end, Kind.UPLOAD_START),
+        ):
+            happened = sends & (times <= end_s)
+            log.add_many(times[happened], kind, clients[happened])
+        log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
+        if end_s > env.now:
+            yield env.timeout(_delay_to(env.now, end_s))
+        log.add_many(env.now, Kind.STRAGGLER, clients[cut | ~sends])
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
         """The learner aggregates the arrivals; the fairness tracker moves on."""
-        events = sort_events(r.events)
+        events = r.log.table()
         arrived = arrived_clients(events)
         metrics = self.learner.aggregate(r.t, arrived)
         # NaN is "not measured this round"; the loss is measured whenever a client arrived
@@ -378,8 +387,7 @@ class Simulator:
                 f"round {r.t}: the round measured non-finite {_listed(bad)} after aggregating "
                 f"{len(arrived)} clients; {KEPT} {METRICS_HINT}"
             )
-        events.append(Event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived))))
-        r.events = events
+        r.events = events.with_event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived)))
         if r.full_band_rate is not None:  # proportional-fair average-throughput tracker
             served = r.scheduled[r.active]
             self.average_rate = update_average_rate(
