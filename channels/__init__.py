@@ -3,6 +3,8 @@
 Modules (one concern each): :mod:`~channels.units` (dB/dBm/W), :mod:`~channels.noise` (σ²),
 :mod:`~channels.streams` (addressable random streams), :mod:`~channels.fading` (small-scale
 fading models and registry), :mod:`~channels.pathloss` (path loss, shadowing),
+:mod:`~channels.pathloss_3gpp` (3GPP TR 38.901 UMi/UMa path loss, LoS probability,
+path-loss model registry),
 :mod:`~channels.topology` (client placement), :mod:`~channels.cell` (:class:`Cell`: gains,
 noise, fading → SNR blocks), :mod:`~channels.fdma` (rates and upload delays),
 :mod:`~channels.capacity` (ergodic and average-channel rates, Rayleigh outage and the
@@ -49,6 +51,19 @@ from channels.fdma import (
 )
 from channels.noise import noise_power_w
 from channels.pathloss import path_gain, path_power_gain, shadowing_power_gain
+from channels.pathloss_3gpp import (
+    PATH_LOSS_MODELS,
+    PathLossModel,
+    SingleSlope,
+    UMa,
+    UMi,
+    breakpoint_distance_m,
+    make_path_loss,
+    uma_los_probability,
+    uma_path_loss_db,
+    umi_los_probability,
+    umi_path_loss_db,
+)
 from channels.payload import (
     SparsePayload,
     index_overhead_bits,
@@ -68,18 +83,24 @@ from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
 __all__ = [
     "DEVICE_CLASSES",
     "FADING_MODELS",
+    "PATH_LOSS_MODELS",
     "Cell",
     "DeviceProfile",
     "FadingModel",
     "GaussMarkovRayleigh",
+    "PathLossModel",
     "RayleighFading",
     "Registry",
     "RicianFading",
+    "SingleSlope",
     "SparsePayload",
+    "UMa",
+    "UMi",
     "UnknownNameError",
     "annulus_distances",
     "as_client_generators",
     "average_channel_rate",
+    "breakpoint_distance_m",
     "channel_report",
     "client_generators",
     "compute_delay_s",
@@ -97,6 +118,7 @@ __all__ = [
     "lora_param_count",
     "lora_training_flops",
     "make_fading",
+    "make_path_loss",
     "noise_power_w",
     "params_per_rank",
     "path_gain",
@@ -112,6 +134,10 @@ __all__ = [
     "sparse_payload_bits",
     "spectral_efficiency",
     "stream_id",
+    "uma_los_probability",
+    "uma_path_loss_db",
+    "umi_los_probability",
+    "umi_path_loss_db",
     "upload_delay_s",
     "watt_to_dbm",
 ]
