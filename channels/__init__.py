@@ -17,6 +17,14 @@ Channel convention (paper, section II-C): h = s·q^{-γ} with s the fading coeff
 (E|s|² = 1) and q^{-γ} an *amplitude* path gain, so SNR = |s|²·q^{-2γ}·P_tx/σ².
 """
 
+from channels.availability import (
+    AVAILABILITY_MODELS,
+    AlwaysAvailable,
+    AvailabilityModel,
+    MarkovAvailability,
+    TraceAvailability,
+    make_availability,
+)
 from channels.capacity import (
     average_channel_rate,
     ergodic_rate_rayleigh,
@@ -78,9 +86,25 @@ from channels.registry import Registry, UnknownNameError
 from channels.report import channel_report
 from channels.streams import as_client_generators, client_generators, round_generator, stream_id
 from channels.topology import annulus_distances
+from channels.traces import (
+    read_availability_trace,
+    read_compute_trace,
+    read_snr_trace,
+    snr_trace_linear,
+)
 from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
 
 __all__ = [
+    "AVAILABILITY_MODELS",
+    "AlwaysAvailable",
+    "AvailabilityModel",
+    "MarkovAvailability",
+    "TraceAvailability",
+    "make_availability",
+    "read_availability_trace",
+    "read_compute_trace",
+    "read_snr_trace",
+    "snr_trace_linear",
     "DEVICE_CLASSES",
     "FADING_MODELS",
     "PATH_LOSS_MODELS",
