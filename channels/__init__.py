@@ -57,6 +57,15 @@ from channels.fdma import (
     spectral_efficiency,
     upload_delay_s,
 )
+from channels.mobility import (
+    MOBILITY_MODELS,
+    GaussMarkovMobility,
+    MobilityModel,
+    RandomWaypoint,
+    Static,
+    doppler_hz,
+    make_mobility,
+)
 from channels.noise import noise_power_w
 from channels.pathloss import path_gain, path_power_gain, shadowing_power_gain
 from channels.pathloss_3gpp import (
@@ -142,6 +151,13 @@ __all__ = [
     "lora_param_count",
     "lora_training_flops",
     "make_fading",
+    "MOBILITY_MODELS",
+    "GaussMarkovMobility",
+    "MobilityModel",
+    "RandomWaypoint",
+    "Static",
+    "doppler_hz",
+    "make_mobility",
     "make_path_loss",
     "noise_power_w",
     "params_per_rank",
