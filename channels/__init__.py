@@ -41,6 +41,16 @@ from channels.compute import (
     compute_delay_s,
     lora_training_flops,
 )
+from channels.energy import (
+    COMPUTE_ENERGY_MODELS,
+    DEVICE_CLASS_JOULES_PER_FLOP,
+    CmosEnergy,
+    PerFlopEnergy,
+    TransmitPower,
+    fractional_power_control_dbm,
+    make_compute_energy,
+    transmit_energy_j,
+)
 from channels.fading import (
     FADING_MODELS,
     FadingModel,
@@ -104,6 +114,14 @@ from channels.traces import (
 from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
 
 __all__ = [
+    "COMPUTE_ENERGY_MODELS",
+    "DEVICE_CLASS_JOULES_PER_FLOP",
+    "CmosEnergy",
+    "PerFlopEnergy",
+    "TransmitPower",
+    "fractional_power_control_dbm",
+    "make_compute_energy",
+    "transmit_energy_j",
     "AVAILABILITY_MODELS",
     "AlwaysAvailable",
     "AvailabilityModel",

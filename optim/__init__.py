@@ -22,6 +22,7 @@ from optim.bandwidth import (
 from optim.bound import BoundConstants, BoundTerms, bound_terms, convergence_bound
 from optim.calibration import PilotRecord, calibrate_constants
 from optim.controller import LyapunovController, VirtualQueue, queue_update
+from optim.energy_queue import EnergyQueues, energy_queue_update
 from optim.offline import (
     InfeasibleError,
     OfflineResult,
@@ -38,6 +39,7 @@ __all__ = [
     "SLOT_METHODS",
     "BoundConstants",
     "BoundTerms",
+    "EnergyQueues",
     "InfeasibleError",
     "LyapunovController",
     "OfflineResult",
@@ -50,6 +52,7 @@ __all__ = [
     "calibrate_constants",
     "completion_times_s",
     "convergence_bound",
+    "energy_queue_update",
     "equal_delay_bandwidth",
     "minmax_bandwidth",
     "minmax_deadline_s",

@@ -38,7 +38,9 @@ class SlotSolution:
         shares: (K,) bandwidth shares b_k^t of eq. (31), summing to 1.
         delay_s: planned round delay D^t [s]; with eq. (31) every scheduled client finishes then.
         bound: gamma^t (eq. 14) at (r, O^t, K).
-        objective: Q^t D^t + V gamma^t, the P3 objective (eq. 29a) at the decision.
+        objective: Q^t D^t + V gamma^t, the P3 objective (eq. 29a) at the decision; with an
+            energy price Pi^t, (Q^t + Pi^t) D^t + V gamma^t (eq. E2 of
+            :mod:`optim.energy_queue` without the O-independent sum_k Z_k E_comp,k).
         method: the solver that produced the decision (``"exact"`` or ``"cvxpy"``). A
             ``"cvxpy"`` request with Q c = 0 or V a = 0 (closed-form optimum O = 1 or O_min, a
             degenerate conic problem) is answered by the exact solver and reports ``"exact"``.
@@ -51,6 +53,8 @@ class SlotSolution:
         fallbacks: solvers that failed before one answered: 0 when the first answered; with
             ``"cvxpy"``, 1 when SCS rescued CLARABEL and 2 when both failed and the exact
             solver answered (``fell_back``).
+        energy_price_w: the energy price Pi^t = sum_k Z_k^t P_k [J·W] the decision was made
+            with (0: no energy budget; see :mod:`optim.energy_queue`).
     """
 
     sparsification: float
@@ -63,6 +67,7 @@ class SlotSolution:
     queue_before: float
     queue_after: float | None = None
     fallbacks: int = 0
+    energy_price_w: float = 0.0
 
 
 # A slot method maps (qc, va, o_min, cvxpy_problem) -> (O, method actually used, fallbacks):
@@ -176,11 +181,14 @@ def solve_slot(
     constants: BoundConstants,
     method: str = "exact",
     cvxpy_problem: object | None = None,
+    energy_price_w: float = 0.0,
 ) -> SlotSolution:
     """Solve the per-slot problem P3 (eq. 29) with the equal-delay shares of eq. (31).
 
     D^t(O) = v O r p sum_{j in K} 1 / (B log2(1 + SNR_j)) and the decision minimises
-    Q^t D^t(O) + V gamma^t(O) over O in [O_min, 1].
+    Q^t D^t(O) + V gamma^t(O) over O in [O_min, 1]; with an energy price Pi^t it minimises
+    (Q^t + Pi^t) D^t(O) + V gamma^t(O), the energy-budget extension (E2) of
+    :mod:`optim.energy_queue` (each scheduled client k spends E_comp,k + P_k D^t(O)).
 
     Args:
         queue: virtual queue Q^t [s], >= 0 (eq. 21).
@@ -197,6 +205,10 @@ def solve_slot(
             (DPP problem re-solved with CLARABEL, falling back to exact if not optimal).
         cvxpy_problem: a :class:`optim.p3_cvxpy.P3CvxpyProblem` to re-use instead of the
             module-level one (the controller keeps its own).
+        energy_price_w: Pi^t = sum_{k in K} Z_k^t P_k >= 0 [J·W], the energy queues [J] times
+            the scheduled clients' transmit powers [W] (:meth:`optim.EnergyQueues.price`); it
+            adds to Q^t [s] as plain numbers (the Lyapunov function weighs 1 J like 1 s).
+            0 (default): P3 exactly as in the paper.
 
     Returns:
         :class:`SlotSolution` (``queue_after`` is ``None``).
@@ -216,11 +228,12 @@ def solve_slot(
     )
     q = check_real("queue", queue, low=0.0)
     vv = check_real("V", V, low=0.0)
+    price = check_real("energy_price_w", energy_price_w, low=0.0)
     s = check_snr("snr", snr)
     k = s.size
     if k > n:
         raise ValueError(f"len(snr) (K) must be <= n_clients={n}; got K={k}")
-    return _solve_checked(q, vv, s, r, n, p, v, bw, omin, constants, method, cvxpy_problem)
+    return _solve_checked(q, vv, s, r, n, p, v, bw, omin, constants, method, cvxpy_problem, price)
 
 
 def _solve_checked(
@@ -236,6 +249,7 @@ def _solve_checked(
     constants: BoundConstants,
     method: str,
     cvxpy_problem: object | None,
+    energy_price_w: float = 0.0,
 ) -> SlotSolution:
     k = s.size
     sum_inv = float((1.0 / spectral_efficiency(s)).sum())  # sum_j 1 / log2(1 + SNR_j)
@@ -243,7 +257,10 @@ def _solve_checked(
     # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (docs/solvers.md).
     c = v * r * p * sum_inv / bw
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
-    o, used, fallbacks = SLOT_METHODS[method](q * c, V * a, omin, cvxpy_problem)
+    # (Q + Pi) D(O) = (Q c + Pi c) O: the energy price only raises the linear coefficient
+    # (eq. E2, optim/energy_queue.py); Pi = 0 adds an exact 0.0, so the paper's P3 is unchanged.
+    qc = q * c + energy_price_w * c
+    o, used, fallbacks = SLOT_METHODS[method](qc, V * a, omin, cvxpy_problem)
     fallbacks = int(fallbacks)
     delay = c * o
     bound = offset + a * (1.0 - o) ** 2 / o**4  # gamma^t, eq. (14)
@@ -252,9 +269,10 @@ def _solve_checked(
         shares=shares,
         delay_s=delay,
         bound=bound,
-        objective=q * delay + V * bound,  # eq. (29a)
+        objective=q * delay + V * bound + energy_price_w * delay,  # eq. (29a), (E2)
         method=used,
         fell_back=fallbacks > 0 and used != method,
         queue_before=q,
         fallbacks=fallbacks,
+        energy_price_w=energy_price_w,
     )

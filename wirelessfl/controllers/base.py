@@ -4,6 +4,14 @@ A controller is one file with a subclass of :class:`Controller` plus one line in
 ``wirelessfl.registries.CONTROLLERS``. Its :class:`Decision` may give every client its own rank
 and ratio (arrays over the clients it decided for); TSFA, OSFA and ``fixed`` give all clients
 the same (the arrays are then left ``None`` and filled with the scalar).
+
+Energy budgets (optional, ``ControllerContext.energy_budget_j``): the base class keeps one
+virtual queue per device (:class:`optim.EnergyQueues`, Z_k^{t+1} = max(Z_k^t + E_k^t - E_bar_k,
+0)). Per round the simulator calls :meth:`Controller.price_energy` with the clients about to be
+decided for and their transmit powers, then :meth:`Controller.decide`, and after the round
+:meth:`Controller.observe_energy` with every device's energy. Controllers with
+``SUPPORTS_ENERGY_BUDGET = True`` (osfa, tsfa's online stage) minimise
+(Q + sum_k Z_k P_k) D(O) + V gamma(O); the others refuse a budget.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import numpy as np
 
 from channels.fdma import full_band_upload_s
 from channels.payload import planned_payload_bits
-from optim import BoundConstants, VirtualQueue, convergence_bound
+from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
 from wirelessfl.errors import ConfigError
 
 
@@ -37,6 +45,8 @@ class ControllerContext:
     outage_snr: float | None = None  # linear faults.outage_snr_db (None: no outage)
     fading: Any = None  # the cell's channels fading model (None: unknown)
     geometry: Any = None  # the learner's ModelGeometry (FLOPs per rank; None: unknown)
+    # (N,) time-average energy budget per device per round [J/round], > 0; None: no budget
+    energy_budget_j: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -91,11 +101,25 @@ def constants_overflow(constants: BoundConstants, detail: str) -> str:
 
 
 class Controller(ABC):
-    """Base class: a virtual queue (eq. 21) plus the decisions of a concrete policy."""
+    """Base class: a virtual queue (eq. 21) plus the decisions of a concrete policy.
+
+    Attributes:
+        SUPPORTS_ENERGY_BUDGET: whether :meth:`decide` uses the energy price (class attribute;
+            a budget given to a controller without it is refused with a ``ConfigError``).
+        energy_queues: the per-device :class:`optim.EnergyQueues`, or ``None`` without a budget.
+        energy_price_w: Pi = sum_k Z_k P_k [J·W] stored by :meth:`price_energy` for the next
+            :meth:`decide` (0 without a budget, and after :meth:`observe_energy`).
+    """
+
+    SUPPORTS_ENERGY_BUDGET: bool = False
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
         self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
+        self.energy_queues: EnergyQueues | None = None
+        self.energy_price_w = 0.0
+        if ctx.energy_budget_j is not None:
+            self.energy_queues = self._energy_queues(ctx)
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 self.rank = self.choose_rank()
@@ -133,10 +157,52 @@ class Controller(ABC):
                 )
             )
 
+    def _energy_queues(self, ctx: ControllerContext) -> EnergyQueues:
+        name = getattr(ctx.settings, "name", type(self).__name__)
+        if not self.SUPPORTS_ENERGY_BUDGET:
+            raise ConfigError(
+                f"controller.name: {name} does not support an energy budget (its decisions "
+                "ignore energy); use tsfa or osfa, or drop the energy budget"
+            )
+        budget = np.asarray(ctx.energy_budget_j, dtype=float)
+        if budget.shape != (ctx.n_clients,):
+            raise ConfigError(
+                f"energy budget: one value per client ({ctx.n_clients}) expected, got shape "
+                f"{budget.shape}"
+            )
+        try:
+            return EnergyQueues(budget)
+        except ValueError as err:
+            raise ConfigError(f"energy budget: {err}") from None
+
     @property
     def queue(self) -> float:
         """Q^t, the virtual queue of eq. (21) [s]."""
         return self.virtual_queue.value
+
+    def price_energy(self, client_ids: np.ndarray, tx_power_w: np.ndarray) -> None:
+        """Store Pi = sum_k Z_k P_k over ``client_ids`` for the next :meth:`decide`.
+
+        Args:
+            client_ids: (K',) device indices of the clients :meth:`decide` will be called for.
+            tx_power_w: (K',) their transmit powers [W], aligned with ``client_ids``.
+
+        Without an energy budget nothing is stored (the price stays 0).
+        """
+        if self.energy_queues is None:
+            return
+        self.energy_price_w = self.energy_queues.price(client_ids, tx_power_w)
+
+    def observe_energy(self, energy_j: np.ndarray) -> None:
+        """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J].
+
+        Devices not scheduled pass 0 (their queues drain). Resets the stored price to 0 (it
+        was computed from the old queues). Without an energy budget this does nothing.
+        """
+        if self.energy_queues is None:
+            return
+        self.energy_queues.update(energy_j)
+        self.energy_price_w = 0.0
 
     @abstractmethod
     def choose_rank(self) -> int:
@@ -156,10 +222,33 @@ class Controller(ABC):
         return {"rank": self.rank}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"queue": self.queue}
+        state: dict[str, Any] = {"queue": self.queue}
+        if self.energy_queues is not None:  # the key only with a budget: old states unchanged
+            state["energy_queues"] = self.energy_queues.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.virtual_queue.value = float(state["queue"])
+        self.load_energy_state(state)
+
+    def load_energy_state(self, state: dict[str, Any]) -> None:
+        """Restore the energy queues Z from a :meth:`state_dict` (a mismatch: ``ConfigError``)."""
+        saved = state.get("energy_queues")
+        if self.energy_queues is None:
+            if saved is not None:
+                raise ConfigError(
+                    "resume: the checkpoint has energy queues but this run has no energy budget"
+                )
+            return
+        if saved is None:
+            raise ConfigError(
+                "resume: this run has an energy budget but the checkpoint has no energy queues"
+            )
+        try:
+            self.energy_queues.load_state_dict(saved)
+        except ValueError as err:
+            raise ConfigError(f"resume: energy queues: {err}") from None
+        self.energy_price_w = 0.0
 
     def planned_bits(self, sparsification: float) -> float:
         """v * (O * r * sum(d + l) + fixed values): the payload the delay model assumes [bits]."""

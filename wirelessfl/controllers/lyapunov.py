@@ -11,7 +11,12 @@ from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 
 
 class OnlineLyapunov(Controller):
-    """Rank from the scenario (``controller.rank``); O^t and b_k^t from ``optim.solve_slot``."""
+    """Rank from the scenario (``controller.rank``); O^t and b_k^t from ``optim.solve_slot``.
+
+    With an energy budget the solver also gets the stored energy price (``energy_price_w``).
+    """
+
+    SUPPORTS_ENERGY_BUDGET = True
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
@@ -34,7 +39,7 @@ class OnlineLyapunov(Controller):
         return int(self.ctx.settings.rank)
 
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
-        slot = self.online.decide(snr)
+        slot = self.online.decide(snr, energy_price_w=self.energy_price_w)
         return Decision(
             sparsification=float(slot.sparsification),
             shares=np.asarray(slot.shares, dtype=float),
@@ -53,6 +58,7 @@ class OnlineLyapunov(Controller):
         online["queue"] = float(state["queue"])
         online["history"] = {key: [] for key in online["history"]}
         self.online.load_state_dict(online)
+        self.load_energy_state(state)
 
     def summary(self) -> dict[str, Any]:
         return {"rank": self.rank, "rank_source": "scenario (controller.rank)"}
