@@ -10,8 +10,12 @@ noise, fading → SNR blocks), :mod:`~channels.fdma` (rates and upload delays),
 :mod:`~channels.capacity` (ergodic and average-channel rates, Rayleigh outage and the
 expected inverse rate above a cut-off), :mod:`~channels.compute`
 (device speeds, training FLOPs), :mod:`~channels.payload` (LoRA payload bits),
-:mod:`~channels.report` (per-client link summary), :mod:`~channels.registry` (the registry
-shape every registry of the project uses).
+:mod:`~channels.report` (per-client link summary), :mod:`~channels.mobility` (client
+movement over virtual time), :mod:`~channels.large_scale` (path loss, shadowing and transmit
+power at any time), :mod:`~channels.energy` (compute and transmit energy, power control),
+:mod:`~channels.availability` (on/off availability), :mod:`~channels.traces` (availability,
+compute and SNR trace files), :mod:`~channels.registry` (the registry shape every registry of
+the project uses).
 
 Channel convention (paper, section II-C): h = s·q^{-γ} with s the fading coefficient
 (E|s|² = 1) and q^{-γ} an *amplitude* path gain, so SNR = |s|²·q^{-2γ}·P_tx/σ².
@@ -67,6 +71,7 @@ from channels.fdma import (
     spectral_efficiency,
     upload_delay_s,
 )
+from channels.large_scale import LargeScaleGains, LargeScaleState
 from channels.mobility import (
     MOBILITY_MODELS,
     GaussMarkovMobility,
@@ -114,6 +119,8 @@ from channels.traces import (
 from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
 
 __all__ = [
+    "LargeScaleGains",
+    "LargeScaleState",
     "COMPUTE_ENERGY_MODELS",
     "DEVICE_CLASS_JOULES_PER_FLOP",
     "CmosEnergy",

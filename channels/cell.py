@@ -98,14 +98,26 @@ class Cell:
         ``block*n_rounds ... block*n_rounds + n_rounds - 1``; last complex128 (N,), the final
         fading row (pass it as ``initial`` to the next block).
         """
+        power, last = self.fading_power_block(block, n_rounds, initial=initial)
+        power *= self.large_scale_power_gain / self.noise_power_w
+        if not np.isfinite(power).all():
+            raise ValueError("fading model produced non-finite channel draws (nan/inf)")
+        return power, last
+
+    def fading_power_block(
+        self, block: int, n_rounds: int, *, initial: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """|s|² for one block of rounds: :meth:`snr_block` before the large-scale gain.
+
+        Output: ``(power, last)``: power float64 (n_rounds, N), E = fading.mean_power; last as
+        in :meth:`snr_block`. For large-scale gains that change over time (mobility).
+        """
         block = as_int("block", block, lower=0)
         n_rounds = as_int("n_rounds", n_rounds, lower=1)
         gens = client_generators(self.seed, range(self.n_clients), stream="fading", block=block)
         s = self.fading.sample(gens, n_rounds, self.n_clients, initial=initial)
-        scale = self.large_scale_power_gain / self.noise_power_w
         power = s.real * s.real
         power += s.imag * s.imag
-        power *= scale
         if not np.isfinite(power).all():
             raise ValueError("fading model produced non-finite channel draws (nan/inf)")
         return power, s[-1].copy()

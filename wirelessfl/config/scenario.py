@@ -13,6 +13,14 @@ from typing import Any, ClassVar
 from channels import FADING_MODELS
 from optim import SELECTION_METHODS
 from wirelessfl.config.schema import key_text, option, settings_option, show
+from wirelessfl.config.wireless import (
+    POWER_CONTROLS,
+    AvailabilityConfig,
+    EnergyConfig,
+    MobilityConfig,
+    PathLossConfig,
+    check_per_class,
+)
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import (
     ALGORITHMS,
@@ -98,14 +106,6 @@ class FadingConfig:
                 f"{prefix}.params: only for a user-registered fading model, not {self.model!r} "
                 f"({_FADING_OWN_KEYS[self.model]}); got {key_text(next(iter(self.params)))}"
             )
-        if (
-            self.model == "gauss_markov"
-            and self.rho is None
-            and (self.doppler_hz is None or self.slot_s is None)
-        ):
-            raise ConfigError(
-                f"{prefix}.rho: gauss_markov needs rho in [0, 1], or doppler_hz and slot_s"
-            )
 
     def model_kwargs(self) -> dict:
         if self.model == "gauss_markov":
@@ -148,6 +148,25 @@ class ChannelConfig:
         0.0, ge=0.0, le=100.0, doc="log-normal shadowing std (6 sigma stays within 600 dB)"
     )
     fading: FadingConfig = field(default_factory=FadingConfig)
+    path_loss: PathLossConfig = field(default_factory=PathLossConfig)
+    power_control: str = option(
+        "fixed",
+        choices=POWER_CONTROLS,
+        doc="client transmit power: fixed (tx_power_dbm) | per_class (tx_power_dbm_by_class) | "
+        "fractional (3GPP open loop: min(tx_power_dbm, p0_dbm + alpha PL))",
+    )
+    tx_power_dbm_by_class: dict[str, float] = option(
+        default_factory=dict, doc="power_control per_class: {device class: dBm}"
+    )
+    p0_dbm: float = option(-90.0, ge=-202.0, le=24.0, doc="power_control fractional: P0")
+    power_control_alpha: float = option(
+        0.8, ge=0.0, le=1.0, doc="power_control fractional: path-loss compensation alpha"
+    )
+    snr_trace: str | None = option(
+        None,
+        doc="per-round SNRs from a file, .npy or .csv of shape rounds x clients in dB (replaces "
+        "geometry and fading; relative to the working directory)",
+    )
     downlink_rate_bps: float = option(
         0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
     )
@@ -163,6 +182,31 @@ class ChannelConfig:
             raise ConfigError(
                 f"{prefix}.d_min_m: must be < d_max_m ({self.d_max_m}), got {self.d_min_m}"
             )
+        check_per_class(
+            f"{prefix}.tx_power_dbm_by_class", self.tx_power_dbm_by_class, -MAX_DB, MAX_DB
+        )
+        if self.mean_snr_db is not None or self.snr_trace is not None:
+            given = "mean_snr_db" if self.snr_trace is None else "snr_trace"
+            if self.path_loss.model != "single_slope" or self.power_control != "fixed":
+                what = (
+                    f"path_loss.model {self.path_loss.model!r}"
+                    if self.path_loss.model != "single_slope"
+                    else f"power_control {self.power_control!r}"
+                )
+                raise ConfigError(
+                    f"{prefix}.{given}: gives the SNRs directly, so {what} has nothing to act "
+                    f"on; remove {given} (a geometric cell) or the {what.split()[0]} setting"
+                )
+        if self.mean_snr_db is not None and self.snr_trace is not None:
+            raise ConfigError(
+                f"{prefix}.snr_trace: replaces the channel; remove mean_snr_db "
+                f"({self.mean_snr_db:g}) or snr_trace"
+            )
+
+    @property
+    def geometric(self) -> bool:
+        """Client positions, path loss and transmit power make the SNRs."""
+        return self.mean_snr_db is None and self.snr_trace is None
 
 
 @dataclass
@@ -170,7 +214,9 @@ class DevicesConfig:
     """Per-client compute speed (``channels.DeviceProfile``)."""
 
     kind: str = option(
-        "fixed", choices=("fixed", "classes", "lognormal", "listed"), doc="profile kind"
+        "fixed",
+        choices=("fixed", "classes", "lognormal", "listed", "trace"),
+        doc="profile kind (trace: FLOP/s per client from devices.trace)",
     )
     flops_per_s: float = option(1.0e12, ge=1.0, doc="FLOP/s of every device (kind=fixed)")
     classes: dict[str, float] = option(
@@ -184,8 +230,22 @@ class DevicesConfig:
         default_factory=list, doc="FLOP/s of client 0, 1, ... (kind=listed; one per client)"
     )
     include_compute: bool = option(True, doc="false: local training takes no virtual time")
+    trace: str | None = option(
+        None,
+        doc="kind=trace: CSV client,flops_per_s or FedScale device JSON (docs/simulator.md); "
+        "relative to the working directory",
+    )
+    flops_per_sample: float | None = option(
+        None, gt=0.0, doc="kind=trace with FedScale JSON: FLOPs of one training sample"
+    )
+    energy: EnergyConfig = field(default_factory=EnergyConfig)
 
     def validate(self, prefix: str) -> None:
+        if (self.kind == "trace") != (self.trace is not None):
+            raise ConfigError(
+                f"{prefix}.trace: a compute trace goes with kind: trace (and only with it); "
+                f"kind is {self.kind!r}, trace is {show(self.trace)}"
+            )
         # each value >= 1, as flops_per_s (finite: the loader checks); the count needs
         # n_clients and is checked by Scenario.validate
         for i, value in enumerate(self.per_client_flops_per_s):
@@ -302,6 +362,12 @@ class ControllerConfig:
         doc="TSFA offline stage plans with log2(1 + mean SNR) (the paper), or with "
         "E[1/log2(1 + SNR)] under Rayleigh fading above the outage cut-off (docs/solvers.md)",
     )
+    energy_budget_j: float | None = option(
+        None,
+        gt=0.0,
+        doc="time-average energy per device per round (compute + transmit); a virtual queue "
+        "per device joins the online stage (osfa, tsfa); null: no budget",
+    )
     offline_outage_prob: float = option(
         0.01,
         gt=0.0,
@@ -317,6 +383,11 @@ class SelectionConfig:
 
     method: str = option(
         "uniform", choices=SELECTION_METHODS, doc="an optim.SELECTION_METHODS name"
+    )
+    available_only: bool = option(
+        False,
+        doc="schedule only clients available this round (false: unavailable clients can be "
+        "scheduled and are recorded as unavailable)",
     )
 
 
@@ -550,6 +621,8 @@ class Scenario:
     eval_every: int = option(10, ge=1, doc="evaluate every this many rounds (and the last)")
     channel: ChannelConfig = field(default_factory=ChannelConfig)
     devices: DevicesConfig = field(default_factory=DevicesConfig)
+    mobility: MobilityConfig = field(default_factory=MobilityConfig)
+    availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     constants: ConstantsConfig = field(default_factory=ConstantsConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
@@ -592,5 +665,65 @@ class Scenario:
                 f"devices.per_client_flops_per_s: has {n_listed:,} values for n_clients = "
                 f"{self.n_clients:,} (devices.kind: listed gives one FLOP/s per client)"
             )
+        self._validate_wireless()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
+
+    def _validate_wireless(self) -> None:
+        """Cross-section checks of mobility, power, availability, energy and fading."""
+        ch, classes = self.channel, self.devices.kind == "classes"
+        if self.mobility.moves and not ch.geometric:
+            given = "mean_snr_db" if ch.mean_snr_db is not None else "snr_trace"
+            raise ConfigError(
+                f"mobility.model: {self.mobility.model!r} moves clients in a geometric cell, and "
+                f"channel.{given} gives the SNRs directly; remove channel.{given} or use static"
+            )
+        needs_classes = {
+            "channel.tx_power_dbm_by_class": ch.power_control == "per_class",
+            "availability.p_on_to_off": self.availability.model == "markov"
+            and self.availability.per_class,
+            "devices.energy.joules_per_flop": self.devices.energy.model == "per_flop"
+            and isinstance(self.devices.energy.joules_per_flop, dict),
+        }
+        for key, needed in needs_classes.items():
+            if needed and not classes:
+                raise ConfigError(
+                    f"{key}: per device class needs devices.kind: classes (it is "
+                    f"{self.devices.kind!r}); give one number instead"
+                )
+        if ch.power_control == "per_class":
+            missing = sorted(set(self.devices.classes) - set(ch.tx_power_dbm_by_class))
+            if missing:
+                raise ConfigError(
+                    f"channel.tx_power_dbm_by_class: no power for device class {missing[0]!r} "
+                    f"of devices.classes; give every class a dBm value"
+                )
+        for key in ("p_on_to_off", "p_off_to_on"):
+            value = getattr(self.availability, key)
+            if self.availability.model == "markov" and isinstance(value, dict):
+                missing = sorted(set(self.devices.classes) - set(value))
+                if missing:
+                    raise ConfigError(
+                        f"availability.{key}: no probability for device class {missing[0]!r} "
+                        "of devices.classes; give every class one, or one number"
+                    )
+        budget = self.controller.energy_budget_j
+        if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:
+            raise ConfigError(
+                f"controller.energy_budget_j: the {self.controller.name!r} controller has no "
+                "online stage to keep it; use tsfa or osfa, or remove the budget"
+            )
+        fading = ch.fading
+        if (
+            fading.model == "gauss_markov"
+            and fading.rho is None
+            and fading.doppler_hz is None
+            and not (self.mobility.moves and fading.slot_s is not None)
+        ):
+            raise ConfigError(
+                "channel.fading.rho: gauss_markov needs rho in [0, 1], or doppler_hz and "
+                "slot_s, or (with mobility) slot_s alone: the Doppler then follows the "
+                "clients' mean speed and channel.path_loss.carrier_ghz"
+            )
+        if fading.model == "gauss_markov" and fading.rho is None and fading.slot_s is None:
+            raise ConfigError("channel.fading.slot_s: gauss_markov with doppler_hz needs slot_s")

@@ -23,12 +23,19 @@ ROUND_COLUMNS: dict[str, str] = {
     "n_arrived": "clients whose update reached the server and was aggregated",
     "n_dropped": "scheduled clients that dropped out after the broadcast",
     "n_outage": "scheduled clients in outage (SNR below the threshold: no upload)",
+    "n_unavailable": "scheduled clients that were not available (availability model)",
     "n_stragglers": "uploads still running at the deadline (not aggregated)",
     "bits_up": "uplink bits delivered by the arrived clients (values + index bits if counted)",
     "bits_down": "downlink bits the server sent the clients that trained",
     "index_bits": "index bits of the arrived clients' sparse payloads (reported even if not sent)",
     "mean_snr_db": "mean SNR of the scheduled clients",
     "min_snr_db": "lowest SNR among the scheduled clients",
+    "compute_energy_j": "energy the clients spent computing this round (a client cut by the "
+    "deadline while computing: the part done)",
+    "transmit_energy_j": "energy the clients spent uploading: transmit power x upload time "
+    "(a cut upload: up to the deadline)",
+    "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
+    "(controller.energy_budget_j; NaN without a budget)",
     "planned_delay_s": "D^t the controller planned with its shares (before faults)",
     "bound": "gamma^t: the per-round convergence-bound term (Theorem 1)",
     "solver_fallback": "P3 solver fallbacks in the round: solvers that failed before one "
@@ -47,8 +54,8 @@ ROUND_COLUMNS: dict[str, str] = {
 EVENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "time_s": "virtual time of the event",
-    "kind": "broadcast | compute_start | compute_end | upload_start | upload_end | drop | "
-    "outage | straggler | aggregate",
+    "kind": "broadcast | drop | outage | unavailable | compute_start | compute_end | "
+    "upload_start | upload_end | straggler | aggregate",
     "client": "client id (-1 for server events)",
     "value": "kind-specific number: bits for upload_end, clients aggregated for aggregate",
 }
@@ -61,10 +68,13 @@ CLIENT_COLUMNS: dict[str, str] = {
     "compute_s": "local compute duration",
     "upload_s": "upload duration (inf: no bandwidth)",
     "bits": "uplink payload bits (0 for dropped and outage clients)",
-    "status": "arrived | dropped | outage | straggler",
+    "status": "arrived | dropped | outage | unavailable | straggler",
     "rank": "LoRA rank r_k planned for the client (0: no decision, outage)",
     "ratio": "sparsification O_k planned for the client (NaN: no decision, outage)",
     "bits_down": "downlink bits the server sent the client (0 if it did not train)",
+    "tx_power_w": "transmit power of the client this round",
+    "compute_energy_j": "energy of the local training (0 if it did not train)",
+    "transmit_energy_j": "energy of the upload: tx_power_w x the time it transmitted",
 }
 
 #: Prefix of the columns holding an algorithm's own metrics.

@@ -57,8 +57,15 @@ from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
 from wirelessfl.sim.channel_process import ChannelProcess
+from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
-from wirelessfl.sim.setup import bound_constants, build_cell, build_devices
+from wirelessfl.sim.setup import (
+    bound_constants,
+    build_availability,
+    build_devices,
+    build_radio,
+    client_classes,
+)
 
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
@@ -110,6 +117,8 @@ class _Round:
     scheduled: np.ndarray  # (k,) client ids, ascending
     snr: np.ndarray  # (k,) linear SNR
     snr_db: np.ndarray  # (k,)
+    tx_power_w: np.ndarray  # (k,) [W]
+    unavailable: np.ndarray  # (k,) bool: scheduled, but not available this round
     full_band_rate: np.ndarray | None = None  # (N,) [bit/s], proportional fair only
     outage: np.ndarray | None = None  # (k,) bool
     dropped: np.ndarray | None = None  # (k,) bool
@@ -126,12 +135,13 @@ class _Round:
     upload_s: dict[int, float] = field(default_factory=dict)
     log: EventLog = field(default_factory=EventLog)
     events: EventTable | None = None  # the sorted log, from the aggregation on
+    energy: RoundEnergy | None = None
 
     @property
     def active(self) -> np.ndarray:
         """(k,) bool: scheduled clients that train and upload."""
         assert self.outage is not None and self.dropped is not None
-        return ~self.outage & ~self.dropped
+        return ~self.outage & ~self.dropped & ~self.unavailable
 
 
 class Simulator:
@@ -140,9 +150,13 @@ class Simulator:
     def __init__(self, scenario: Scenario, learner: Learner):
         self.scenario = scenario
         self.learner = learner
-        self.cell = build_cell(scenario)
-        self.channel = ChannelProcess(self.cell, scenario.channel.block_rounds)
+        radio = build_radio(scenario)
+        self.cell = radio.cell
+        self.channel = ChannelProcess(radio, scenario.channel.block_rounds)
         self.flops_per_s = build_devices(scenario)
+        self.client_class = client_classes(scenario)
+        self.availability = build_availability(scenario, self.client_class)
+        self.compute_energy = build_compute_energy(scenario)
         geometry = learner.geometry()
         self.params_per_rank = geometry.params_per_rank
         ctx = ControllerContext(
@@ -162,6 +176,11 @@ class Simulator:
             ),
             fading=self.cell.fading,
             geometry=geometry,
+            energy_budget_j=(
+                None
+                if scenario.controller.energy_budget_j is None
+                else np.full(scenario.n_clients, scenario.controller.energy_budget_j)
+            ),
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
@@ -213,39 +232,57 @@ class Simulator:
 
     # 1. ------------------------------------------------------------------------------------
     def _observe(self, t: int) -> _Round:
-        """The channel of round t and the scheduled clients (ids ascending)."""
+        """The channel of round t, who is available, and the scheduled clients (ascending)."""
         sc = self.scenario
-        snr_all = self.channel.snr(t)
+        snr_all, power_all = self.channel.observe(t, self.env.now)
+        available = self.availability.available(t, self.env.now)
         pf = sc.selection.method == "proportional_fair"
         rate = rate_bps(1.0, sc.channel.bandwidth_hz, snr_all) if pf else None
-        scheduled = select_clients(
-            round_generator(sc.seed, stream="selection", round_index=t),
-            n_clients=sc.n_clients,
-            n_scheduled=sc.n_scheduled,
-            method=sc.selection.method,
-            snr=snr_all,
-            average_rate=self.average_rate,
-        )
-        scheduled = np.asarray(scheduled, dtype=int)
+        pool = np.flatnonzero(available) if sc.selection.available_only else None
+        scheduled = np.zeros(0, dtype=int)
+        if pool is None or pool.size:
+            candidates = np.arange(sc.n_clients) if pool is None else pool
+            chosen = select_clients(
+                round_generator(sc.seed, stream="selection", round_index=t),
+                n_clients=candidates.size,
+                n_scheduled=min(sc.n_scheduled, candidates.size),
+                method=sc.selection.method,
+                snr=snr_all[candidates],
+                average_rate=self.average_rate[candidates],
+            )
+            scheduled = candidates[np.asarray(chosen, dtype=int)]
         snr = snr_all[scheduled]
-        r = _Round(t, self.env.now, scheduled, snr, 10.0 * np.log10(np.maximum(snr, 1e-300)))
+        r = _Round(
+            t,
+            self.env.now,
+            scheduled,
+            snr,
+            10.0 * np.log10(np.maximum(snr, 1e-300)),
+            power_all[scheduled],
+            ~available[scheduled],
+        )
         r.full_band_rate = rate
         r.log.add(r.t0_s, Kind.BROADCAST, SERVER, float(len(scheduled)))
         return r
 
     # 2. ------------------------------------------------------------------------------------
     def _mark_faults(self, r: _Round) -> None:
-        """Outage (known before the decision) and dropout (after it), with their events."""
+        """Outage (known before the decision), dropout and unavailability (after it).
+
+        An unavailable client does not answer the broadcast: like a dropout, the controller
+        does not know, and its share idles unless ``faults.redistribute_unused``.
+        """
         faults, k = self.scenario.faults, len(r.scheduled)
         r.outage = np.zeros(k, bool)
         if faults.outage_snr_db is not None:
-            r.outage = r.snr_db < faults.outage_snr_db
+            r.outage = (r.snr_db < faults.outage_snr_db) & ~r.unavailable
         r.dropped = np.zeros(k, bool)
         if faults.dropout_prob > 0:
             rng = round_generator(self.scenario.seed, stream="faults", round_index=r.t)
-            r.dropped = (rng.random(k) < faults.dropout_prob) & ~r.outage
+            r.dropped = (rng.random(k) < faults.dropout_prob) & ~r.outage & ~r.unavailable
         r.log.add_many(r.t0_s, Kind.DROP, r.scheduled[r.dropped])
         r.log.add_many(r.t0_s, Kind.OUTAGE, r.scheduled[r.outage])
+        r.log.add_many(r.t0_s, Kind.UNAVAILABLE, r.scheduled[r.unavailable])
 
     # 3. ------------------------------------------------------------------------------------
     def _decide(self, r: _Round) -> None:
@@ -258,6 +295,8 @@ class Simulator:
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
                 compute_s = self._compute_estimate(r.scheduled)
+            if self.controller.energy_queues is not None:
+                self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
                 decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
             except OverflowError as err:
@@ -272,7 +311,7 @@ class Simulator:
             r.sparsification, r.bound = decision.sparsification, decision.bound
             r.planned_delay_s = decision.planned_delay_s
             r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
-        active, dropped = r.active, r.dropped
+        active, dropped = r.active, r.dropped | r.unavailable
         if self.scenario.faults.redistribute_unused and dropped.any() and active.any():
             spare = r.shares[dropped].sum()
             r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
@@ -366,9 +405,24 @@ class Simulator:
             happened = sends & (times <= end_s)
             log.add_many(times[happened], kind, clients[happened])
         log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
+        if not len(r.scheduled):  # nobody could be scheduled: the server waits
+            end_s = t0 + sc.availability.empty_round_s
         if end_s > env.now:
             yield env.timeout(_delay_to(env.now, end_s))
         log.add_many(env.now, Kind.STRAGGLER, clients[cut | ~sends])
+        r.energy = round_energy(
+            self.compute_energy,
+            clients=clients,
+            flops=np.array([rep.flops for rep in reports], dtype=float),
+            client_class=None
+            if self.client_class is None
+            else [self.client_class[c] for c in clients.tolist()],
+            tx_power_w=r.tx_power_w[idx],
+            compute_start_s=compute_start,
+            compute_end_s=compute_end,
+            upload_end_s=upload_end,
+            end_s=end_s,
+        )
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
@@ -434,7 +488,13 @@ class Simulator:
         sc = self.scenario
         timing = round_timing(r.events)
         queue_after = self.controller.observe(timing["delay_s"])
+        assert r.energy is not None
+        energy_queue = math.nan
+        if self.controller.energy_queues is not None:
+            self.controller.observe_energy(r.energy.per_device(sc.n_clients))
+            energy_queue = float(np.mean(self.controller.energy_queues.value))
         arrived_set = set(arrived.tolist())
+        any_scheduled = len(r.scheduled) > 0
         record = {
             "round": r.t,
             **timing,
@@ -445,8 +505,11 @@ class Simulator:
             "n_scheduled": len(r.scheduled),
             "index_bits": float(sum(r.reports[c].index_bits for c in arrived_set)),
             "bits_down": float(sum(report.bits_down for report in r.reports.values())),
-            "mean_snr_db": float(r.snr_db.mean()),
-            "min_snr_db": float(r.snr_db.min()),
+            "mean_snr_db": float(r.snr_db.mean()) if any_scheduled else math.nan,
+            "min_snr_db": float(r.snr_db.min()) if any_scheduled else math.nan,
+            "compute_energy_j": float(r.energy.compute_j.sum()),
+            "transmit_energy_j": float(r.energy.transmit_j.sum()),
+            "energy_queue_mean_j": energy_queue,
             "planned_delay_s": r.planned_delay_s,
             "bound": r.bound,
             "solver_fallback": r.solver_fallbacks,
@@ -462,12 +525,23 @@ class Simulator:
         return RoundOutcome(record, r.events, rows)
 
     def _client_rows(self, r: _Round, arrived: set[int]) -> list[dict]:
-        """``clients.csv`` rows: the training clients in order, then dropped and outage ones.
+        """``clients.csv`` rows: the training clients in order, then dropped, outage and
+        unavailable ones.
 
         Rank and ratio are what the algorithm planned for a client that trained, and the
-        controller's decision for one that dropped.
+        controller's decision for one that dropped. Energy is 0 for a client that did not train.
         """
         rows = []
+        assert r.energy is not None
+        energy = {
+            c: (e_c, e_t)
+            for c, e_c, e_t in zip(
+                r.energy.clients.tolist(),
+                r.energy.compute_j.tolist(),
+                r.energy.transmit_j.tolist(),
+                strict=True,
+            )
+        }
 
         def row(i: int, status: str) -> dict:
             cid = int(r.scheduled[i])
@@ -484,10 +558,14 @@ class Simulator:
                 "rank": report.rank if report is not None else int(r.ranks[i]),
                 "ratio": report.ratio if report is not None else float(r.ratios[i]),
                 "bits_down": report.bits_down if report is not None else 0.0,
+                "tx_power_w": float(r.tx_power_w[i]),
+                "compute_energy_j": energy.get(cid, (0.0, 0.0))[0],
+                "transmit_energy_j": energy.get(cid, (0.0, 0.0))[1],
             }
 
         for i in np.flatnonzero(r.active):
             rows.append(row(i, "arrived" if int(r.scheduled[i]) in arrived else "straggler"))
         for i in np.flatnonzero(~r.active):
-            rows.append(row(i, "outage" if r.outage[i] else "dropped"))
+            status = "outage" if r.outage[i] else "unavailable" if r.unavailable[i] else "dropped"
+            rows.append(row(i, status))
         return rows

@@ -1,0 +1,263 @@
+"""Scenario sections of the wireless models beyond the paper's cell (docs/simulator.md).
+
+Path loss (``channel.path_loss``), mobility (``mobility``), availability (``availability``) and
+device energy (``devices.energy``): each names a model of a ``channels`` registry and gives its
+settings; a user-registered model takes its keyword arguments from ``params``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from channels import (
+    AVAILABILITY_MODELS,
+    COMPUTE_ENERGY_MODELS,
+    DEVICE_CLASSES,
+    MOBILITY_MODELS,
+    PATH_LOSS_MODELS,
+)
+from wirelessfl.config.schema import key_text, option, show
+from wirelessfl.errors import ConfigError
+
+#: J/FLOP of ``devices.energy.joules_per_flop: null`` without device classes: the order of a
+#: phone SoC or a laptop CPU (channels.energy.DEVICE_CLASS_JOULES_PER_FLOP: 5e-11 to 2e-10).
+DEFAULT_JOULES_PER_FLOP = 1.0e-10
+
+__all__ = [
+    "DEFAULT_JOULES_PER_FLOP",
+    "AvailabilityConfig",
+    "EnergyConfig",
+    "MobilityConfig",
+    "PathLossConfig",
+    "POWER_CONTROLS",
+]
+
+#: ``channel.power_control``: how each client's transmit power is set.
+POWER_CONTROLS = ("fixed", "per_class", "fractional")
+
+
+def _check_params(prefix: str, params: dict, model: str, own: dict[str, str]) -> None:
+    """``params`` are keyword arguments of user-registered models only."""
+    for name in params:
+        if not name.isidentifier():
+            raise ConfigError(f"{prefix}.params: option names are Python names, got {show(name)}")
+    if params and model in own:
+        raise ConfigError(
+            f"{prefix}.params: only for a user-registered model, not {model!r} (it is set by "
+            f"{own[model]}); got {key_text(next(iter(params)))}"
+        )
+
+
+def check_per_class(prefix: str, value: float | dict[str, float], low: float, high: float) -> None:
+    """A number in [low, high], or a table device class -> such a number."""
+    values = value.items() if isinstance(value, dict) else [("", value)]
+    for name, v in values:
+        where = f"{prefix}.{name}" if name else prefix
+        if name and name not in DEVICE_CLASSES:
+            raise ConfigError(
+                f"{where}: device classes are {', '.join(DEVICE_CLASSES)}, got {show(name)}"
+            )
+        if not low <= v <= high:
+            raise ConfigError(f"{where}: must be in [{low:g}, {high:g}], got {show(v)}")
+
+
+@dataclass
+class PathLossConfig:
+    """Large-scale path loss: the paper's single slope, or 3GPP TR 38.901 UMi / UMa."""
+
+    OWN_KEYS = {
+        "single_slope": "channel.path_loss_exponent, reference_gain_db and shadowing_sigma_db",
+        "3gpp_umi": "carrier_ghz, h_bs_m and h_ut_m",
+        "3gpp_uma": "carrier_ghz, h_bs_m and h_ut_m",
+    }
+
+    model: str = option(
+        "single_slope",
+        choices=PATH_LOSS_MODELS,
+        doc="single_slope (q^-gamma, the paper) | 3gpp_umi | 3gpp_uma (TR 38.901, with LoS "
+        "probability and the standard's shadowing sigma) | a user-registered model",
+    )
+    carrier_ghz: float = option(
+        3.5, ge=0.5, le=100.0, doc="carrier frequency f_c (3GPP models; 0.5-100 GHz)"
+    )
+    h_bs_m: float | None = option(
+        None, gt=1.0, le=1000.0, doc="base-station height (null: UMi 10 m, UMa 25 m)"
+    )
+    h_ut_m: float = option(
+        1.5, ge=1.5, le=22.5, doc="client antenna height (UMi 1.5-22.5 m, UMa 1.5-13 m)"
+    )
+    params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered path-loss model"
+    )
+
+    def validate(self, prefix: str) -> None:
+        _check_params(prefix, self.params, self.model, self.OWN_KEYS)
+        if self.model == "3gpp_uma" and self.h_ut_m > 13.0:
+            raise ConfigError(
+                f"{prefix}.h_ut_m: 3gpp_uma accepts 1.5-13 m (h_E = 1 m exactly), got "
+                f"{show(self.h_ut_m)}"
+            )
+
+    def model_kwargs(self, channel) -> dict:
+        """Keyword arguments of ``channels.make_path_loss`` (``channel``: ChannelConfig)."""
+        if self.model == "single_slope":
+            return {
+                "exponent": channel.path_loss_exponent,
+                "reference_gain_db": channel.reference_gain_db,
+                "shadowing_sigma_db": channel.shadowing_sigma_db,
+            }
+        if self.model in ("3gpp_umi", "3gpp_uma"):
+            kwargs = {"carrier_ghz": self.carrier_ghz, "h_ut_m": self.h_ut_m}
+            if self.h_bs_m is not None:
+                kwargs["h_bs_m"] = self.h_bs_m
+            return kwargs
+        return dict(self.params)
+
+
+@dataclass
+class MobilityConfig:
+    """How clients move over virtual time (``channels.MOBILITY_MODELS``)."""
+
+    OWN_KEYS = {
+        "static": "nothing (clients do not move)",
+        "random_waypoint": "speed_min_mps, speed_max_mps and pause_s",
+        "gauss_markov": "mean_speed_mps, alpha and step_s",
+    }
+
+    model: str = option(
+        "static",
+        choices=MOBILITY_MODELS,
+        doc="static | random_waypoint | gauss_markov (Liang-Haas) | a user-registered model",
+    )
+    speed_min_mps: float = option(0.5, gt=0.0, le=1000.0, doc="random_waypoint: lowest speed")
+    speed_max_mps: float = option(1.5, gt=0.0, le=1000.0, doc="random_waypoint: highest speed")
+    pause_s: float = option(0.0, ge=0.0, doc="random_waypoint: pause at each waypoint")
+    mean_speed_mps: float = option(1.0, ge=0.0, le=1000.0, doc="gauss_markov: mean speed")
+    alpha: float = option(0.75, ge=0.0, le=1.0, doc="gauss_markov: memory (0 random, 1 straight)")
+    step_s: float = option(1.0, gt=0.0, doc="gauss_markov: time between speed/direction updates")
+    params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered mobility model"
+    )
+
+    def validate(self, prefix: str) -> None:
+        _check_params(prefix, self.params, self.model, self.OWN_KEYS)
+        if self.speed_min_mps > self.speed_max_mps:
+            raise ConfigError(
+                f"{prefix}.speed_min_mps: must be <= speed_max_mps ({self.speed_max_mps:g}), "
+                f"got {show(self.speed_min_mps)}"
+            )
+
+    @property
+    def moves(self) -> bool:
+        return self.model != "static"
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of ``channels.make_mobility`` besides the cell's."""
+        if self.model == "static":
+            return {}
+        if self.model == "random_waypoint":
+            return {
+                "speed_min_mps": self.speed_min_mps,
+                "speed_max_mps": self.speed_max_mps,
+                "pause_s": self.pause_s,
+            }
+        if self.model == "gauss_markov":
+            return {
+                "mean_speed_mps": self.mean_speed_mps,
+                "alpha": self.alpha,
+                "step_s": self.step_s,
+            }
+        return dict(self.params)
+
+
+@dataclass
+class AvailabilityConfig:
+    """Whether each client can take part in a round (``channels.AVAILABILITY_MODELS``)."""
+
+    OWN_KEYS = {
+        "always": "nothing",
+        "markov": "p_on_to_off and p_off_to_on",
+        "trace": "trace",
+    }
+
+    model: str = option(
+        "always",
+        choices=AVAILABILITY_MODELS,
+        doc="always | markov (on/off chain per round, per device class) | trace (intervals "
+        "from a file) | a user-registered model",
+    )
+    p_on_to_off: float | dict[str, float] = option(
+        0.1, doc="markov: P(available -> unavailable) per round; a number or {device class: p}"
+    )
+    p_off_to_on: float | dict[str, float] = option(
+        0.5, doc="markov: P(unavailable -> available) per round; a number or {device class: p}"
+    )
+    trace: str | None = option(
+        None,
+        doc="trace: CSV client,start_s,end_s or FedScale-style JSON (docs/simulator.md); "
+        "relative to the working directory",
+    )
+    empty_round_s: float = option(
+        1.0, gt=0.0, doc="virtual time a round lasts when no client can be scheduled"
+    )
+    params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered availability model"
+    )
+
+    def validate(self, prefix: str) -> None:
+        _check_params(prefix, self.params, self.model, self.OWN_KEYS)
+        check_per_class(f"{prefix}.p_on_to_off", self.p_on_to_off, 0.0, 1.0)
+        check_per_class(f"{prefix}.p_off_to_on", self.p_off_to_on, 0.0, 1.0)
+        if (self.model == "trace") != (self.trace is not None):
+            raise ConfigError(
+                f"{prefix}.trace: a trace file goes with model: trace (and only with it); "
+                f"model is {self.model!r}, trace is {show(self.trace)}"
+            )
+
+    @property
+    def per_class(self) -> bool:
+        return isinstance(self.p_on_to_off, dict) or isinstance(self.p_off_to_on, dict)
+
+
+@dataclass
+class EnergyConfig:
+    """Compute energy of local training (``channels.COMPUTE_ENERGY_MODELS``)."""
+
+    OWN_KEYS = {
+        "per_flop": "joules_per_flop",
+        "cmos": "kappa, cpu_freq_hz and flops_per_cycle",
+    }
+
+    model: str = option(
+        "per_flop",
+        choices=COMPUTE_ENERGY_MODELS,
+        doc="per_flop (FLOPs x J/FLOP) | cmos (kappa f^2 cycles) | a user-registered model",
+    )
+    joules_per_flop: float | dict[str, float] | None = option(
+        None,
+        doc="per_flop: J/FLOP, one number or {device class: J/FLOP} (null: the class "
+        "defaults of channels.energy with devices.kind: classes, else 1e-10)",
+    )
+    kappa: float = option(1.0e-28, gt=0.0, doc="cmos: effective switched capacitance")
+    cpu_freq_hz: float = option(2.0e9, gt=0.0, doc="cmos: clock frequency f")
+    flops_per_cycle: float = option(8.0, gt=0.0, doc="cmos: FLOPs per clock cycle")
+    params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered energy model"
+    )
+
+    def validate(self, prefix: str) -> None:
+        _check_params(prefix, self.params, self.model, self.OWN_KEYS)
+        if self.joules_per_flop is not None:
+            check_per_class(f"{prefix}.joules_per_flop", self.joules_per_flop, 0.0, 1.0)
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of ``channels.make_compute_energy``."""
+        if self.model == "per_flop":
+            return {} if self.joules_per_flop is None else {"joules_per_flop": self.joules_per_flop}
+        if self.model == "cmos":
+            return {
+                "kappa": self.kappa,
+                "cpu_freq_hz": self.cpu_freq_hz,
+                "flops_per_cycle": self.flops_per_cycle,
+            }
+        return dict(self.params)
