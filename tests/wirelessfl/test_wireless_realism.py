@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 from scenario_helpers import interrupt_at, small_scenario
 
-from channels import dbm_to_watt, noise_power_w
+from channels import AVAILABILITY_MODELS, PATH_LOSS_MODELS, dbm_to_watt, noise_power_w
+from channels.availability import AvailabilityModel
 from channels.fading import jakes_rho
 from channels.mobility import doppler_hz
-from channels.pathloss_3gpp import umi_los_probability, umi_path_loss_db
+from channels.pathloss_3gpp import PathLossModel, umi_los_probability, umi_path_loss_db
 from channels.streams import client_generators
 from channels.topology import annulus_distances
 from wirelessfl.config import scenario_from_dict
@@ -25,6 +26,7 @@ from wirelessfl.errors import ConfigError
 from wirelessfl.learners import make_learner
 from wirelessfl.sim import resume_run, run_scenario
 from wirelessfl.sim.runner import Run
+from wirelessfl.sim.setup import build_radio
 from wirelessfl.sim.simulator import Simulator
 
 GEOMETRY = {"channel.mean_snr_db": None, "channel.d_max_m": 300.0}
@@ -265,7 +267,7 @@ def test_round_without_available_clients_waits(tmp_path):
     assert r.n_scheduled[3] == 5 and r.t_start_s[3] == 6.0
 
 
-# ---- traces ----------------------------------------------------------------------------------------
+# ---- traces --------------------------------------------------------------------------------------
 def test_snr_and_compute_traces(tmp_path):
     rng = np.random.default_rng(0)
     snr_db = rng.uniform(0.0, 20.0, size=(40, 20))
@@ -302,7 +304,7 @@ def test_short_snr_trace_is_one_line(tmp_path):
     assert "\n" not in str(err.value) and "3 rounds" in str(err.value)
 
 
-# ---- resume -----------------------------------------------------------------------------------------
+# ---- resume --------------------------------------------------------------------------------------
 def test_everything_on_resumes_to_the_same_tables(tmp_path):
     over = {
         **MOVING,
@@ -328,7 +330,7 @@ def test_everything_on_resumes_to_the_same_tables(tmp_path):
     assert full.rounds.energy_queue_mean_j.notna().all()
 
 
-# ---- one-line errors --------------------------------------------------------------------------------
+# ---- one-line errors -----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("overrides", "words"),
     [
@@ -367,3 +369,68 @@ def test_scenario_from_dict_accepts_every_new_section():
         }
     )
     assert sc.channel.path_loss.model == "3gpp_uma" and sc.mobility.alpha == 0.5
+
+
+# ---- user-registered models ----------------------------------------------------------------------
+class FreeSpace(PathLossModel):
+    """Friis free-space loss, 20 log10(4 pi d f / c), no shadowing: a user's model."""
+
+    def __init__(self, carrier_hz: float) -> None:
+        self.carrier_hz = carrier_hz
+
+    def los_probability(self, distance_2d_m):
+        return np.ones_like(np.asarray(distance_2d_m, dtype=float))
+
+    def path_loss_db(self, distance_2d_m, los):
+        d = np.asarray(distance_2d_m, dtype=float)
+        return 20.0 * np.log10(4.0 * math.pi * d * self.carrier_hz / 299_792_458.0)
+
+    def shadowing_sigma_db(self, los):
+        return np.zeros_like(np.asarray(los, dtype=float))
+
+
+class EveryOther(AvailabilityModel):
+    """Client k is available in rounds t with t + k even: a user's model."""
+
+    def __init__(self, seed: int, n_clients: int, offset: int = 0) -> None:
+        self.n, self.offset = n_clients, offset
+
+    def available(self, round_index, time_s):
+        return (round_index + self.offset + np.arange(self.n)) % 2 == 0
+
+
+def test_user_registered_models_run_from_the_scenario(tmp_path):
+    """One class plus one register call; the scenario passes ``params`` to the model."""
+    PATH_LOSS_MODELS.register("free_space_test", FreeSpace)
+    AVAILABILITY_MODELS.register("every_other_test", EveryOther)
+    try:
+        over = {
+            **GEOMETRY,
+            "channel.path_loss.model": "free_space_test",
+            "channel.path_loss.params": {"carrier_hz": 2.4e9},
+            "availability.model": "every_other_test",
+            "availability.params": {"offset": 1},
+        }
+        sc = small_scenario(**over)
+        sim = Simulator(sc, make_learner(sc))
+        ch = sc.channel
+        d = annulus_distances(sc.seed, sc.n_clients, d_min_m=ch.d_min_m, d_max_m=ch.d_max_m)
+        sigma2 = noise_power_w(
+            bandwidth_hz=ch.bandwidth_hz,
+            noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
+            noise_figure_db=ch.noise_figure_db,
+        )
+        friis = (299_792_458.0 / (4.0 * math.pi * d * 2.4e9)) ** 2
+        np.testing.assert_allclose(
+            sim.cell.mean_snr, dbm_to_watt(ch.tx_power_dbm) * friis / sigma2, rtol=1e-12
+        )
+        res = run_scenario(sc, tmp_path / "r")
+        un = res.clients[res.clients.status == "unavailable"]
+        assert len(un) > 0 and ((un["round"] + un.client + 1) % 2 == 1).all()
+        bad = small_scenario(**{**over, "channel.path_loss.params": {"nope": 1.0}})
+        with pytest.raises(ConfigError) as err:  # the model's own keywords are checked
+            build_radio(bad)
+        assert "\n" not in str(err.value) and "nope" in str(err.value)
+    finally:
+        PATH_LOSS_MODELS.unregister("free_space_test")
+        AVAILABILITY_MODELS.unregister("every_other_test")
