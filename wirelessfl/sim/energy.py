@@ -1,9 +1,10 @@
 """Energy the clients of a round spend: compute (a ``channels`` energy model) and transmit.
 
-A client that trained spends its compute energy in proportion to the part of its compute done
-by the round's end (all of it unless the deadline cut it while computing), and its transmit
-power times the time it spent uploading (up to the deadline for a cut upload; nothing for a
-client without bandwidth). Download energy is not counted (docs/simulator.md).
+Read off the round's events: a client that trained spends its compute energy in proportion to
+the part of its compute done by the round's end (all of it unless the deadline cut it while
+computing), and its transmit power times the time it spent uploading (up to the deadline for a
+cut upload; nothing for a client without bandwidth). Download energy is not counted
+(docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from channels.energy import ComputeEnergyModel, make_compute_energy, transmit_en
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.wireless import DEFAULT_JOULES_PER_FLOP
 from wirelessfl.errors import ConfigError
+from wirelessfl.sim.events import EventTable, Kind
 
 __all__ = ["RoundEnergy", "build_compute_energy", "round_energy"]
 
@@ -55,32 +57,49 @@ def build_compute_energy(scenario: Scenario) -> ComputeEnergyModel:
         raise ConfigError(f"devices.energy: {err}") from None
 
 
+def _time_of(events: EventTable, kinds: tuple[Kind, ...], clients: np.ndarray) -> np.ndarray:
+    """(m,) time of each client's event of one of ``kinds`` (NaN where it has none)."""
+    mask = np.isin(events.kind, [int(k) for k in kinds])
+    out = np.full(clients.size, np.nan)
+    order = np.argsort(clients)
+    ids = events.client[mask]
+    where = np.searchsorted(clients, ids, sorter=order)
+    found = where < clients.size
+    found[found] = clients[order[where[found]]] == ids[found]
+    out[order[where[found]]] = events.time_s[mask][found]
+    return out
+
+
 def round_energy(
     model: ComputeEnergyModel,
+    events: EventTable,
     *,
     clients: np.ndarray,
     flops: np.ndarray,
+    compute_s: np.ndarray,
     client_class: Sequence[str] | None,
     tx_power_w: np.ndarray,
-    compute_start_s: np.ndarray,
-    compute_end_s: np.ndarray,
-    upload_end_s: np.ndarray,
-    end_s: float,
 ) -> RoundEnergy:
-    """Energy of the m clients that trained, from their timeline (all arrays (m,)).
+    """Energy of the m clients that trained, read off the round's events (arrays (m,)).
 
-    ``upload_end_s`` is inf for a client without bandwidth (it never transmits); ``end_s``
-    the round's end [s] (the deadline when it cut someone).
+    ``compute_s`` is each client's planned compute time [s]; a client cut by the deadline
+    while computing spent the part it did (from ``compute_start`` to the round's end), one cut
+    before computing nothing. Transmit time runs from ``upload_start`` to ``upload_end``, or
+    to the ``straggler`` event of a cut upload.
     """
-    full_j = model.energy_j(flops, client_class)
-    busy_s = compute_end_s - compute_start_s
-    done_s = np.clip(np.minimum(compute_end_s, end_s) - compute_start_s, 0.0, None)
+    clients = np.asarray(clients, dtype=int)
+    end_s = float(events.time_s[events.of(Kind.AGGREGATE)][0])
+    started = _time_of(events, (Kind.COMPUTE_START,), clients)
+    finished = _time_of(events, (Kind.COMPUTE_END,), clients)
+    done_s = np.where(np.isnan(finished), end_s, finished) - started
     fraction = np.where(
-        busy_s > 0, done_s / np.where(busy_s > 0, busy_s, 1.0), compute_start_s <= end_s
+        np.isnan(started),
+        0.0,
+        np.where(compute_s > 0, done_s / np.where(compute_s > 0, compute_s, 1.0), 1.0),
     )
-    sends = np.isfinite(upload_end_s)
-    upload_s = np.where(
-        sends, np.clip(np.minimum(upload_end_s, end_s) - compute_end_s, 0.0, None), 0.0
-    )
+    upload_from = _time_of(events, (Kind.UPLOAD_START,), clients)
+    upload_to = _time_of(events, (Kind.UPLOAD_END, Kind.STRAGGLER), clients)
+    upload_s = np.where(np.isnan(upload_from), 0.0, upload_to - upload_from)
     transmit_j = np.asarray(transmit_energy_j(tx_power_w, upload_s), dtype=float).reshape(-1)
-    return RoundEnergy(np.asarray(clients, dtype=int), full_j * fraction, transmit_j)
+    compute_j = model.energy_j(flops, client_class) * np.clip(fraction, 0.0, 1.0)
+    return RoundEnergy(clients, compute_j, transmit_j)

@@ -227,6 +227,7 @@ class Simulator:
         self._train(r)
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
+        self._account_energy(r)
         evaluation = self._evaluate(r)
         return self._record(r, metrics, evaluation, arrived)
 
@@ -410,19 +411,6 @@ class Simulator:
         if end_s > env.now:
             yield env.timeout(_delay_to(env.now, end_s))
         log.add_many(env.now, Kind.STRAGGLER, clients[cut | ~sends])
-        r.energy = round_energy(
-            self.compute_energy,
-            clients=clients,
-            flops=np.array([rep.flops for rep in reports], dtype=float),
-            client_class=None
-            if self.client_class is None
-            else [self.client_class[c] for c in clients.tolist()],
-            tx_power_w=r.tx_power_w[idx],
-            compute_start_s=compute_start,
-            compute_end_s=compute_end,
-            upload_end_s=upload_end,
-            end_s=end_s,
-        )
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
@@ -451,6 +439,23 @@ class Simulator:
                 beta=PF_SMOOTHING,
             )
         return metrics, arrived
+
+    def _account_energy(self, r: _Round) -> None:
+        """Each training client's compute and transmit energy, from the round's events."""
+        assert r.events is not None
+        clients = r.scheduled[r.active]
+        reports = [r.reports[c] for c in clients.tolist()]
+        r.energy = round_energy(
+            self.compute_energy,
+            r.events,
+            clients=clients,
+            flops=np.array([rep.flops for rep in reports], dtype=float),
+            compute_s=np.array([r.compute_s[c] for c in clients.tolist()], dtype=float),
+            client_class=None
+            if self.client_class is None
+            else [self.client_class[c] for c in clients.tolist()],
+            tx_power_w=r.tx_power_w[r.active],
+        )
 
     def _evaluate(self, r: _Round) -> dict[str, float]:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
