@@ -57,16 +57,14 @@ def build_compute_energy(scenario: Scenario) -> ComputeEnergyModel:
         raise ConfigError(f"devices.energy: {err}") from None
 
 
-def _time_of(events: EventTable, kinds: tuple[Kind, ...], clients: np.ndarray) -> np.ndarray:
-    """(m,) time of each client's event of one of ``kinds`` (NaN where it has none)."""
-    mask = np.isin(events.kind, [int(k) for k in kinds])
+def _time_of(events: EventTable, mask: np.ndarray, clients: np.ndarray) -> np.ndarray:
+    """(m,) time of each client's event among ``mask`` (NaN where it has none); ``clients``
+    ascending."""
     out = np.full(clients.size, np.nan)
-    order = np.argsort(clients)
     ids = events.client[mask]
-    where = np.searchsorted(clients, ids, sorter=order)
-    found = where < clients.size
-    found[found] = clients[order[where[found]]] == ids[found]
-    out[order[where[found]]] = events.time_s[mask][found]
+    where = np.minimum(np.searchsorted(clients, ids), clients.size - 1)
+    found = clients[where] == ids
+    out[where[found]] = events.time_s[mask][found]
     return out
 
 
@@ -80,7 +78,8 @@ def round_energy(
     client_class: Sequence[str] | None,
     tx_power_w: np.ndarray,
 ) -> RoundEnergy:
-    """Energy of the m clients that trained, read off the round's events (arrays (m,)).
+    """Energy of the m clients that trained, read off the round's events (arrays (m,);
+    ``clients`` ascending, as the simulator schedules them).
 
     ``compute_s`` is each client's planned compute time [s]; a client cut by the deadline
     while computing spent the part it did (from ``compute_start`` to the round's end), one cut
@@ -88,17 +87,19 @@ def round_energy(
     to the ``straggler`` event of a cut upload.
     """
     clients = np.asarray(clients, dtype=int)
+    if clients.size == 0:
+        return RoundEnergy(clients, np.zeros(0), np.zeros(0))
     end_s = float(events.time_s[events.of(Kind.AGGREGATE)][0])
-    started = _time_of(events, (Kind.COMPUTE_START,), clients)
-    finished = _time_of(events, (Kind.COMPUTE_END,), clients)
+    started = _time_of(events, events.of(Kind.COMPUTE_START), clients)
+    finished = _time_of(events, events.of(Kind.COMPUTE_END), clients)
     done_s = np.where(np.isnan(finished), end_s, finished) - started
     fraction = np.where(
         np.isnan(started),
         0.0,
         np.where(compute_s > 0, done_s / np.where(compute_s > 0, compute_s, 1.0), 1.0),
     )
-    upload_from = _time_of(events, (Kind.UPLOAD_START,), clients)
-    upload_to = _time_of(events, (Kind.UPLOAD_END, Kind.STRAGGLER), clients)
+    upload_from = _time_of(events, events.of(Kind.UPLOAD_START), clients)
+    upload_to = _time_of(events, events.of(Kind.UPLOAD_END) | events.of(Kind.STRAGGLER), clients)
     upload_s = np.where(np.isnan(upload_from), 0.0, upload_to - upload_from)
     transmit_j = np.asarray(transmit_energy_j(tx_power_w, upload_s), dtype=float).reshape(-1)
     compute_j = model.energy_j(flops, client_class) * np.clip(fraction, 0.0, 1.0)

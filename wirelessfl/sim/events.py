@@ -137,12 +137,14 @@ def round_timing(events: EventTable) -> dict[str, float]:
     started = events.of(Kind.UPLOAD_START)
     start_clients, start_times = events.client[started], events.time_s[started]
     ends = events.of(Kind.UPLOAD_END)
-    finished = ends | (events.of(Kind.STRAGGLER) & np.isin(events.client, start_clients))
     delay_s = 0.0
-    if finished.any():
+    if start_clients.size:  # every upload that started ends or is cut: the longest span
         order = np.argsort(start_clients)
-        where = order[np.searchsorted(start_clients, events.client[finished], sorter=order)]
-        delay_s = float(np.max(events.time_s[finished] - start_times[where]))
+        ended = ends | events.of(Kind.STRAGGLER)
+        ids = events.client[ended]
+        where = order[np.minimum(np.searchsorted(start_clients, ids, sorter=order), order.size - 1)]
+        began = start_clients[where] == ids
+        delay_s = float(np.max(events.time_s[ended][began] - start_times[where[began]]))
     count = np.bincount(events.kind, minlength=len(Kind))
     return {
         "t_start_s": t_start,
