@@ -1,9 +1,9 @@
 """The SimPy co-simulator: federated rounds over an FDMA uplink.
 
 One SimPy environment per run. Each round is one server process (one per round, so the runner
-can checkpoint between rounds; the clock carries on across them) plus one process per client
-that trains in the round (idle clients cost nothing); every process returns what it produced.
-The server's round, :meth:`Simulator._round`, is a list of named steps:
+can checkpoint between rounds; the clock carries on across them) that returns what the round
+produced; clients have no process of their own (step 5), so idle clients cost nothing. The
+server's round, :meth:`Simulator._round`, is a list of named steps:
 
 1. :meth:`~Simulator._observe`: the channel (SNR of all N clients) and the K^t scheduled
    clients (``optim.select_clients``);
@@ -15,11 +15,14 @@ The server's round, :meth:`Simulator._round`, is a list of named steps:
    ratio for the clients not in outage;
 4. :meth:`~Simulator._train`: the learner trains the clients that will upload (wall time only)
    and reports each one's download, upload and FLOPs;
-5. :meth:`~Simulator._transmit`: each client process waits for its own download
-   (``bits_down / channel.downlink_rate_bps``), computes for ``flops / flops_per_s`` seconds,
-   then uploads ``bits_up / (b_k B log2(1 + SNR_k))`` seconds; the server waits for the last
-   upload, or until ``faults.deadline_s`` after the broadcast (uploads still running are
-   stragglers and are discarded);
+5. :meth:`~Simulator._transmit`: every training client's timeline in closed form (numpy, the
+   same float additions a SimPy process per client would make): its download
+   (``bits_down / channel.downlink_rate_bps``), then ``flops / flops_per_s`` seconds of
+   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload. SimPy waits only for
+   the event that ends the round: the last arrival, or ``faults.deadline_s`` after the
+   broadcast when an upload is still running then (clients still busy are stragglers and
+   their uploads are discarded), or ``availability.empty_round_s`` when nobody was scheduled.
+   The tables equal those of one SimPy process per client (tests/wirelessfl/test_event_floor.py);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
