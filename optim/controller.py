@@ -180,12 +180,12 @@ class LyapunovController:
         return {key: np.asarray(vals, dtype=np.float64) for key, vals in self._hist.items()}
 
     # ------------------------------------------------------------------ control
-    def decide(self, snr: ArrayLike, *, energy_price_w: float = 0.0) -> SlotSolution:
+    def decide(self, snr: ArrayLike, *, energy_price_jw: float = 0.0) -> SlotSolution:
         """Solve P3 for this round's channel; does NOT change the queue.
 
         Args:
             snr: (K,) linear SNRs of the scheduled clients (finite, > 0, K <= n_clients).
-            energy_price_w: Pi^t = sum_k Z_k^t P_k >= 0 [J·W] over the scheduled clients
+            energy_price_jw: Pi^t = sum_k Z_k^t P_k >= 0 [J·W] over the scheduled clients
                 (:meth:`optim.EnergyQueues.price`); 0 (default): no energy budget. See
                 :func:`optim.online.solve_slot`.
 
@@ -193,7 +193,7 @@ class LyapunovController:
             :class:`optim.online.SlotSolution` with ``queue_before`` = :attr:`queue`.
         """
         s = check_snr("snr", snr)
-        price = check_real("energy_price_w", energy_price_w, low=0.0)
+        price = check_real("energy_price_jw", energy_price_jw, low=0.0)
         if s.size > self._n_clients:
             raise ValueError(f"len(snr) (K) must be <= n_clients={self._n_clients}; got {s.size}")
         sol = _solve_checked(
@@ -234,7 +234,7 @@ class LyapunovController:
         h["queue_after"].append(self._q.value)
         return self._q.value
 
-    def step(self, snr: ArrayLike, *, energy_price_w: float = 0.0) -> SlotSolution:
+    def step(self, snr: ArrayLike, *, energy_price_jw: float = 0.0) -> SlotSolution:
         """:meth:`decide`, then :meth:`update` with the planned delay.
 
         The energy queues (if any) are the caller's: update them with the round's energies.
@@ -242,7 +242,7 @@ class LyapunovController:
         Returns:
             the decision with ``queue_after`` = Q^{t+1}.
         """
-        sol = self.decide(snr, energy_price_w=energy_price_w)
+        sol = self.decide(snr, energy_price_jw=energy_price_jw)
         q = self.update(sol.delay_s)
         return replace(sol, queue_after=q)
 

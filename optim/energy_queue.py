@@ -22,7 +22,7 @@ sum_k Z_k^t (E_k^t - E_bar_k), so the per-slot problem P3 (eq. 29) becomes
 since with the equal-delay shares of eq. (31) every scheduled client transmits for D^t(O) = c O
 at its power P_k [W]. E_comp,k does not depend on O, so (E2) is P3 with Q^t c replaced by
 c (Q^t + Pi^t), Pi^t = sum_{k in K^t} Z_k^t P_k [J·W] the *energy price* (see
-:func:`optim.online.solve_slot`, keyword ``energy_price_w``, and :meth:`EnergyQueues.price`).
+:func:`optim.online.solve_slot`, keyword ``energy_price_jw``, and :meth:`EnergyQueues.price`).
 """
 
 from __future__ import annotations

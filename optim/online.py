@@ -53,7 +53,7 @@ class SlotSolution:
         fallbacks: solvers that failed before one answered: 0 when the first answered; with
             ``"cvxpy"``, 1 when SCS rescued CLARABEL and 2 when both failed and the exact
             solver answered (``fell_back``).
-        energy_price_w: the energy price Pi^t = sum_k Z_k^t P_k [J·W] the decision was made
+        energy_price_jw: the energy price Pi^t = sum_k Z_k^t P_k [J·W] the decision was made
             with (0: no energy budget; see :mod:`optim.energy_queue`).
     """
 
@@ -67,7 +67,7 @@ class SlotSolution:
     queue_before: float
     queue_after: float | None = None
     fallbacks: int = 0
-    energy_price_w: float = 0.0
+    energy_price_jw: float = 0.0
 
 
 # A slot method maps (qc, va, o_min, cvxpy_problem) -> (O, method actually used, fallbacks):
@@ -181,7 +181,7 @@ def solve_slot(
     constants: BoundConstants,
     method: str = "exact",
     cvxpy_problem: object | None = None,
-    energy_price_w: float = 0.0,
+    energy_price_jw: float = 0.0,
 ) -> SlotSolution:
     """Solve the per-slot problem P3 (eq. 29) with the equal-delay shares of eq. (31).
 
@@ -205,7 +205,7 @@ def solve_slot(
             (DPP problem re-solved with CLARABEL, falling back to exact if not optimal).
         cvxpy_problem: a :class:`optim.p3_cvxpy.P3CvxpyProblem` to re-use instead of the
             module-level one (the controller keeps its own).
-        energy_price_w: Pi^t = sum_{k in K} Z_k^t P_k >= 0 [J·W], the energy queues [J] times
+        energy_price_jw: Pi^t = sum_{k in K} Z_k^t P_k >= 0 [J·W], the energy queues [J] times
             the scheduled clients' transmit powers [W] (:meth:`optim.EnergyQueues.price`); it
             adds to Q^t [s] as plain numbers (the Lyapunov function weighs 1 J like 1 s).
             0 (default): P3 exactly as in the paper.
@@ -228,7 +228,7 @@ def solve_slot(
     )
     q = check_real("queue", queue, low=0.0)
     vv = check_real("V", V, low=0.0)
-    price = check_real("energy_price_w", energy_price_w, low=0.0)
+    price = check_real("energy_price_jw", energy_price_jw, low=0.0)
     s = check_snr("snr", snr)
     k = s.size
     if k > n:
@@ -249,7 +249,7 @@ def _solve_checked(
     constants: BoundConstants,
     method: str,
     cvxpy_problem: object | None,
-    energy_price_w: float = 0.0,
+    energy_price_jw: float = 0.0,
 ) -> SlotSolution:
     k = s.size
     sum_inv = float((1.0 / spectral_efficiency(s)).sum())  # sum_j 1 / log2(1 + SNR_j)
@@ -259,7 +259,7 @@ def _solve_checked(
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
     # (Q + Pi) D(O) = (Q c + Pi c) O: the energy price only raises the linear coefficient
     # (eq. E2, optim/energy_queue.py); Pi = 0 adds an exact 0.0, so the paper's P3 is unchanged.
-    qc = q * c + energy_price_w * c
+    qc = q * c + energy_price_jw * c
     o, used, fallbacks = SLOT_METHODS[method](qc, V * a, omin, cvxpy_problem)
     fallbacks = int(fallbacks)
     delay = c * o
@@ -269,10 +269,10 @@ def _solve_checked(
         shares=shares,
         delay_s=delay,
         bound=bound,
-        objective=q * delay + V * bound + energy_price_w * delay,  # eq. (29a), (E2)
+        objective=q * delay + V * bound + energy_price_jw * delay,  # eq. (29a), (E2)
         method=used,
         fell_back=fallbacks > 0 and used != method,
         queue_before=q,
         fallbacks=fallbacks,
-        energy_price_w=energy_price_w,
+        energy_price_jw=energy_price_jw,
     )

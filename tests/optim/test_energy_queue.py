@@ -4,7 +4,7 @@ The slot problem with energy queues (eq. E2 of optim/energy_queue.py) is
 
     min_O  Q D(O) + V gamma(O) + sum_{k in K} Z_k E_k(O),   E_k(O) = E_comp,k + P_k D(O),
 
-with D(O) = c O (eq. 31 shares). ``solve_slot(energy_price_w=sum_k Z_k P_k)`` solves it as the
+with D(O) = c O (eq. 31 shares). ``solve_slot(energy_price_jw=sum_k Z_k P_k)`` solves it as the
 1-D P3 with Q c replaced by (Q + sum_k Z_k P_k) c; the tests check that against a CVXPY problem
 written here with per-client variables, independent of optim.p3 and optim.p3_cvxpy.
 """
@@ -181,14 +181,14 @@ def test_exact_solution_with_energy_matches_a_per_client_cvxpy_problem():
         inst = _instance(rng)
         price = float(inst["Z"] @ inst["P"])
         sol = _slot(
-            inst["snr"], queue=inst["queue"], V=inst["V"], o_min=inst["o_min"], energy_price_w=price
+            inst["snr"], queue=inst["queue"], V=inst["V"], o_min=inst["o_min"], energy_price_jw=price
         )
         o_ex, o_cv = sol.sparsification, _cvxpy_per_client(inst)
         f_ex, f_cv = _objective(o_ex, inst), _objective(o_cv, inst)
         assert f_ex <= f_cv * (1.0 + 1e-9), (o_ex, o_cv)  # the exact optimum is no worse
         # the same O to 1e-5, or (where f is flat around the optimum) the same objective
         assert abs(o_cv - o_ex) <= 1e-5 * o_ex or f_cv - f_ex <= 1e-8 * abs(f_ex), (o_ex, o_cv)
-        assert sol.energy_price_w == price
+        assert sol.energy_price_jw == price
         interior += inst["o_min"] < o_ex < 1.0
     assert interior >= 20  # the instances exercise the interior, not only the end points
 
@@ -200,7 +200,7 @@ def test_energy_price_is_added_to_the_queue():
         inst = _instance(rng)
         price = float(inst["Z"] @ inst["P"])
         args = {"V": inst["V"], "o_min": inst["o_min"]}
-        with_price = _slot(inst["snr"], queue=inst["queue"], energy_price_w=price, **args)
+        with_price = _slot(inst["snr"], queue=inst["queue"], energy_price_jw=price, **args)
         longer_queue = _slot(inst["snr"], queue=inst["queue"] + price, **args)
         assert with_price.sparsification == pytest.approx(longer_queue.sparsification, rel=1e-12)
         assert with_price.objective == pytest.approx(longer_queue.objective, rel=1e-12)
@@ -212,11 +212,11 @@ def test_zero_price_reproduces_the_paper_solution_bit_for_bit():
         inst = _instance(rng)
         args = {"queue": inst["queue"], "V": inst["V"], "o_min": inst["o_min"]}
         old = _slot(inst["snr"], **args)
-        new = _slot(inst["snr"], energy_price_w=0.0, **args)
+        new = _slot(inst["snr"], energy_price_jw=0.0, **args)
         for field in ("sparsification", "delay_s", "bound", "objective", "queue_before"):
             assert getattr(new, field) == getattr(old, field), field
         np.testing.assert_array_equal(new.shares, old.shares)
-        assert old.energy_price_w == 0.0
+        assert old.energy_price_jw == 0.0
         # and the paper's P3 computed here: Q c with c as optim.online computes it
         s = inst["snr"]
         c = BITS * R * P_PER_RANK * float((1.0 / spectral_efficiency(s)).sum()) / BW
@@ -231,7 +231,7 @@ def test_larger_energy_queues_give_smaller_or_equal_sparsification():
         args = {"queue": inst["queue"], "V": inst["V"], "o_min": inst["o_min"]}
         prev = math.inf
         for scale in (0.0, 0.01, 0.1, 1.0, 10.0, 100.0):
-            o = _slot(inst["snr"], energy_price_w=scale * float(inst["Z"] @ inst["P"]), **args)
+            o = _slot(inst["snr"], energy_price_jw=scale * float(inst["Z"] @ inst["P"]), **args)
             assert o.sparsification <= prev
             prev = o.sparsification
         assert prev >= inst["o_min"]
@@ -244,16 +244,16 @@ def test_cvxpy_method_takes_the_energy_price():
         inst = _instance(rng)
         args = {"queue": inst["queue"], "V": inst["V"], "o_min": inst["o_min"]}
         price = float(inst["Z"] @ inst["P"])
-        ex = _slot(inst["snr"], energy_price_w=price, **args)
-        cv = _slot(inst["snr"], energy_price_w=price, method="cvxpy", **args)
-        assert cv.energy_price_w == price
+        ex = _slot(inst["snr"], energy_price_jw=price, **args)
+        cv = _slot(inst["snr"], energy_price_jw=price, method="cvxpy", **args)
+        assert cv.energy_price_jw == price
         f_ex, f_cv = _objective(ex.sparsification, inst), _objective(cv.sparsification, inst)
         assert f_cv == pytest.approx(f_ex, rel=1e-7)
 
 
 def test_negative_price_is_refused():
-    with pytest.raises(ValueError, match=r"energy_price_w must be a finite number in \[0, inf\)"):
-        _slot(np.array([10.0]), queue=1.0, V=1e-3, o_min=0.1, energy_price_w=-1.0)
+    with pytest.raises(ValueError, match=r"energy_price_jw must be a finite number in \[0, inf\)"):
+        _slot(np.array([10.0]), queue=1.0, V=1e-3, o_min=0.1, energy_price_jw=-1.0)
 
 
 # ---------------------------------------------------------------------------- closed loop
@@ -293,7 +293,7 @@ def _run(T: int, V: float, *, priced: bool, seed: int = 3):
         ids, snr = ids[snr >= 0.5], snr[snr >= 0.5]
         if ids.size:
             price = queues.price(ids, power[ids]) if priced else 0.0
-            sol = ctl.step(snr, energy_price_w=price)
+            sol = ctl.step(snr, energy_price_jw=price)
             spent[t, ids] = e_comp[ids] + power[ids] * sol.delay_s
         z_hist[t] = queues.update(spent[t])
     return spent, z_hist, budget

@@ -53,11 +53,11 @@ def test_support_flags():
 @pytest.mark.parametrize("name", ["tsfa", "osfa", "fixed", "sketch"])
 def test_without_a_budget_nothing_changes(name):
     ctl = make_controller(_ctx(name))
-    assert ctl.energy_queues is None and ctl.energy_price_w == 0.0
+    assert ctl.energy_queues is None and ctl.energy_price_jw == 0.0
     before = ctl.decide(SNR, np.zeros(5))
     ctl.price_energy(IDS, POWER)  # no-ops
     ctl.observe_energy(np.ones(N))
-    assert ctl.energy_price_w == 0.0
+    assert ctl.energy_price_jw == 0.0
     after = ctl.decide(SNR, np.zeros(5))
     assert after.sparsification == before.sparsification
     assert after.planned_delay_s == before.planned_delay_s
@@ -78,7 +78,7 @@ def test_lyapunov_controllers_pass_the_price_to_the_solver(name):
     np.testing.assert_allclose(ctl.energy_queues.value[IDS], [2.5, 1.5, 0.5, 3.5, 2.0])
     ctl.price_energy(IDS, POWER)
     price = float(np.dot([2.5, 1.5, 0.5, 3.5, 2.0], POWER))
-    assert ctl.energy_price_w == pytest.approx(price, rel=1e-15)
+    assert ctl.energy_price_jw == pytest.approx(price, rel=1e-15)
     priced = ctl.decide(SNR, np.zeros(5))
     s, c = ctl.ctx.settings, ctl.ctx
     ref = solve_slot(
@@ -92,12 +92,12 @@ def test_lyapunov_controllers_pass_the_price_to_the_solver(name):
         bandwidth_hz=c.bandwidth_hz,
         o_min=s.o_min,
         constants=c.constants,
-        energy_price_w=ctl.energy_price_w,
+        energy_price_jw=ctl.energy_price_jw,
     )
     assert priced.sparsification == ref.sparsification
     assert priced.sparsification < free.sparsification  # energy pressure: upload less
     ctl.observe_energy(np.zeros(N))  # the queues changed: the stored price is stale
-    assert ctl.energy_price_w == 0.0
+    assert ctl.energy_price_jw == 0.0
 
 
 @pytest.mark.parametrize("name", ["fixed", "sketch"])

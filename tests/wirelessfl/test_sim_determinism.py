@@ -40,7 +40,7 @@ def test_adding_clients_keeps_existing_channels(make_scenario, tmp_path):
     for n in (20, 40):
         sc = make_scenario(n_clients=n)
         sim = Simulator(sc, make_learner(sc))
-        snrs.append(sim.channel.snr(0)[:20])
+        snrs.append(sim.channel.observe(0, 0.0)[0][:20])
     pd.testing.assert_series_equal(pd.Series(snrs[0]), pd.Series(snrs[1]))
 
 

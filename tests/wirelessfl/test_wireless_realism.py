@@ -343,6 +343,7 @@ def test_everything_on_resumes_to_the_same_tables(tmp_path):
         ({**GEOMETRY, "channel.power_control": "per_class"}, "devices.kind: classes"),
         ({"availability.model": "trace"}, "availability.trace"),
         ({"availability.p_on_to_off": {"phone": 0.1}}, "device classes"),
+        ({"devices.energy.joules_per_flop": 0.0}, "joules_per_flop"),
         ({"controller.name": "fixed", "controller.energy_budget_j": 1.0}, "energy_budget_j"),
         ({"channel.fading.model": "gauss_markov"}, "channel.fading.rho"),
         ({"devices.kind": "trace"}, "devices.trace"),
@@ -434,3 +435,38 @@ def test_user_registered_models_run_from_the_scenario(tmp_path):
     finally:
         PATH_LOSS_MODELS.unregister("free_space_test")
         AVAILABILITY_MODELS.unregister("every_other_test")
+
+
+def test_gauss_markov_mobility_settings_reach_the_model():
+    sc = small_scenario(
+        **GEOMETRY,
+        **{
+            "mobility.model": "gauss_markov",
+            "mobility.speed_sigma_mps": 0.2,
+            "mobility.direction_sigma_rad": 0.1,
+            "mobility.edge_margin_m": 5.0,
+        },
+    )
+    moving = Simulator(sc, make_learner(sc)).channel.radio.large_scale
+    assert moving is not None
+    m = moving.mobility
+    assert (m.speed_sigma_mps, m.direction_sigma_rad, m.edge_margin_m) == (0.2, 0.1, 5.0)
+
+
+def test_all_unavailable_round_waits(tmp_path):
+    """Every scheduled client unavailable (not restricted to available ones): the round lasts
+    availability.empty_round_s, so a trace's gap does not stop the clock."""
+    trace = tmp_path / "avail.csv"
+    trace.write_text("client,start_s,end_s\n" + "".join(f"{k},3.0,1e9\n" for k in range(20)))
+    res = _run(
+        tmp_path,
+        **{
+            "availability.model": "trace",
+            "availability.trace": str(trace),
+            "availability.empty_round_s": 1.5,
+            "rounds": 4,
+        },
+    )
+    r = res.rounds
+    np.testing.assert_allclose(r.t_start_s[:3], [0.0, 1.5, 3.0])
+    assert list(r.n_unavailable[:2]) == [5, 5] and r.n_unavailable[2] == 0

@@ -121,7 +121,8 @@ class MobilityConfig:
     OWN_KEYS = {
         "static": "nothing (clients do not move)",
         "random_waypoint": "speed_min_mps, speed_max_mps and pause_s",
-        "gauss_markov": "mean_speed_mps, alpha and step_s",
+        "gauss_markov": "mean_speed_mps, alpha, step_s, speed_sigma_mps, direction_sigma_rad "
+        "and edge_margin_m",
     }
 
     model: str = option(
@@ -135,6 +136,18 @@ class MobilityConfig:
     mean_speed_mps: float = option(1.0, ge=0.0, le=1000.0, doc="gauss_markov: mean speed")
     alpha: float = option(0.75, ge=0.0, le=1.0, doc="gauss_markov: memory (0 random, 1 straight)")
     step_s: float = option(1.0, gt=0.0, doc="gauss_markov: time between speed/direction updates")
+    speed_sigma_mps: float | None = option(
+        None, ge=0.0, le=1000.0, doc="gauss_markov: speed spread sigma_s (null: mean_speed / 2)"
+    )
+    direction_sigma_rad: float | None = option(
+        None, ge=0.0, le=10.0, doc="gauss_markov: direction spread sigma_d (null: pi / 4)"
+    )
+    edge_margin_m: float | None = option(
+        None,
+        ge=0.0,
+        doc="gauss_markov: border band where the mean direction points to the centre (null: "
+        "10 % of d_max - d_min)",
+    )
     params: dict[str, object] = option(
         default_factory=dict, doc="keyword arguments of a user-registered mobility model"
     )
@@ -162,10 +175,12 @@ class MobilityConfig:
                 "pause_s": self.pause_s,
             }
         if self.model == "gauss_markov":
+            optional = ("speed_sigma_mps", "direction_sigma_rad", "edge_margin_m")
             return {
                 "mean_speed_mps": self.mean_speed_mps,
                 "alpha": self.alpha,
                 "step_s": self.step_s,
+                **{k: getattr(self, k) for k in optional if getattr(self, k) is not None},
             }
         return dict(self.params)
 
@@ -198,7 +213,10 @@ class AvailabilityConfig:
         "relative to the working directory",
     )
     empty_round_s: float = option(
-        1.0, gt=0.0, doc="virtual time a round lasts when no client can be scheduled"
+        1.0,
+        gt=0.0,
+        doc="virtual time a round lasts when nobody is scheduled or every scheduled client is "
+        "unavailable",
     )
     params: dict[str, object] = option(
         default_factory=dict, doc="keyword arguments of a user-registered availability model"
@@ -248,7 +266,7 @@ class EnergyConfig:
     def validate(self, prefix: str) -> None:
         _check_params(prefix, self.params, self.model, self.OWN_KEYS)
         if self.joules_per_flop is not None:
-            check_per_class(f"{prefix}.joules_per_flop", self.joules_per_flop, 0.0, 1.0)
+            check_per_class(f"{prefix}.joules_per_flop", self.joules_per_flop, 1.0e-30, 1.0)
 
     def model_kwargs(self) -> dict:
         """Keyword arguments of ``channels.make_compute_energy``."""

@@ -107,7 +107,7 @@ class Controller(ABC):
         SUPPORTS_ENERGY_BUDGET: whether :meth:`decide` uses the energy price (class attribute;
             a budget given to a controller without it is refused with a ``ConfigError``).
         energy_queues: the per-device :class:`optim.EnergyQueues`, or ``None`` without a budget.
-        energy_price_w: Pi = sum_k Z_k P_k [J·W] stored by :meth:`price_energy` for the next
+        energy_price_jw: Pi = sum_k Z_k P_k [J·W] stored by :meth:`price_energy` for the next
             :meth:`decide` (0 without a budget, and after :meth:`observe_energy`).
     """
 
@@ -117,7 +117,7 @@ class Controller(ABC):
         self.ctx = ctx
         self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
         self.energy_queues: EnergyQueues | None = None
-        self.energy_price_w = 0.0
+        self.energy_price_jw = 0.0
         if ctx.energy_budget_j is not None:
             self.energy_queues = self._energy_queues(ctx)
         try:
@@ -191,7 +191,7 @@ class Controller(ABC):
         """
         if self.energy_queues is None:
             return
-        self.energy_price_w = self.energy_queues.price(client_ids, tx_power_w)
+        self.energy_price_jw = self.energy_queues.price(client_ids, tx_power_w)
 
     def observe_energy(self, energy_j: np.ndarray) -> None:
         """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J].
@@ -202,7 +202,7 @@ class Controller(ABC):
         if self.energy_queues is None:
             return
         self.energy_queues.update(energy_j)
-        self.energy_price_w = 0.0
+        self.energy_price_jw = 0.0
 
     @abstractmethod
     def choose_rank(self) -> int:
@@ -248,7 +248,7 @@ class Controller(ABC):
             self.energy_queues.load_state_dict(saved)
         except ValueError as err:
             raise ConfigError(f"resume: energy queues: {err}") from None
-        self.energy_price_w = 0.0
+        self.energy_price_jw = 0.0
 
     def planned_bits(self, sparsification: float) -> float:
         """v * (O * r * sum(d + l) + fixed values): the payload the delay model assumes [bits]."""

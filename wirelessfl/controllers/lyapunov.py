@@ -13,7 +13,7 @@ from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 class OnlineLyapunov(Controller):
     """Rank from the scenario (``controller.rank``); O^t and b_k^t from ``optim.solve_slot``.
 
-    With an energy budget the solver also gets the stored energy price (``energy_price_w``).
+    With an energy budget the solver also gets the stored energy price (``energy_price_jw``).
     """
 
     SUPPORTS_ENERGY_BUDGET = True
@@ -39,7 +39,7 @@ class OnlineLyapunov(Controller):
         return int(self.ctx.settings.rank)
 
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
-        slot = self.online.decide(snr, energy_price_w=self.energy_price_w)
+        slot = self.online.decide(snr, energy_price_jw=self.energy_price_jw)
         return Decision(
             sparsification=float(slot.sparsification),
             shares=np.asarray(slot.shares, dtype=float),

@@ -409,7 +409,7 @@ class Simulator:
             happened = sends & (times <= end_s)
             log.add_many(times[happened], kind, clients[happened])
         log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
-        if not len(r.scheduled):  # nobody could be scheduled: the server waits
+        if r.unavailable.all():  # nobody (available) to schedule: the server waits
             end_s = t0 + sc.availability.empty_round_s
         if end_s > env.now:
             yield env.timeout(_delay_to(env.now, end_s))
