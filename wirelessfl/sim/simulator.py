@@ -5,14 +5,17 @@ can checkpoint between rounds; the clock carries on across them) that returns wh
 produced; clients have no process of their own (step 5), so idle clients cost nothing. The
 server's round, :meth:`Simulator._round`, is a list of named steps:
 
-1. :meth:`~Simulator._observe`: the channel (SNR of all N clients) and the K^t scheduled
-   clients (``optim.select_clients``);
+1. :meth:`~Simulator._observe`: the channel (SNR and transmit power of all N clients at the
+   round's broadcast time: a fixed cell, a moving one, or an SNR trace), who is available
+   (the availability model) and the K^t scheduled clients (``optim.select_clients``, among
+   the available ones with ``selection.available_only``);
 2. :meth:`~Simulator._mark_faults`: clients in outage (SNR below ``faults.outage_snr_db``; the
-   server knows the CSI) get no bandwidth and do not train; then each other client drops out
-   with ``faults.dropout_prob`` (the controller does not know: its share idles unless
-   ``faults.redistribute_unused``);
+   server knows the CSI) get no bandwidth and do not train; scheduled clients that are
+   unavailable, and others that drop out with ``faults.dropout_prob``, do not answer (the
+   controller does not know: their shares idle unless ``faults.redistribute_unused``);
 3. :meth:`~Simulator._decide`: the controller's O^t, shares b_k^t and per-client rank and
-   ratio for the clients not in outage;
+   ratio for the clients not in outage (with ``controller.energy_budget_j``, priced by their
+   energy queues first);
 4. :meth:`~Simulator._train`: the learner trains the clients that will upload (wall time only)
    and reports each one's download, upload and FLOPs;
 5. :meth:`~Simulator._transmit`: every training client's timeline in closed form (numpy, the
@@ -21,15 +24,18 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload. SimPy waits only for
    the event that ends the round: the last arrival, or ``faults.deadline_s`` after the
    broadcast when an upload is still running then (clients still busy are stragglers and
-   their uploads are discarded), or ``availability.empty_round_s`` when nobody was scheduled.
-   The tables equal those of one SimPy process per client (tests/wirelessfl/test_event_floor.py);
+   their uploads are discarded), or ``availability.empty_round_s`` when nobody (available)
+   was scheduled. The tables equal those of one SimPy process per client
+   (tests/wirelessfl/test_event_floor.py);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
-   proportional-fair tracker is updated;
+   proportional-fair tracker is updated; then each training client's compute and transmit
+   energy is read off the round's events (:mod:`wirelessfl.sim.energy`);
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
 8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
    queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
    deadline counting up to the deadline (:func:`~wirelessfl.sim.events.round_timing`), so a
-   round whose stragglers were cut reports, and queues, the time it lasted.
+   round whose stragglers were cut reports, and queues, the time it lasted. The energy
+   queues take each device's energy of the round.
 
 Numerical faults stop the run before the round's record exists, with a one-line
 :class:`~wirelessfl.errors.SimulationError` naming the round: a non-finite value in the
