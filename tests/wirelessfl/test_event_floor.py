@@ -5,7 +5,8 @@ numpy and gives SimPy only the round's end (the last arrival or the deadline). T
 here is the design it replaced, written out independently: one SimPy process per client that
 waits for its download, compute and upload, interrupted at the deadline. Every table must be
 identical (``wall_s`` aside), with deadlines cutting clients in every phase, a downlink,
-dropouts, outages and clients without bandwidth.
+dropouts, outages and clients without bandwidth; the reference counts energy from what its
+processes saw (the energy columns included).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from scenario_helpers import small_scenario
 from channels import rate_bps
 from wirelessfl.learners import make_learner
 from wirelessfl.sim import run_scenario
+from wirelessfl.sim.energy import round_energy
 from wirelessfl.sim.events import Kind
 from wirelessfl.sim.simulator import Simulator
 
@@ -56,7 +58,7 @@ class ProcessPerClient(Simulator):
 
     def _transmit(self, r):
         sc, env, ch = self.scenario, self.env, self.scenario.channel
-        processes, no_rate = [], []
+        processes, no_rate, self.seen = [], [], {}
         for i in np.flatnonzero(r.active).tolist():
             cid = int(r.scheduled[i])
             report = r.reports[cid]
@@ -83,19 +85,52 @@ class ProcessPerClient(Simulator):
                 yield everyone
         for cid in no_rate:
             r.log.add(env.now, Kind.STRAGGLER, cid)
+        self._energy(r)
+
+    def _energy(self, r):
+        """Energy from what each process saw: compute and upload up to their end or the cut."""
+        idx = np.flatnonzero(r.active)
+        clients = r.scheduled[idx]
+        now, seen = self.env.now, self.seen
+        computed, started, uploaded = [], [], []
+        for c in clients.tolist():
+            times = seen.get(c, {})
+            started.append("compute_start" in times)
+            plan = (r.compute_s[c], r.upload_s[c])  # what a finished phase took
+            computed.append(
+                plan[0] if "compute_end" in times else now - times.get("compute_start", now)
+            )
+            uploaded.append(
+                plan[1] if "upload_end" in times else now - times.get("upload_start", now)
+            )
+        reports = [r.reports[c] for c in clients.tolist()]
+        r.energy = round_energy(
+            self.compute_energy,
+            clients=clients,
+            flops=np.array([rep.flops for rep in reports]),
+            compute_s=np.array([r.compute_s[c] for c in clients.tolist()]),
+            computed_s=np.array(computed),
+            started=np.array(started),
+            uploaded_s=np.array(uploaded),
+            client_class=None,
+            tx_power_w=r.tx_power_w[idx],
+        )
 
     def _one(self, log, cid, down, comp, up, bits):
-        env = self.env
+        env, seen = self.env, self.seen.setdefault(cid, {})
         try:
             if down > 0:
                 yield env.timeout(down)
             log.add(env.now, Kind.COMPUTE_START, cid)
+            seen["compute_start"] = env.now
             if comp > 0:
                 yield env.timeout(comp)
             log.add(env.now, Kind.COMPUTE_END, cid)
             log.add(env.now, Kind.UPLOAD_START, cid)
+            seen["compute_end"] = seen["upload_start"] = env.now
             yield env.timeout(up)
             log.add(env.now, Kind.UPLOAD_END, cid, bits)
+            seen["upload_end"] = env.now
         except simpy.Interrupt:
             log.add(env.now, Kind.STRAGGLER, cid)
 

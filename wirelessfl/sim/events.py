@@ -83,10 +83,11 @@ class EventLog:
         """Events of one kind for several clients: ``time_s`` and ``value`` broadcast to
         ``clients`` (n,)."""
         clients = np.asarray(clients, dtype=np.int64)
-        if clients.size == 0:
+        n = clients.size
+        if n == 0:
             return
-        times = np.broadcast_to(np.asarray(time_s, dtype=np.float64), clients.shape)
-        values = np.broadcast_to(np.asarray(value, dtype=np.float64), clients.shape)
+        times = np.full(n, time_s) if np.ndim(time_s) == 0 else np.asarray(time_s, np.float64)
+        values = np.full(n, value) if np.ndim(value) == 0 else np.asarray(value, np.float64)
         self._parts.append((times, int(kind), clients, values))
 
     def table(self) -> EventTable:

@@ -146,11 +146,7 @@ class _Round:
     events: EventTable | None = None  # the sorted log, from the aggregation on
     energy: RoundEnergy | None = None
 
-    @property
-    def active(self) -> np.ndarray:
-        """(k,) bool: scheduled clients that train and upload."""
-        assert self.outage is not None and self.dropped is not None
-        return ~self.outage & ~self.dropped & ~self.unavailable
+    active: np.ndarray | None = None  # (k,) bool: scheduled clients that train and upload
 
 
 class Simulator:
@@ -236,7 +232,6 @@ class Simulator:
         self._train(r)
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
-        self._account_energy(r)
         evaluation = self._evaluate(r)
         return self._record(r, metrics, evaluation, arrived)
 
@@ -251,16 +246,17 @@ class Simulator:
         pool = np.flatnonzero(available) if sc.selection.available_only else None
         scheduled = np.zeros(0, dtype=int)
         if pool is None or pool.size:
-            candidates = np.arange(sc.n_clients) if pool is None else pool
             chosen = select_clients(
                 round_generator(sc.seed, stream="selection", round_index=t),
-                n_clients=candidates.size,
-                n_scheduled=min(sc.n_scheduled, candidates.size),
+                n_clients=sc.n_clients if pool is None else pool.size,
+                n_scheduled=sc.n_scheduled if pool is None else min(sc.n_scheduled, pool.size),
                 method=sc.selection.method,
-                snr=snr_all[candidates],
-                average_rate=self.average_rate[candidates],
+                snr=snr_all if pool is None else snr_all[pool],
+                average_rate=self.average_rate if pool is None else self.average_rate[pool],
             )
-            scheduled = candidates[np.asarray(chosen, dtype=int)]
+            scheduled = np.asarray(chosen, dtype=int)
+            if pool is not None:
+                scheduled = pool[scheduled]
         snr = snr_all[scheduled]
         r = _Round(
             t,
@@ -293,6 +289,7 @@ class Simulator:
         r.log.add_many(r.t0_s, Kind.DROP, r.scheduled[r.dropped])
         r.log.add_many(r.t0_s, Kind.OUTAGE, r.scheduled[r.outage])
         r.log.add_many(r.t0_s, Kind.UNAVAILABLE, r.scheduled[r.unavailable])
+        r.active = ~r.outage & ~r.dropped & ~r.unavailable
 
     # 3. ------------------------------------------------------------------------------------
     def _decide(self, r: _Round) -> None:
@@ -380,46 +377,91 @@ class Simulator:
         sc, env, ch = self.scenario, self.env, self.scenario.channel
         idx = np.flatnonzero(r.active)
         clients = r.scheduled[idx]
-        reports = [r.reports[c] for c in clients.tolist()]
+        ids = clients.tolist()
+        reports = [r.reports[c] for c in ids]
         bits_up = np.array([rep.bits_up for rep in reports], dtype=float)
-        bits_down = np.array([rep.bits_down for rep in reports], dtype=float)
-        downlink_s = bits_down / ch.downlink_rate_bps if ch.downlink_rate_bps > 0 else 0.0
+        flops = np.array([rep.flops for rep in reports], dtype=float)
+        downlink_s = 0.0
+        if ch.downlink_rate_bps > 0:
+            downlink_s = np.array([rep.bits_down for rep in reports]) / ch.downlink_rate_bps
         compute_s = np.zeros(idx.size)
         if sc.devices.include_compute:
-            flops = np.array([rep.flops for rep in reports], dtype=float)
             compute_s = flops / self.flops_per_s[clients]
         rate = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx])
-        with np.errstate(divide="ignore", over="ignore"):
-            upload_s = np.where(rate > 0, bits_up / np.where(rate > 0, rate, 1.0), math.inf)
-        r.compute_s = dict(zip(clients.tolist(), compute_s.tolist(), strict=True))
-        r.upload_s = dict(zip(clients.tolist(), upload_s.tolist(), strict=True))
+        upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
+        r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
+        r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
         t0 = env.now
         compute_start = t0 + downlink_s + np.zeros(idx.size)
         compute_end = compute_start + compute_s
         upload_end = compute_end + upload_s
         sends = np.isfinite(upload_s)  # a client without bandwidth never starts
         end_s = float(upload_end[sends].max()) if sends.any() else t0
-        cut = np.zeros(idx.size, bool)
-        if sc.faults.deadline_s is not None and sends.any():
-            deadline = t0 + sc.faults.deadline_s
-            if end_s > deadline:
-                cut = sends & (upload_end > deadline)
-                end_s = deadline
-        log = r.log
-        done = sends & ~cut
+        deadline = math.inf if sc.faults.deadline_s is None else t0 + sc.faults.deadline_s
+        if end_s > deadline:
+            end_s = deadline
+            self._log_cut(
+                r, clients, sends, bits_up, (compute_start, compute_end, upload_end), end_s
+            )
+            started = sends & (compute_start <= end_s)
+            uploading = sends & (compute_end <= end_s)
+            # all of it when it finished by the deadline, else up to the deadline
+            computed_s = np.where(
+                uploading, compute_s, np.where(started, end_s - compute_start, 0.0)
+            )
+            arrived = sends & (upload_end <= end_s)
+            uploaded_s = np.where(arrived, upload_s, np.where(uploading, end_s - compute_end, 0.0))
+        else:
+            for times, kind in (
+                (compute_start, Kind.COMPUTE_START),
+                (compute_end, Kind.COMPUTE_END),
+                (compute_end, Kind.UPLOAD_START),
+            ):
+                r.log.add_many(times[sends], kind, clients[sends])
+            r.log.add_many(upload_end[sends], Kind.UPLOAD_END, clients[sends], bits_up[sends])
+            r.log.add_many(end_s, Kind.STRAGGLER, clients[~sends])
+            started, computed_s, uploaded_s = sends, compute_s, np.where(sends, upload_s, 0.0)
+        if r.unavailable.all():  # nobody (available) to schedule: the server waits
+            end_s = t0 + sc.availability.empty_round_s
+        r.energy = round_energy(
+            self.compute_energy,
+            clients=clients,
+            flops=flops,
+            compute_s=compute_s,
+            computed_s=computed_s,
+            started=started,
+            uploaded_s=uploaded_s,
+            client_class=None if self.client_class is None else [self.client_class[c] for c in ids],
+            tx_power_w=r.tx_power_w[idx],
+        )
+        if end_s > env.now:
+            yield env.timeout(_delay_to(env.now, end_s))
+
+    @staticmethod
+    def _log_cut(
+        r: _Round,
+        clients: np.ndarray,
+        sends: np.ndarray,
+        bits_up: np.ndarray,
+        timeline: tuple[np.ndarray, np.ndarray, np.ndarray],
+        deadline_s: float,
+    ) -> None:
+        """Events of a round the deadline cut: what happened by then, stragglers at it.
+
+        ``timeline``: each client's compute start, compute end (= upload start) and upload end
+        [s], shape (m,) each.
+        """
+        compute_start, compute_end, upload_end = timeline
         for times, kind in (
             (compute_start, Kind.COMPUTE_START),
             (compute_end, Kind.COMPUTE_END),
             (compute_end, Kind.UPLOAD_START),
         ):
-            happened = sends & (times <= end_s)
-            log.add_many(times[happened], kind, clients[happened])
-        log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
-        if r.unavailable.all():  # nobody (available) to schedule: the server waits
-            end_s = t0 + sc.availability.empty_round_s
-        if end_s > env.now:
-            yield env.timeout(_delay_to(env.now, end_s))
-        log.add_many(env.now, Kind.STRAGGLER, clients[cut | ~sends])
+            happened = sends & (times <= deadline_s)
+            r.log.add_many(times[happened], kind, clients[happened])
+        done = sends & (upload_end <= deadline_s)
+        r.log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
+        r.log.add_many(deadline_s, Kind.STRAGGLER, clients[~done])
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
@@ -448,23 +490,6 @@ class Simulator:
                 beta=PF_SMOOTHING,
             )
         return metrics, arrived
-
-    def _account_energy(self, r: _Round) -> None:
-        """Each training client's compute and transmit energy, from the round's events."""
-        assert r.events is not None
-        clients = r.scheduled[r.active]
-        reports = [r.reports[c] for c in clients.tolist()]
-        r.energy = round_energy(
-            self.compute_energy,
-            r.events,
-            clients=clients,
-            flops=np.array([rep.flops for rep in reports], dtype=float),
-            compute_s=np.array([r.compute_s[c] for c in clients.tolist()], dtype=float),
-            client_class=None
-            if self.client_class is None
-            else [self.client_class[c] for c in clients.tolist()],
-            tx_power_w=r.tx_power_w[r.active],
-        )
 
     def _evaluate(self, r: _Round) -> dict[str, float]:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
