@@ -18,7 +18,6 @@ A new model is one :class:`AvailabilityModel` subclass plus one line in
 
 from __future__ import annotations
 
-import inspect
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -362,25 +361,4 @@ def make_availability(name: str, **params: Any) -> AvailabilityModel:
     Output: the model instance. Unknown names and keywords raise a one-line ``ValueError``
     listing what is accepted.
     """
-    cls = AVAILABILITY_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
-    try:
-        sig = inspect.signature(cls)
-    except (TypeError, ValueError):
-        sig = None
-    if sig is not None:
-        accepted = [
-            p.name
-            for p in sig.parameters.values()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-        takes_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
-        unknown = [k for k in params if k not in accepted]
-        if unknown and not takes_any:
-            raise ValueError(
-                f"unknown parameter(s) {', '.join(map(repr, unknown))} for availability model "
-                f"{name!r}; accepted: {', '.join(accepted)}"
-            )
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for availability model {name!r}: {exc}") from None
+    return AVAILABILITY_MODELS.build(name, **params)

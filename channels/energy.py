@@ -215,11 +215,7 @@ def make_compute_energy(name: str, **params: Any) -> ComputeEnergyModel:
     Input: ``name`` in :data:`COMPUTE_ENERGY_MODELS`; ``params`` passed to its constructor.
     Output: the model instance. Unknown names and keywords raise a one-line ``ValueError``.
     """
-    cls = COMPUTE_ENERGY_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for compute energy model {name!r}: {exc}") from None
+    return COMPUTE_ENERGY_MODELS.build(name, **params)
 
 
 def transmit_energy_j(tx_power_w: ArrayLike, upload_s: ArrayLike) -> float | np.ndarray:

@@ -283,10 +283,6 @@ def make_fading(name: str, **params: Any) -> FadingModel:
     """Build a fading model by registry name.
 
     Input: ``name`` in :data:`FADING_MODELS`; ``params`` passed to its constructor.
-    Output: the model instance.
+    Output: the model instance (one-line ``ValueError`` for an unknown name or keyword).
     """
-    cls = FADING_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for fading model {name!r}: {exc}") from None
+    return FADING_MODELS.build(name, **params)

@@ -29,7 +29,6 @@ the base station. At time 0 it returns the annulus distances exactly.
 
 from __future__ import annotations
 
-import inspect
 import math
 from abc import ABC, abstractmethod
 from typing import Any
@@ -519,31 +518,5 @@ def make_mobility(
     Output: the model. Unknown names, unknown or missing keywords raise a one-line
     ``ValueError`` listing the accepted ones.
     """
-    cls = MOBILITY_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
-    sig = inspect.signature(cls)
-    own = [p for p in sig.parameters.values() if p.name not in _COMMON]
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own):
-        names = [p.name for p in own if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-        accepted = ", ".join(repr(p) for p in names) or "none"
-        unknown = [k for k in params if k not in names]
-        if unknown:
-            bad = ", ".join(repr(k) for k in unknown)
-            raise ValueError(
-                f"unknown parameter(s) {bad} for mobility model {name!r}; accepted: {accepted}"
-            )
-        missing = [
-            p.name
-            for p in own
-            if p.default is inspect.Parameter.empty
-            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-            and p.name not in params
-        ]
-        if missing:
-            need = ", ".join(repr(k) for k in missing)
-            raise ValueError(
-                f"mobility model {name!r} needs parameter(s) {need}; accepted: {accepted}"
-            )
-    try:
-        return cls(seed=seed, n_clients=n_clients, d_min_m=d_min_m, d_max_m=d_max_m, **params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for mobility model {name!r}: {exc}") from None
+    cell = {"seed": seed, "n_clients": n_clients, "d_min_m": d_min_m, "d_max_m": d_max_m}
+    return MOBILITY_MODELS.build(name, supplied=_COMMON, **cell, **params)

@@ -30,10 +30,10 @@ A new model is one :class:`PathLossModel` subclass plus one line in :data:`PATH_
 from __future__ import annotations
 
 import abc
-import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -340,7 +340,44 @@ def _set(obj: Any, **values: Any) -> None:
 
 
 @dataclass(frozen=True)
-class UMi(PathLossModel):
+class _Urban3gpp(PathLossModel):
+    """The shape UMi and UMa share: f_c, heights, a path-loss function and σ_SF by LoS state."""
+
+    carrier_ghz: float
+    h_bs_m: float
+    h_ut_m: float = 1.5
+
+    H_UT_RANGE_M: ClassVar[tuple[float, float]]
+    SIGMA_SF_DB: ClassVar[tuple[float, float]]  # (LoS, NLoS)
+    PATH_LOSS_DB: ClassVar[Callable[..., Any]]
+
+    def __post_init__(self) -> None:
+        _set(
+            self,
+            carrier_ghz=_carrier_ghz(self.carrier_ghz),
+            h_bs_m=_h_bs_m(self.h_bs_m),
+            h_ut_m=_h_ut_m(self.h_ut_m, self.H_UT_RANGE_M),
+        )
+
+    def path_loss_db(self, distance_2d_m: ArrayLike, los: ArrayLike) -> np.ndarray:
+        """PL [dB] (Table 7.4.1-1), as a float64 array."""
+        pl = type(self).PATH_LOSS_DB(
+            distance_2d_m,
+            carrier_ghz=self.carrier_ghz,
+            h_bs_m=self.h_bs_m,
+            h_ut_m=self.h_ut_m,
+            los=los,
+        )
+        return np.asarray(pl, dtype=np.float64)
+
+    def shadowing_sigma_db(self, los: ArrayLike) -> np.ndarray:
+        """σ_SF [dB] by LoS state (Table 7.4.1-1), the shape of ``los``."""
+        mask = _los_mask(los, np.shape(los))
+        return np.where(mask, *self.SIGMA_SF_DB)
+
+
+@dataclass(frozen=True)
+class UMi(_Urban3gpp):
     """3GPP TR 38.901 UMi-Street Canyon (Tables 7.4.1-1 and 7.4.2-1).
 
     Fields: ``carrier_ghz`` f_c in [0.5, 100] [GHz]; ``h_bs_m`` > 1 [m] (standard: 10 m);
@@ -352,39 +389,17 @@ class UMi(PathLossModel):
     h_bs_m: float = 10.0
     h_ut_m: float = 1.5
 
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            carrier_ghz=_carrier_ghz(self.carrier_ghz),
-            h_bs_m=_h_bs_m(self.h_bs_m),
-            h_ut_m=_h_ut_m(self.h_ut_m, UMI_H_UT_RANGE_M),
-        )
+    H_UT_RANGE_M = UMI_H_UT_RANGE_M
+    SIGMA_SF_DB = (UMI_SIGMA_SF_LOS_DB, UMI_SIGMA_SF_NLOS_DB)
+    PATH_LOSS_DB = staticmethod(umi_path_loss_db)
 
     def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray:
         """P_LoS(d2D) of UMi: ``distance_2d_m`` [m] -> float64 array, same shape."""
         return np.asarray(umi_los_probability(distance_2d_m), dtype=np.float64)
 
-    def path_loss_db(self, distance_2d_m: ArrayLike, los: ArrayLike) -> np.ndarray:
-        """PL [dB] of UMi (see :func:`umi_path_loss_db`), as a float64 array."""
-        return np.asarray(
-            umi_path_loss_db(
-                distance_2d_m,
-                carrier_ghz=self.carrier_ghz,
-                h_bs_m=self.h_bs_m,
-                h_ut_m=self.h_ut_m,
-                los=los,
-            ),
-            dtype=np.float64,
-        )
-
-    def shadowing_sigma_db(self, los: ArrayLike) -> np.ndarray:
-        """σ_SF [dB]: 4 for LoS, 7.82 for NLoS (Table 7.4.1-1), the shape of ``los``."""
-        mask = _los_mask(los, np.shape(los))
-        return np.where(mask, UMI_SIGMA_SF_LOS_DB, UMI_SIGMA_SF_NLOS_DB)
-
 
 @dataclass(frozen=True)
-class UMa(PathLossModel):
+class UMa(_Urban3gpp):
     """3GPP TR 38.901 UMa (Tables 7.4.1-1 and 7.4.2-1), with h_UT <= 13 m so h_E = 1 m.
 
     Fields: ``carrier_ghz`` f_c in [0.5, 100] [GHz]; ``h_bs_m`` > 1 [m] (standard: 25 m);
@@ -396,35 +411,13 @@ class UMa(PathLossModel):
     h_bs_m: float = 25.0
     h_ut_m: float = 1.5
 
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            carrier_ghz=_carrier_ghz(self.carrier_ghz),
-            h_bs_m=_h_bs_m(self.h_bs_m),
-            h_ut_m=_h_ut_m(self.h_ut_m, UMA_H_UT_RANGE_M),
-        )
+    H_UT_RANGE_M = UMA_H_UT_RANGE_M
+    SIGMA_SF_DB = (UMA_SIGMA_SF_LOS_DB, UMA_SIGMA_SF_NLOS_DB)
+    PATH_LOSS_DB = staticmethod(uma_path_loss_db)
 
     def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray:
         """P_LoS(d2D) of UMa at this h_UT: ``distance_2d_m`` [m] -> float64 array."""
         return np.asarray(uma_los_probability(distance_2d_m, self.h_ut_m), dtype=np.float64)
-
-    def path_loss_db(self, distance_2d_m: ArrayLike, los: ArrayLike) -> np.ndarray:
-        """PL [dB] of UMa (see :func:`uma_path_loss_db`), as a float64 array."""
-        return np.asarray(
-            uma_path_loss_db(
-                distance_2d_m,
-                carrier_ghz=self.carrier_ghz,
-                h_bs_m=self.h_bs_m,
-                h_ut_m=self.h_ut_m,
-                los=los,
-            ),
-            dtype=np.float64,
-        )
-
-    def shadowing_sigma_db(self, los: ArrayLike) -> np.ndarray:
-        """σ_SF [dB]: 4 for LoS, 6 for NLoS (Table 7.4.1-1), the shape of ``los``."""
-        mask = _los_mask(los, np.shape(los))
-        return np.where(mask, UMA_SIGMA_SF_LOS_DB, UMA_SIGMA_SF_NLOS_DB)
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -513,39 +506,4 @@ def make_path_loss(name: str, **params: Any) -> PathLossModel:
     Output: the model instance. An unknown name, an unknown or missing keyword, or a bad
     value raises a one-line ``ValueError`` (names and keywords listed).
     """
-    cls = PATH_LOSS_MODELS.load(name)  # UnknownNameError (a ValueError) lists the names
-    try:
-        sig = inspect.signature(cls)
-    except (TypeError, ValueError):  # no signature to check against: let the call decide
-        sig = None
-    if sig is not None:
-        kinds = {p.kind for p in sig.parameters.values()}
-        names = [
-            p.name
-            for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
-        accepted = ", ".join(repr(n) for n in names)
-        if inspect.Parameter.VAR_KEYWORD not in kinds:
-            for key in params:
-                if key not in names:
-                    raise ValueError(
-                        f"unknown parameter {key!r} for path-loss model {name!r}; "
-                        f"accepted: {accepted}"
-                    )
-        missing = [
-            p.name
-            for p in sig.parameters.values()
-            if p.default is p.empty
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            and p.name not in params
-        ]
-        if missing:
-            raise ValueError(
-                f"missing parameter {missing[0]!r} for path-loss model {name!r}; "
-                f"accepted: {accepted}"
-            )
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for path-loss model {name!r}: {exc}") from None
+    return PATH_LOSS_MODELS.build(name, **params)

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from typing import Any, Generic, TypeVar
@@ -154,6 +155,47 @@ class Registry(Mapping[str, T], Generic[T]):
             entry = self._entries[name]
             self._loaded[name] = resolve_target(entry) if isinstance(entry, str) else entry
         return self._loaded[name]
+
+    def build(self, name: str, /, *, supplied: tuple[str, ...] = (), **params: Any) -> Any:
+        """``self.load(name)(**params)``, with the keywords checked first (one-line errors).
+
+        ``supplied`` names keywords the caller passes on every model's behalf (the cell's
+        ``seed``, ``n_clients``, ...): they are in ``params`` but not listed as the model's own.
+        An unknown name, an unknown or missing keyword, or a constructor's ``TypeError`` is a
+        ``ValueError`` on one line that lists the accepted keywords.
+        """
+        target = self.load(name)  # UnknownNameError (a ValueError) lists the names
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # no signature to check against: let the call decide
+            signature = None
+        if signature is not None:
+            named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            own = [
+                p
+                for p in signature.parameters.values()
+                if p.kind in named and p.name not in supplied
+            ]
+            accepted = ", ".join(repr(p.name) for p in own) or "none"
+            takes_any = any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
+            )
+            unknown = [k for k in params if k not in supplied and k not in {p.name for p in own}]
+            if unknown and not takes_any:
+                raise ValueError(
+                    f"unknown parameter {unknown[0]!r} for {self.kind} {name!r}; accepted: "
+                    f"{accepted}"
+                )
+            missing = [p.name for p in own if p.default is p.empty and p.name not in params]
+            if missing:
+                raise ValueError(
+                    f"missing parameter {missing[0]!r} for {self.kind} {name!r}; accepted: "
+                    f"{accepted}"
+                )
+        try:
+            return target(**params)
+        except TypeError as exc:
+            raise ValueError(f"bad parameters for {self.kind} {name!r}: {exc}") from None
 
     def __contains__(self, name: object) -> bool:
         self._read_entry_points()

@@ -281,9 +281,11 @@ def test_registry_and_factory_errors():
     with pytest.raises(ValueError, match=r"unknown availability model 'onoff'.*'markov'") as exc:
         make_availability("onoff")
     _one_line(exc)
-    with pytest.raises(ValueError, match=r"unknown parameter\(s\) 'p_on'.*accepted: seed") as exc:
+    with pytest.raises(ValueError, match=r"unknown parameter 'p_on'.*accepted: 'seed'") as exc:
         make_availability("markov", seed=1, n_clients=5, p_on=0.1)
     _one_line(exc)
-    with pytest.raises(ValueError, match=r"bad parameters for availability model 'markov'") as exc:
+    with pytest.raises(
+        ValueError, match=r"missing parameter 'n_clients' for availability model 'markov'"
+    ) as exc:
         make_availability("markov", seed=1)
     _one_line(exc)

@@ -88,7 +88,10 @@ def test_transmit_power_kinds():
     ("call", "match"),
     [
         (lambda: make_compute_energy("nope"), "unknown compute energy model 'nope'; accepted: "),
-        (lambda: make_compute_energy("cmos", bogus=1), "bad parameters for compute energy model"),
+        (
+            lambda: make_compute_energy("cmos", bogus=1),
+            "unknown parameter .bogus. for compute energy",
+        ),
         (lambda: PerFlopEnergy(-1.0), "joules_per_flop must be > 0"),
         (lambda: CmosEnergy(kappa=0.0), "kappa must be > 0"),
         (lambda: make_compute_energy("per_flop").energy_j(np.ones(2), None), "pass client_class"),

@@ -350,7 +350,7 @@ def test_make_mobility_errors_list_the_accepted_names_and_keywords():
     )
     assert "'speed_min_mps', 'speed_max_mps', 'pause_s'" in msg
     _one_line_error(
-        "needs parameter.*'speed_max_mps'",
+        "missing parameter 'speed_max_mps'",
         make_mobility,
         "random_waypoint",
         seed=1,
