@@ -181,7 +181,11 @@ def test_exact_solution_with_energy_matches_a_per_client_cvxpy_problem():
         inst = _instance(rng)
         price = float(inst["Z"] @ inst["P"])
         sol = _slot(
-            inst["snr"], queue=inst["queue"], V=inst["V"], o_min=inst["o_min"], energy_price_jw=price
+            inst["snr"],
+            queue=inst["queue"],
+            V=inst["V"],
+            o_min=inst["o_min"],
+            energy_price_jw=price,
         )
         o_ex, o_cv = sol.sparsification, _cvxpy_per_client(inst)
         f_ex, f_cv = _objective(o_ex, inst), _objective(o_cv, inst)
