@@ -12,7 +12,8 @@ expected inverse rate above a cut-off), :mod:`~channels.compute`
 (device speeds, training FLOPs), :mod:`~channels.payload` (LoRA payload bits),
 :mod:`~channels.report` (per-client link summary), :mod:`~channels.mobility` (client
 movement over virtual time), :mod:`~channels.large_scale` (path loss, shadowing and transmit
-power at any time), :mod:`~channels.energy` (compute and transmit energy, power control),
+power at any time), :mod:`~channels.energy` (compute and transmit energy),
+:mod:`~channels.power_control` (transmit power per client),
 :mod:`~channels.availability` (on/off availability), :mod:`~channels.traces` (availability,
 compute and SNR trace files), :mod:`~channels.registry` (the registry shape every registry of
 the project uses).
@@ -50,7 +51,6 @@ from channels.energy import (
     DEVICE_CLASS_JOULES_PER_FLOP,
     CmosEnergy,
     PerFlopEnergy,
-    TransmitPower,
     fractional_power_control_dbm,
     make_compute_energy,
     transmit_energy_j,
@@ -106,6 +106,14 @@ from channels.payload import (
     planned_payload_bits,
     sparse_payload_bits,
 )
+from channels.power_control import (
+    POWER_CONTROLS,
+    FixedPower,
+    FractionalPower,
+    PerClassPower,
+    PowerControl,
+    make_power_control,
+)
 from channels.registry import Registry, UnknownNameError
 from channels.report import channel_report
 from channels.streams import as_client_generators, client_generators, round_generator, stream_id
@@ -119,13 +127,18 @@ from channels.traces import (
 from channels.units import db_to_linear, dbm_to_watt, linear_to_db, watt_to_dbm
 
 __all__ = [
+    "POWER_CONTROLS",
+    "FixedPower",
+    "FractionalPower",
+    "PerClassPower",
+    "PowerControl",
+    "make_power_control",
     "LargeScaleGains",
     "LargeScaleState",
     "COMPUTE_ENERGY_MODELS",
     "DEVICE_CLASS_JOULES_PER_FLOP",
     "CmosEnergy",
     "PerFlopEnergy",
-    "TransmitPower",
     "fractional_power_control_dbm",
     "make_compute_energy",
     "transmit_energy_j",

@@ -16,8 +16,8 @@ Compute energy models (registry :data:`COMPUTE_ENERGY_MODELS`, factory
   model implies; it need not equal the profile's sustained ``flops_per_s`` (which includes the
   utilisation), and when it is larger the model charges the energy of the useful cycles only.
 
-Transmission: :func:`transmit_energy_j` (E = P · t) with the per-client power of
-:class:`TransmitPower` (``fixed``, ``per_class`` or ``fractional``, the last by
+Transmission: :func:`transmit_energy_j` (E = P · t) with each client's power from a
+power-control model of :mod:`channels.power_control` (``fractional`` by
 :func:`fractional_power_control_dbm`).
 
 :data:`DEVICE_CLASS_JOULES_PER_FLOP` gives order-of-magnitude energies per *sustained*
@@ -43,26 +43,23 @@ class                     J/FLOP      basis (sustained FLOP/s of DEVICE_CLASSES,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from channels._validation import as_float, as_float_array, as_int, scalar_or_array
+from channels._validation import as_float, as_float_array, scalar_or_array
 from channels.registry import Registry
-from channels.units import dbm_to_watt
 
 __all__ = [
     "COMPUTE_ENERGY_MODELS",
     "DEVICE_CLASS_JOULES_PER_FLOP",
-    "TRANSMIT_POWER_KINDS",
     "CmosEnergy",
     "ComputeEnergyModel",
     "PerFlopEnergy",
-    "TransmitPower",
     "fractional_power_control_dbm",
     "make_compute_energy",
+    "per_client_values",
     "transmit_energy_j",
 ]
 
@@ -74,8 +71,6 @@ DEVICE_CLASS_JOULES_PER_FLOP: dict[str, float] = {
     "edge_gpu_jetson": 2.0e-11,
     "desktop_gpu": 1.5e-11,
 }
-
-TRANSMIT_POWER_KINDS = ("fixed", "per_class", "fractional")
 
 
 @runtime_checkable
@@ -106,7 +101,7 @@ def _per_class_param(name: str, value: Any, *, lower_op: str = ">") -> float | d
     return as_float(name, value, lower=0.0, lower_op=lower_op)
 
 
-def _per_client(
+def per_client_values(
     name: str, value: float | dict[str, float], client_class: Sequence[str] | None, n: int
 ) -> np.ndarray:
     """(n,) values of a per-class parameter for the given clients."""
@@ -148,7 +143,7 @@ class PerFlopEnergy:
         Output: float64 (N,) [J].
         """
         f = _flops(flops)
-        e = _per_client("joules_per_flop", self.joules_per_flop, client_class, f.size)
+        e = per_client_values("joules_per_flop", self.joules_per_flop, client_class, f.size)
         return f * e
 
     def __repr__(self) -> str:
@@ -188,9 +183,9 @@ class CmosEnergy:
         """
         f = _flops(flops)
         n = f.size
-        kappa = _per_client("kappa", self.kappa, client_class, n)
-        freq = _per_client("cpu_freq_hz", self.cpu_freq_hz, client_class, n)
-        per_cycle = _per_client("flops_per_cycle", self.flops_per_cycle, client_class, n)
+        kappa = per_client_values("kappa", self.kappa, client_class, n)
+        freq = per_client_values("cpu_freq_hz", self.cpu_freq_hz, client_class, n)
+        per_cycle = per_client_values("flops_per_cycle", self.flops_per_cycle, client_class, n)
         return kappa * freq * freq * (f / per_cycle)
 
     def __repr__(self) -> str:
@@ -251,92 +246,3 @@ def fractional_power_control_dbm(
     p0 = as_float("p0_dbm", p0_dbm)
     a = as_float("alpha", alpha, lower=0.0, upper=1.0)
     return scalar_or_array(np.minimum(p_max, p0 + a * pl))
-
-
-@dataclass(frozen=True)
-class TransmitPower:
-    """Each client's uplink transmit power.
-
-    - ``kind="fixed"``: every client at ``p_dbm``.
-    - ``kind="per_class"``: ``per_class_dbm`` maps a device class to its power [dBm]; needs
-      each client's class.
-    - ``kind="fractional"``: :func:`fractional_power_control_dbm` with ``p_max_dbm``,
-      ``p0_dbm`` and ``alpha``; needs each client's path loss [dB].
-    """
-
-    kind: str = "fixed"
-    p_dbm: float | None = None
-    per_class_dbm: Mapping[str, float] | None = None
-    p_max_dbm: float | None = None
-    p0_dbm: float | None = None
-    alpha: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in TRANSMIT_POWER_KINDS:
-            raise ValueError(
-                f"kind must be one of {{{', '.join(TRANSMIT_POWER_KINDS)}}}, got {self.kind!r}"
-            )
-        if self.kind == "fixed":
-            if self.p_dbm is None:
-                raise ValueError("p_dbm must be given for kind='fixed'")
-            object.__setattr__(self, "p_dbm", as_float("p_dbm", self.p_dbm))
-        elif self.kind == "per_class":
-            if not isinstance(self.per_class_dbm, Mapping) or not self.per_class_dbm:
-                raise ValueError(
-                    "per_class_dbm must be a non-empty mapping {device class: dBm} for "
-                    "kind='per_class'"
-                )
-            table = {
-                str(c): as_float(f"per_class_dbm[{c!r}]", v) for c, v in self.per_class_dbm.items()
-            }
-            object.__setattr__(self, "per_class_dbm", table)
-        else:
-            if self.p_max_dbm is None or self.p0_dbm is None or self.alpha is None:
-                raise ValueError("p_max_dbm, p0_dbm and alpha must be given for kind='fractional'")
-            object.__setattr__(self, "p_max_dbm", as_float("p_max_dbm", self.p_max_dbm))
-            object.__setattr__(self, "p0_dbm", as_float("p0_dbm", self.p0_dbm))
-            object.__setattr__(self, "alpha", as_float("alpha", self.alpha, lower=0.0, upper=1.0))
-
-    def dbm(
-        self,
-        n_clients: int,
-        *,
-        client_class: Sequence[str] | None = None,
-        path_loss_db: ArrayLike | None = None,
-    ) -> np.ndarray:
-        """(n_clients,) transmit powers [dBm] (see the class docstring for what each kind needs)."""
-        n_clients = as_int("n_clients", n_clients, lower=1)
-        if self.kind == "fixed":
-            return np.full(n_clients, float(self.p_dbm))  # type: ignore[arg-type]
-        if self.kind == "per_class":
-            assert isinstance(self.per_class_dbm, dict)
-            return _per_client("per_class_dbm", self.per_class_dbm, client_class, n_clients)
-        if path_loss_db is None:
-            raise ValueError("kind='fractional' needs path_loss_db (one value per client) [dB]")
-        pl = as_float_array("path_loss_db", path_loss_db)
-        if pl.shape != (n_clients,):
-            raise ValueError(
-                f"path_loss_db must have shape ({n_clients},) (one per client), got {pl.shape}"
-            )
-        return np.asarray(
-            fractional_power_control_dbm(
-                pl,
-                p_max_dbm=float(self.p_max_dbm),  # type: ignore[arg-type]
-                p0_dbm=float(self.p0_dbm),  # type: ignore[arg-type]
-                alpha=float(self.alpha),  # type: ignore[arg-type]
-            ),
-            dtype=np.float64,
-        ).reshape(-1)
-
-    def watts(
-        self,
-        n_clients: int,
-        *,
-        client_class: Sequence[str] | None = None,
-        path_loss_db: ArrayLike | None = None,
-    ) -> np.ndarray:
-        """(n_clients,) transmit powers [W]: :meth:`dbm` converted (30 dBm = 1 W)."""
-        return np.asarray(
-            dbm_to_watt(self.dbm(n_clients, client_class=client_class, path_loss_db=path_loss_db)),
-            dtype=np.float64,
-        ).reshape(-1)

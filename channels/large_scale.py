@@ -11,7 +11,7 @@ with τ_t the broadcast time of round t, s the small-scale fading and σ² the n
 standard normal z_k (stream ``"shadowing"``, the draw ``Cell.from_geometry`` makes): shadowing
 follows the client (no spatial decorrelation; docs/simulator.md). The transmit power is fixed,
 per device class, or open-loop fractional power control on the path loss including shadowing
-(``channels.energy.TransmitPower``).
+(``channels.power_control``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channels.energy import TransmitPower
 from channels.mobility import MobilityModel, Static
 from channels.pathloss_3gpp import PathLossModel
+from channels.power_control import PowerControl
 from channels.streams import client_generators
 
 __all__ = ["LargeScaleGains", "LargeScaleState"]
@@ -53,7 +53,7 @@ class LargeScaleGains:
     Args:
         path_loss: a ``channels.pathloss_3gpp.PathLossModel``.
         mobility: a ``channels.mobility.MobilityModel`` (its seed and N are the clients').
-        power: each client's transmit power.
+        power: each client's transmit power (``channels.power_control``).
         client_class: (N,) device class names (``power.kind == "per_class"``), else None.
 
     Deterministic in (seed, client, time): a static cell is computed once; a moving one at
@@ -65,7 +65,7 @@ class LargeScaleGains:
         *,
         path_loss: PathLossModel,
         mobility: MobilityModel,
-        power: TransmitPower,
+        power: PowerControl,
         client_class: Sequence[str] | None = None,
     ) -> None:
         self.path_loss, self.mobility, self.power = path_loss, mobility, power
@@ -95,9 +95,5 @@ class LargeScaleGains:
     def _state(self, time_s: float) -> LargeScaleState:
         distance = self.mobility.distances_m(time_s)
         gain, los = self.path_loss.power_gain(distance, self.los_uniform, self.shadow_z)
-        tx_w = self.power.watts(
-            self.n_clients,
-            client_class=self.client_class,
-            path_loss_db=-10.0 * np.log10(gain) if self.power.kind == "fractional" else None,
-        )
+        tx_w = self.power.watts(-10.0 * np.log10(gain), self.client_class)
         return LargeScaleState(distance, los, gain, tx_w)

@@ -13,7 +13,6 @@ from channels import (
     DEVICE_CLASSES,
     CmosEnergy,
     PerFlopEnergy,
-    TransmitPower,
     fractional_power_control_dbm,
     make_compute_energy,
     transmit_energy_j,
@@ -71,19 +70,6 @@ def test_fractional_power_control_by_hand():
     assert fractional_power_control_dbm(200.0, p_max_dbm=23.0, p0_dbm=-100.0, alpha=1.0) == 23.0
 
 
-def test_transmit_power_kinds():
-    np.testing.assert_allclose(TransmitPower("fixed", p_dbm=20.0).watts(3), [0.1, 0.1, 0.1])
-    per_class = TransmitPower(
-        "per_class", per_class_dbm={"low_end_phone": 20.0, "laptop_cpu": 30.0}
-    )
-    np.testing.assert_allclose(
-        per_class.watts(2, client_class=["laptop_cpu", "low_end_phone"]), [1.0, 0.1]
-    )
-    frac = TransmitPower("fractional", p_max_dbm=23.0, p0_dbm=-80.0, alpha=0.8)
-    np.testing.assert_allclose(frac.dbm(2, path_loss_db=[100.0, 140.0]), [0.0, 23.0])
-    np.testing.assert_allclose(frac.watts(2, path_loss_db=[100.0, 140.0]), [1e-3, 10**-0.7])
-
-
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -106,20 +92,6 @@ def test_transmit_power_kinds():
         (
             lambda: fractional_power_control_dbm(100.0, p_max_dbm=23.0, p0_dbm=-80.0, alpha=1.5),
             r"alpha must be in \[0, 1\]",
-        ),
-        (lambda: TransmitPower("adaptive"), "kind must be one of"),
-        (lambda: TransmitPower("fixed"), "p_dbm must be given"),
-        (lambda: TransmitPower("fractional", p0_dbm=0.0), "p_max_dbm, p0_dbm and alpha"),
-        (lambda: TransmitPower("per_class"), "per_class_dbm must be a non-empty mapping"),
-        (
-            lambda: TransmitPower("fractional", p_max_dbm=23.0, p0_dbm=-80.0, alpha=0.8).watts(2),
-            "needs path_loss_db",
-        ),
-        (
-            lambda: TransmitPower("fractional", p_max_dbm=23, p0_dbm=-80, alpha=1).watts(
-                2, path_loss_db=[1.0]
-            ),
-            r"path_loss_db must have shape \(2,\)",
         ),
     ],
 )

@@ -14,7 +14,14 @@ import pandas as pd
 import pytest
 from scenario_helpers import interrupt_at, small_scenario
 
-from channels import AVAILABILITY_MODELS, PATH_LOSS_MODELS, dbm_to_watt, noise_power_w
+from channels import (
+    AVAILABILITY_MODELS,
+    PATH_LOSS_MODELS,
+    POWER_CONTROLS,
+    PowerControl,
+    dbm_to_watt,
+    noise_power_w,
+)
 from channels.availability import AvailabilityModel
 from channels.fading import jakes_rho
 from channels.mobility import doppler_hz
@@ -344,6 +351,7 @@ def test_everything_on_resumes_to_the_same_tables(tmp_path):
         ({"availability.model": "trace"}, "availability.trace"),
         ({"availability.p_on_to_off": {"phone": 0.1}}, "device classes"),
         ({"devices.energy.joules_per_flop": 0.0}, "joules_per_flop"),
+        ({**GEOMETRY, "channel.power_control_params": {"p": 1.0}}, "power_control_params"),
         ({"controller.name": "fixed", "controller.energy_budget_j": 1.0}, "energy_budget_j"),
         ({"channel.fading.model": "gauss_markov"}, "channel.fading.rho"),
         ({"devices.kind": "trace"}, "devices.trace"),
@@ -390,6 +398,16 @@ class FreeSpace(PathLossModel):
         return np.zeros_like(np.asarray(los, dtype=float))
 
 
+class ConstantWatts(PowerControl):
+    """Every client at ``p_w`` watts, whatever its loss: a user's power control."""
+
+    def __init__(self, p_w: float) -> None:
+        self.p_w = p_w
+
+    def dbm(self, path_loss_db, client_class):
+        return np.full(np.shape(path_loss_db), 10.0 * math.log10(self.p_w * 1e3))
+
+
 class EveryOther(AvailabilityModel):
     """Client k is available in rounds t with t + k even: a user's model."""
 
@@ -404,6 +422,7 @@ def test_user_registered_models_run_from_the_scenario(tmp_path):
     """One class plus one register call; the scenario passes ``params`` to the model."""
     PATH_LOSS_MODELS.register("free_space_test", FreeSpace)
     AVAILABILITY_MODELS.register("every_other_test", EveryOther)
+    POWER_CONTROLS.register("constant_watts_test", ConstantWatts)
     try:
         over = {
             **GEOMETRY,
@@ -411,6 +430,8 @@ def test_user_registered_models_run_from_the_scenario(tmp_path):
             "channel.path_loss.params": {"carrier_hz": 2.4e9},
             "availability.model": "every_other_test",
             "availability.params": {"offset": 1},
+            "channel.power_control": "constant_watts_test",
+            "channel.power_control_params": {"p_w": 0.05},
         }
         sc = small_scenario(**over)
         sim = Simulator(sc, make_learner(sc))
@@ -422,12 +443,11 @@ def test_user_registered_models_run_from_the_scenario(tmp_path):
             noise_figure_db=ch.noise_figure_db,
         )
         friis = (299_792_458.0 / (4.0 * math.pi * d * 2.4e9)) ** 2
-        np.testing.assert_allclose(
-            sim.cell.mean_snr, dbm_to_watt(ch.tx_power_dbm) * friis / sigma2, rtol=1e-12
-        )
+        np.testing.assert_allclose(sim.cell.mean_snr, 0.05 * friis / sigma2, rtol=1e-12)
         res = run_scenario(sc, tmp_path / "r")
         un = res.clients[res.clients.status == "unavailable"]
         assert len(un) > 0 and ((un["round"] + un.client + 1) % 2 == 1).all()
+        np.testing.assert_allclose(res.clients.tx_power_w, 0.05, rtol=1e-12)
         bad = small_scenario(**{**over, "channel.path_loss.params": {"nope": 1.0}})
         with pytest.raises(ConfigError) as err:  # the model's own keywords are checked
             build_radio(bad)
@@ -435,6 +455,7 @@ def test_user_registered_models_run_from_the_scenario(tmp_path):
     finally:
         PATH_LOSS_MODELS.unregister("free_space_test")
         AVAILABILITY_MODELS.unregister("every_other_test")
+        POWER_CONTROLS.unregister("constant_watts_test")
 
 
 def test_gauss_markov_mobility_settings_reach_the_model():

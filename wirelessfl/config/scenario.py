@@ -10,11 +10,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from channels import FADING_MODELS
+from channels import FADING_MODELS, POWER_CONTROLS
 from optim import SELECTION_METHODS
 from wirelessfl.config.schema import key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
-    POWER_CONTROLS,
     AvailabilityConfig,
     EnergyConfig,
     MobilityConfig,
@@ -153,7 +152,8 @@ class ChannelConfig:
         "fixed",
         choices=POWER_CONTROLS,
         doc="client transmit power: fixed (tx_power_dbm) | per_class (tx_power_dbm_by_class) | "
-        "fractional (3GPP open loop: min(tx_power_dbm, p0_dbm + alpha PL))",
+        "fractional (3GPP open loop: min(tx_power_dbm, p0_dbm + alpha PL)) | a user-registered "
+        "model (channels.POWER_CONTROLS)",
     )
     tx_power_dbm_by_class: dict[str, float] = option(
         default_factory=dict, doc="power_control per_class: {device class: dBm}"
@@ -161,6 +161,9 @@ class ChannelConfig:
     p0_dbm: float = option(-90.0, ge=-202.0, le=24.0, doc="power_control fractional: P0")
     power_control_alpha: float = option(
         0.8, ge=0.0, le=1.0, doc="power_control fractional: path-loss compensation alpha"
+    )
+    power_control_params: dict[str, object] = option(
+        default_factory=dict, doc="keyword arguments of a user-registered power control"
     )
     snr_trace: str | None = option(
         None,
@@ -185,6 +188,13 @@ class ChannelConfig:
         check_per_class(
             f"{prefix}.tx_power_dbm_by_class", self.tx_power_dbm_by_class, -MAX_DB, MAX_DB
         )
+        _check_option_names(self.power_control_params, f"{prefix}.power_control_params")
+        if self.power_control_params and self.power_control in ("fixed", "per_class", "fractional"):
+            raise ConfigError(
+                f"{prefix}.power_control_params: only for a user-registered power control, not "
+                f"{self.power_control!r} (it is set by tx_power_dbm, tx_power_dbm_by_class, p0_dbm "
+                "and power_control_alpha)"
+            )
         if self.mean_snr_db is not None or self.snr_trace is not None:
             given = "mean_snr_db" if self.snr_trace is None else "snr_trace"
             if self.path_loss.model != "single_slope" or self.power_control != "fixed":

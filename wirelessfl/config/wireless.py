@@ -29,11 +29,7 @@ __all__ = [
     "EnergyConfig",
     "MobilityConfig",
     "PathLossConfig",
-    "POWER_CONTROLS",
 ]
-
-#: ``channel.power_control``: how each client's transmit power is set.
-POWER_CONTROLS = ("fixed", "per_class", "fractional")
 
 
 def _check_params(prefix: str, params: dict, model: str, own: dict[str, str]) -> None:

@@ -12,10 +12,10 @@ import numpy as np
 
 from channels import Cell, DeviceProfile, dbm_to_watt, make_fading, noise_power_w
 from channels.availability import AvailabilityModel, make_availability
-from channels.energy import TransmitPower
 from channels.large_scale import LargeScaleGains
 from channels.mobility import MobilityModel, doppler_hz, make_mobility
 from channels.pathloss_3gpp import make_path_loss
+from channels.power_control import PowerControl, make_power_control
 from channels.traces import read_compute_trace, read_snr_trace
 from optim import BoundConstants
 from wirelessfl.config.scenario import Scenario
@@ -66,18 +66,22 @@ def _fading(scenario: Scenario, mobility: MobilityModel | None):
     return make_fading(ch.fading.model, **kwargs)
 
 
-def _transmit_power(scenario: Scenario) -> TransmitPower:
+def _power_control(scenario: Scenario) -> PowerControl:
+    """``channel.power_control`` with its settings (a user-registered model takes
+    ``channel.power_control_params``)."""
     ch = scenario.channel
-    if ch.power_control == "per_class":
-        return TransmitPower(kind="per_class", per_class_dbm=dict(ch.tx_power_dbm_by_class))
-    if ch.power_control == "fractional":
-        return TransmitPower(
-            kind="fractional",
-            p_max_dbm=ch.tx_power_dbm,
-            p0_dbm=ch.p0_dbm,
-            alpha=ch.power_control_alpha,
-        )
-    return TransmitPower(kind="fixed", p_dbm=ch.tx_power_dbm)
+    kwargs: dict = dict(ch.power_control_params)
+    if ch.power_control == "fixed":
+        kwargs = {"p_dbm": ch.tx_power_dbm}
+    elif ch.power_control == "per_class":
+        kwargs = {"per_class_dbm": dict(ch.tx_power_dbm_by_class)}
+    elif ch.power_control == "fractional":
+        kwargs = {
+            "p_max_dbm": ch.tx_power_dbm,
+            "p0_dbm": ch.p0_dbm,
+            "alpha": ch.power_control_alpha,
+        }
+    return make_power_control(ch.power_control, **kwargs)
 
 
 def _build_radio(scenario: Scenario) -> Radio:
@@ -135,7 +139,7 @@ def _build_radio(scenario: Scenario) -> Radio:
     large_scale = LargeScaleGains(
         path_loss=make_path_loss(ch.path_loss.model, **ch.path_loss.model_kwargs(ch)),
         mobility=mobility,
-        power=_transmit_power(scenario),
+        power=_power_control(scenario),
         client_class=client_classes(scenario),
     )
     start = large_scale.at(0.0)
