@@ -32,14 +32,25 @@ def _initial_angles(n, seed=SEED):
     return 2 * np.pi * draws[:, 0], 2 * np.pi * draws[:, 1]
 
 
+RWP_LEGS_PER_BLOCK = 64  # the documented L: legs j in [L·b, L·(b+1)) share block b's generator
+
+
 def _rwp_replay(seed, n, k, t, *, d_min, d_max, v_min, v_max, pause=0.0):
-    """Client k's RWP position at t and its legs, rebuilt from the documented definition."""
+    """Client k's RWP position at t and its legs, rebuilt from the documented definition.
+
+    Leg j takes row j % L of ``g.random((L, 3))``, g the client's "mobility" generator of
+    block j // L.
+    """
     r0 = annulus_distances(seed, n, d_min_m=d_min, d_max_m=d_max)[k]
     theta0 = _initial_angles(n, seed)[0][k]
     p = np.array([r0 * math.cos(theta0), r0 * math.sin(theta0)])
-    t0, j, legs = 0.0, 0, []
+    t0, j, legs, blocks = 0.0, 0, [], {}
     while True:
-        u = client_generators(seed, [k], stream="mobility", block=j)[0].random(3)
+        b, row = divmod(j, RWP_LEGS_PER_BLOCK)
+        if b not in blocks:
+            g = client_generators(seed, [k], stream="mobility", block=b)[0]
+            blocks[b] = g.random((RWP_LEGS_PER_BLOCK, 3))
+        u = blocks[b][row]
         r = math.sqrt(d_min**2 + u[0] * (d_max**2 - d_min**2))
         wp = np.array([r * math.cos(2 * np.pi * u[1]), r * math.sin(2 * np.pi * u[1])])
         v = v_min + u[2] * (v_max - v_min)
@@ -114,6 +125,24 @@ def test_random_waypoint_matches_a_replay_of_its_definition():
         for k in range(n):
             expected, _ = _rwp_replay(SEED, n, k, t, **kw)
             np.testing.assert_allclose(p[k], expected, rtol=1e-10, atol=1e-9)
+
+
+def test_random_waypoint_replay_across_blocks_of_legs_in_any_query_order():
+    # Legs of ~0.4 s (a 12 m cell at 20-40 m/s, pause 0.05 s): ~600 legs by 250 s, i.e. ~9
+    # blocks of 64. Going back in time replays from 0 with the block-0 draws again.
+    n, kw = 5, {"d_min": 2.0, "d_max": 12.0, "v_min": 20.0, "v_max": 40.0, "pause": 0.05}
+    assert RandomWaypoint.LEGS_PER_BLOCK == RWP_LEGS_PER_BLOCK
+    m = RandomWaypoint(SEED, n, 2.0, 12.0, 20.0, 40.0, pause_s=0.05)
+    for t in (100.0, 3.7, 61.2, 61.3, 250.0, 20.0):
+        p = m.positions_m(t)
+        for k in range(n):
+            expected, _ = _rwp_replay(SEED, n, k, t, **kw)
+            np.testing.assert_allclose(p[k], expected, rtol=1e-10, atol=1e-9)
+    n_legs = [len(_rwp_replay(SEED, n, k, 250.0, **kw)[1]) for k in range(n)]
+    assert min(n_legs) > 3 * RWP_LEGS_PER_BLOCK  # several block changes were checked
+    # Bit-exact: a fresh, larger model queried late first equals the one queried above.
+    fresh = RandomWaypoint(SEED, n + 3, 2.0, 12.0, 20.0, 40.0, pause_s=0.05)
+    np.testing.assert_array_equal(fresh.positions_m(250.0)[:n], m.positions_m(250.0))
 
 
 def test_random_waypoint_leg_speeds_in_bounds_and_distance_is_speed_times_time():
