@@ -27,9 +27,10 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    their uploads are discarded), or ``availability.empty_round_s`` when nobody (available)
    was scheduled. The tables equal those of one SimPy process per client
    (tests/wirelessfl/test_event_floor.py);
+   Each training client's compute and transmit energy follows from the same timeline
+   (:mod:`wirelessfl.sim.energy`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
-   proportional-fair tracker is updated; then each training client's compute and transmit
-   energy is read off the round's events (:mod:`wirelessfl.sim.energy`);
+   proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
 8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
    queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
@@ -302,8 +303,7 @@ class Simulator:
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
                 compute_s = self._compute_estimate(r.scheduled)
-            if self.controller.energy_queues is not None:
-                self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
+            self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
                 decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
             except OverflowError as err:
@@ -397,30 +397,23 @@ class Simulator:
         upload_end = compute_end + upload_s
         sends = np.isfinite(upload_s)  # a client without bandwidth never starts
         end_s = float(upload_end[sends].max()) if sends.any() else t0
-        deadline = math.inf if sc.faults.deadline_s is None else t0 + sc.faults.deadline_s
-        if end_s > deadline:
-            end_s = deadline
-            self._log_cut(
-                r, clients, sends, bits_up, (compute_start, compute_end, upload_end), end_s
-            )
-            started = sends & (compute_start <= end_s)
-            uploading = sends & (compute_end <= end_s)
-            # all of it when it finished by the deadline, else up to the deadline
-            computed_s = np.where(
-                uploading, compute_s, np.where(started, end_s - compute_start, 0.0)
-            )
-            arrived = sends & (upload_end <= end_s)
-            uploaded_s = np.where(arrived, upload_s, np.where(uploading, end_s - compute_end, 0.0))
-        else:
-            for times, kind in (
-                (compute_start, Kind.COMPUTE_START),
-                (compute_end, Kind.COMPUTE_END),
-                (compute_end, Kind.UPLOAD_START),
-            ):
-                r.log.add_many(times[sends], kind, clients[sends])
-            r.log.add_many(upload_end[sends], Kind.UPLOAD_END, clients[sends], bits_up[sends])
-            r.log.add_many(end_s, Kind.STRAGGLER, clients[~sends])
-            started, computed_s, uploaded_s = sends, compute_s, np.where(sends, upload_s, 0.0)
+        if sc.faults.deadline_s is not None:
+            end_s = min(end_s, t0 + sc.faults.deadline_s)
+        # what happened by the round's end: all of it, unless the deadline cut a client
+        started = sends & (compute_start <= end_s)
+        uploading = sends & (compute_end <= end_s)
+        arrived = sends & (upload_end <= end_s)
+        for happened, times, kind in (
+            (started, compute_start, Kind.COMPUTE_START),
+            (uploading, compute_end, Kind.COMPUTE_END),
+            (uploading, compute_end, Kind.UPLOAD_START),
+        ):
+            r.log.add_many(times[happened], kind, clients[happened])
+        r.log.add_many(upload_end[arrived], Kind.UPLOAD_END, clients[arrived], bits_up[arrived])
+        r.log.add_many(end_s, Kind.STRAGGLER, clients[~arrived])
+        # a finished phase counts whole, a cut one up to the deadline
+        computed_s = np.where(uploading, compute_s, np.where(started, end_s - compute_start, 0.0))
+        uploaded_s = np.where(arrived, upload_s, np.where(uploading, end_s - compute_end, 0.0))
         if r.unavailable.all():  # nobody (available) to schedule: the server waits
             end_s = t0 + sc.availability.empty_round_s
         r.energy = round_energy(
@@ -436,32 +429,6 @@ class Simulator:
         )
         if end_s > env.now:
             yield env.timeout(_delay_to(env.now, end_s))
-
-    @staticmethod
-    def _log_cut(
-        r: _Round,
-        clients: np.ndarray,
-        sends: np.ndarray,
-        bits_up: np.ndarray,
-        timeline: tuple[np.ndarray, np.ndarray, np.ndarray],
-        deadline_s: float,
-    ) -> None:
-        """Events of a round the deadline cut: what happened by then, stragglers at it.
-
-        ``timeline``: each client's compute start, compute end (= upload start) and upload end
-        [s], shape (m,) each.
-        """
-        compute_start, compute_end, upload_end = timeline
-        for times, kind in (
-            (compute_start, Kind.COMPUTE_START),
-            (compute_end, Kind.COMPUTE_END),
-            (compute_end, Kind.UPLOAD_START),
-        ):
-            happened = sends & (times <= deadline_s)
-            r.log.add_many(times[happened], kind, clients[happened])
-        done = sends & (upload_end <= deadline_s)
-        r.log.add_many(upload_end[done], Kind.UPLOAD_END, clients[done], bits_up[done])
-        r.log.add_many(deadline_s, Kind.STRAGGLER, clients[~done])
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
