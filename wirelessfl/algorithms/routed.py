@@ -27,6 +27,7 @@ rows belong to clients (``mnist_rotate``, ``mnist_label_shift``, ``synthetic_lin
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -91,9 +92,9 @@ class RoutedAlgorithm(FederatedAlgorithm):
     n_components: int = 1
 
     # ---- setup -----------------------------------------------------------------------------
+    @abstractmethod
     def build_model(self, net: Any) -> RoutedModel:
         """The routed model around the runtime's base network ``net`` (seeded by the caller)."""
-        raise NotImplementedError
 
     def start(self, *, rank: int, seed: int) -> None:
         """Build the routed model, its trainer and the per-client test rows (no peft)."""

@@ -15,6 +15,7 @@ base (line 11).
 from __future__ import annotations
 
 import copy
+from abc import ABCMeta, abstractmethod
 
 import torch
 from torch import nn
@@ -60,7 +61,7 @@ def router_weights(
     return pi.clamp(min=floor) if floor > 0.0 else pi
 
 
-class RoutedModel(nn.Module):
+class RoutedModel(nn.Module, metaclass=ABCMeta):
     """A network whose forward is mixed by the router logits ``theta`` (C,).
 
     Subclasses define :meth:`mixed_forward` and :attr:`clustered`. Set
@@ -85,13 +86,14 @@ class RoutedModel(nn.Module):
     def forward(self, *args, **kwargs):
         return self.mixed_forward(self.mixture(), *args, **kwargs)
 
-    def mixed_forward(self, pi: torch.Tensor, *args, **kwargs):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def mixed_forward(self, pi: torch.Tensor, *args, **kwargs):
+        """The forward pass with the components mixed by ``pi`` (C,)."""
 
     @property
-    def clustered(self) -> set[str]:  # pragma: no cover - abstract
+    @abstractmethod
+    def clustered(self) -> set[str]:
         """Names of the tensors stacked over the components (dimension 0)."""
-        raise NotImplementedError
 
     def federated_names(self) -> list[str]:
         """Every parameter name except the router's, in module order."""
