@@ -175,3 +175,68 @@ def test_bf16_image_classifier_takes_float32_images(tmp_path):
     torch.testing.assert_close(logits, expected)
     nll = -torch.log_softmax(expected, dim=-1)[torch.arange(2), y].mean()
     assert float(loss) == pytest.approx(float(nll), rel=1e-6)
+
+
+class _NoKeepLM(torch.nn.Module):
+    """A causal LM whose forward takes no ``logits_to_keep`` (the verbalizer's fallback)."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids, attention_mask):
+        return self.lm(input_ids=input_ids, attention_mask=attention_mask)
+
+
+@torch.no_grad()
+def test_verbalizer_drops_padding_columns_and_scores_only_last_positions(folder):
+    """Every row padded (so columns are dropped), two rows sharing their last position, read
+    through peft (``logits_to_keep`` passes the wrapper) and through a forward without it;
+    reference: the full-width LM's own next-token logits."""
+    import peft
+
+    bundle = build_model("hub:" + folder, n_classes=2, answers=ANSWERS)
+    tok = load_tokenizer(folder)
+    ids = bundle.info["answer_token_ids"]
+    lengths = [3, 6, 6, 2]
+    x = torch.randint(1, len(tok), (4, 10))
+    mask = (torch.arange(10)[None, :] < torch.tensor(lengths)[:, None]).long()
+    x[mask == 0] = tok.pad_token_id
+    batch = {"x": x, "attention_mask": mask, "y": torch.tensor([0, 1, 1, 0])}
+    lm = bundle.model.eval()
+    full = lm(input_ids=x, attention_mask=mask).logits  # (4, 10, vocab)
+    expected = torch.stack([full[i, n - 1, ids] for i, n in enumerate(lengths)])
+    wrapped = peft.get_peft_model(lm, peft.LoraConfig(r=2, target_modules=["q_proj"]))
+    _, through_peft = bundle.loss_and_logits(wrapped.eval(), batch)
+    _, without_keep = bundle.loss_and_logits(_NoKeepLM(lm).eval(), batch)
+    torch.testing.assert_close(through_peft, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(without_keep, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_autocast_option_keeps_float32_weights_and_gradients(folder):
+    mixed = build_model("hub:" + folder, n_classes=2, answers=ANSWERS, autocast="bfloat16")
+    plain = build_model("hub:" + folder, n_classes=2, answers=ANSWERS)
+    assert {p.dtype for p in mixed.model.parameters()} == {torch.float32}
+    x = torch.randint(1, 100, (3, 6))
+    batch = {"x": x, "attention_mask": torch.ones_like(x), "y": torch.tensor([0, 1, 1])}
+    loss, logits = mixed.loss_and_logits(mixed.model, batch)
+    _, reference = plain.loss_and_logits(plain.model.eval(), batch)
+    assert logits.dtype == torch.float32 and loss.dtype == torch.float32
+    # bf16 keeps 8 bits of mantissa: the class logits agree to bf16 rounding, not exactly
+    assert not torch.equal(logits, reference)
+    torch.testing.assert_close(logits, reference, rtol=0.05, atol=0.05)
+    loss.backward()
+    grads = [p.grad for p in mixed.model.parameters() if p.grad is not None]
+    assert grads and {g.dtype for g in grads} == {torch.float32}
+    with pytest.raises(ValueError, match=r"^autocast='float16' is not supported; accepted: bf"):
+        build_model("hub:" + folder, n_classes=2, answers=ANSWERS, autocast="float16")
+
+
+def test_autocast_scenario_trains_federated(folder, tmp_path):
+    options = {"answers": ANSWERS, "autocast": "bfloat16"}
+    result = run_scenario(
+        _scenario(folder, **{"learner.model_options": options}), tmp_path / "run"
+    )
+    rounds = result.rounds
+    assert len(rounds) == 2 and rounds["loss"].notna().all() and (rounds["bits_up"] > 0).all()
+    assert math.isfinite(float(rounds["test_loss"].iloc[-1]))

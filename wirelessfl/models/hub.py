@@ -25,7 +25,7 @@ import torch
 from wirelessfl.data.assets import offline_env
 from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
-from wirelessfl.models.dtypes import in_dtype, torch_dtype
+from wirelessfl.models.dtypes import autocast_dtype, in_dtype, torch_dtype, under_autocast
 from wirelessfl.models.layers import ATTENTION_TARGETS, detect_attention_targets
 from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
 from wirelessfl.models.rng import seeded
@@ -82,6 +82,7 @@ def build_hub(
     head_modules: Sequence[str] | None = None,
     answers: Sequence[str] | None = None,
     dtype: str = "float32",
+    autocast: str | None = None,
     revision: str | None = None,
     trust_remote_code: bool = False,
     attn_implementation: str | None = None,
@@ -107,6 +108,8 @@ def build_hub(
         answers: ``"causal"``: one answer word per class; the LM head scores the first token
             of each (:func:`~wirelessfl.models.verbalizer.verbalizer_loss`), no new head.
         dtype: Weights' dtype: ``float32`` (default), ``bfloat16`` or ``float16``.
+        autocast: ``bfloat16``: forward in mixed precision, float32 weights
+            (:func:`~wirelessfl.models.dtypes.under_autocast`); default float32 throughout.
         revision, trust_remote_code, attn_implementation, cache_dir: Passed to
             ``from_pretrained`` (``trust_remote_code`` off by default).
         loader_kwargs: Any other keyword arguments of the model's ``from_pretrained``
@@ -126,6 +129,7 @@ def build_hub(
     from transformers.utils import logging as hf_logging
 
     weights_dtype = torch_dtype(dtype)
+    mixed = autocast_dtype(autocast)
     kwargs: dict[str, Any] = {
         "revision": revision,
         "trust_remote_code": trust_remote_code,
@@ -161,12 +165,13 @@ def build_hub(
             target_modules=_default_targets(model, config.model_type) or [],
             head_modules=list(head_modules or []),
             kind="text",
-            loss_and_logits=verbalizer_loss(answer_ids),
+            loss_and_logits=under_autocast(verbalizer_loss(answer_ids), mixed),
             info={
                 "source": spec,
                 "model_type": config.model_type,
                 "task": task,
                 "dtype": dtype,
+                "autocast": autocast,
                 "answers": list(answers),
                 "answer_token_ids": answer_ids,
             },
@@ -213,6 +218,12 @@ def build_hub(
         target_modules=targets,
         head_modules=list(head_modules),
         kind=task,
-        loss_and_logits=in_dtype(loss_fn, weights_dtype),
-        info={"source": spec, "model_type": model_type, "task": task, "dtype": dtype},
+        loss_and_logits=under_autocast(in_dtype(loss_fn, weights_dtype), mixed),
+        info={
+            "source": spec,
+            "model_type": model_type,
+            "task": task,
+            "dtype": dtype,
+            "autocast": autocast,
+        },
     )

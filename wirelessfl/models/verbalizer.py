@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,14 @@ def answer_token_ids(tokenizer: Any, answers: Sequence[str], n_classes: int) -> 
     return ids
 
 
+def _forward_takes_logits_to_keep(m: torch.nn.Module) -> bool:
+    """Whether the causal LM under ``m`` (a peft wrapper or the model) takes
+    ``logits_to_keep`` (transformers' causal LMs do): then the LM head runs on the kept
+    positions only."""
+    base = m.get_base_model() if hasattr(m, "get_base_model") else m
+    return "logits_to_keep" in inspect.signature(base.forward).parameters
+
+
 def verbalizer_loss(
     answer_ids: Sequence[int],
 ) -> Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]:
@@ -35,16 +44,28 @@ def verbalizer_loss(
     ``(B, C)`` of class c are the next-token logits at the last real token of answer token
     ``answer_ids[c]``; the loss is their cross-entropy with ``y`` ``(B,)``: the LM's loss on
     the answer token renormalised over the allowed answers.
+
+    Two savings that leave the logits unchanged (up to float rounding): the columns after the
+    batch's longest prompt are dropped (with right padding and causal attention no real token
+    sees them), and the LM head runs only at the batch's last-token positions
+    (``logits_to_keep``), not at all ``L`` positions of a vocabulary-wide head.
     """
     index = torch.tensor(list(answer_ids))
 
     def loss_and_logits(m: torch.nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         dev = next(m.parameters()).device
-        ids = batch["x"].to(dev)
         mask = batch["attention_mask"].to(dev)
         last = mask.sum(dim=1) - 1  # right padding: the prompt's last real token
-        out = m(input_ids=ids, attention_mask=mask)
-        next_token = out.logits[torch.arange(ids.shape[0], device=dev), last]
+        width = int(last.max()) + 1
+        ids, mask = batch["x"].to(dev)[:, :width], mask[:, :width]
+        rows = torch.arange(ids.shape[0], device=dev)
+        if _forward_takes_logits_to_keep(m):
+            keep = torch.unique(last)  # sorted positions whose next-token logits are needed
+            out = m(input_ids=ids, attention_mask=mask, logits_to_keep=keep)
+            next_token = out.logits[rows, torch.searchsorted(keep, last)]
+        else:
+            out = m(input_ids=ids, attention_mask=mask)
+            next_token = out.logits[rows, last]
         logits = next_token[:, index.to(dev)].float()
         return torch.nn.functional.cross_entropy(logits, batch["y"].to(dev)), logits
 

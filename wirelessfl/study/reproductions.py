@@ -237,6 +237,23 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         target_accuracy=0.6,
         draw=_sparsifier_panels("_frozen"),
     ),
+    "fig3ab_verbalizer": Reproduction(
+        scenario="paper/fig3ab_verbalizer.yaml",
+        sweeps={
+            "sparsified": {
+                "strategy.sparsifier": SPARSIFIERS,
+                "controller.rank": [4, 8],
+                "controller.sparsification": [0.5, 0.1],
+            },
+            "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
+        },
+        claim="on a verbalizer task (the pretrained LM head classifies, only LoRA trains and "
+        "is sent), SOFT beats TLoRA, SLoRA and RLoRA; ILoRA bounds it",
+        target_accuracy=0.8,
+        seeds=3,
+        full=[*FULL_TRAINING, "learner.local_steps=4", "learner.dataset_options.max_test=500"],
+        draw=_sparsifier_panels("_verbalizer"),
+    ),
     "fig3c": Reproduction(
         scenario="paper/fig3c_tsfa_osfa.yaml",
         sweeps={
