@@ -234,9 +234,7 @@ def test_autocast_option_keeps_float32_weights_and_gradients(folder):
 
 def test_autocast_scenario_trains_federated(folder, tmp_path):
     options = {"answers": ANSWERS, "autocast": "bfloat16"}
-    result = run_scenario(
-        _scenario(folder, **{"learner.model_options": options}), tmp_path / "run"
-    )
+    result = run_scenario(_scenario(folder, **{"learner.model_options": options}), tmp_path / "run")
     rounds = result.rounds
     assert len(rounds) == 2 and rounds["loss"].notna().all() and (rounds["bits_up"] > 0).all()
     assert math.isfinite(float(rounds["test_loss"].iloc[-1]))
