@@ -84,8 +84,10 @@ def main(argv: list[str] | None = None) -> None:
     train = data.train.batch(torch.arange(args.batch))
     test = data.test.batch(torch.arange(args.eval_batch))
 
-    print(f"# {platform.machine()} {platform.processor() or ''}, torch {torch.__version__}, ")
-    print(f"# {args.threads} thread(s), batch {args.batch}, eval batch {args.eval_batch}")
+    print(
+        f"# {platform.machine()}, torch {torch.__version__}, {args.threads} thread(s), "
+        f"batch {args.batch}, eval batch {args.eval_batch}"
+    )
     print("| way | train step [s] | ratio | eval batch [s] | ratio | max logit diff |")
     print("| --- | --- | --- | --- | --- | --- |")
     base_train = base_eval = None
