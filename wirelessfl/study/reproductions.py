@@ -28,6 +28,16 @@ from wirelessfl.study.h2tune_figures import draw_ablation, draw_comparison
 
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
 SPARSIFIERS = ["soft", "topk", "random", "structured"]
+#: Fig. 3(a)/(b) where LoRA carries the learning: every sparsifier at r in {4, 8} and
+#: O in {0.5, 0.1}, and dense ILoRA (no O) at both ranks.
+SPARSIFIERS_AT_TWO_RATIOS = {
+    "sparsified": {
+        "strategy.sparsifier": SPARSIFIERS,
+        "controller.rank": [4, 8],
+        "controller.sparsification": [0.5, 0.1],
+    },
+    "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
+}
 #: The FSLoRA paper's GLUE scale (Appendix A): every one of N = 20 devices in each of 200
 #: rounds, H = 50 local steps of batch 16, 128-token inputs.
 FSLORA_FULL = [
@@ -224,14 +234,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "fig3ab_frozen": Reproduction(
         scenario="paper/fig3ab_frozen_head.yaml",
-        sweeps={
-            "sparsified": {
-                "strategy.sparsifier": SPARSIFIERS,
-                "controller.rank": [4, 8],
-                "controller.sparsification": [0.5, 0.1],
-            },
-            "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
-        },
+        sweeps=SPARSIFIERS_AT_TWO_RATIOS,
         claim="with only LoRA learning (frozen head), SOFT beats TLoRA, SLoRA and RLoRA; "
         "ILoRA bounds it",
         target_accuracy=0.6,
@@ -239,14 +242,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "fig3ab_verbalizer": Reproduction(
         scenario="paper/fig3ab_verbalizer.yaml",
-        sweeps={
-            "sparsified": {
-                "strategy.sparsifier": SPARSIFIERS,
-                "controller.rank": [4, 8],
-                "controller.sparsification": [0.5, 0.1],
-            },
-            "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
-        },
+        sweeps=SPARSIFIERS_AT_TWO_RATIOS,
         claim="on a verbalizer task (the pretrained LM head classifies, only LoRA trains and "
         "is sent), SOFT beats TLoRA, SLoRA and RLoRA; ILoRA bounds it",
         target_accuracy=0.8,
