@@ -13,6 +13,7 @@ __all__ = [
     "AUTOCAST_DTYPES",
     "DTYPES",
     "autocast_dtype",
+    "float32_loss",
     "in_dtype",
     "torch_dtype",
     "under_autocast",
@@ -37,6 +38,14 @@ def torch_dtype(dtype: str) -> torch.dtype:
     return DTYPES[dtype]
 
 
+def float32_loss(logits: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of ``logits`` ``(B, C)`` cast to float32 with ``batch["y"]`` ``(B,)``,
+    and the float32 logits."""
+    logits = logits.float()
+    y = batch["y"].to(logits.device)
+    return torch.nn.functional.cross_entropy(logits, y), logits
+
+
 def in_dtype(
     loss_fn: Callable[[torch.nn.Module, dict], tuple[torch.Tensor, torch.Tensor]],
     dtype: torch.dtype,
@@ -50,9 +59,7 @@ def in_dtype(
         x = batch["x"]
         batch = {**batch, "x": x.to(dtype) if x.is_floating_point() else x}
         _, logits = loss_fn(m, batch)
-        logits = logits.float()
-        y = batch["y"].to(logits.device)
-        return torch.nn.functional.cross_entropy(logits, y), logits
+        return float32_loss(logits, batch)
 
     return loss_and_logits
 
@@ -88,8 +95,6 @@ def under_autocast(
         device_type = next(m.parameters()).device.type
         with torch.autocast(device_type, dtype=dtype):
             _, logits = loss_fn(m, batch)
-        logits = logits.float()
-        y = batch["y"].to(logits.device)
-        return torch.nn.functional.cross_entropy(logits, y), logits
+        return float32_loss(logits, batch)
 
     return loss_and_logits

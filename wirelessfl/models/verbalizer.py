@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import torch
 
 from wirelessfl.errors import UserError
+from wirelessfl.models.dtypes import float32_loss
 
 __all__ = ["answer_token_ids", "verbalizer_loss"]
 
@@ -32,7 +34,14 @@ def _forward_takes_logits_to_keep(m: torch.nn.Module) -> bool:
     ``logits_to_keep`` (transformers' causal LMs do): then the LM head runs on the kept
     positions only."""
     base = m.get_base_model() if hasattr(m, "get_base_model") else m
-    return "logits_to_keep" in inspect.signature(base.forward).parameters
+    return _class_forward_takes_logits_to_keep(type(base))
+
+
+@functools.cache
+def _class_forward_takes_logits_to_keep(cls: type) -> bool:
+    """The signature check of :func:`_forward_takes_logits_to_keep`, once per model class
+    (it would otherwise run on every batch)."""
+    return "logits_to_keep" in inspect.signature(cls.forward).parameters
 
 
 def verbalizer_loss(
@@ -66,7 +75,6 @@ def verbalizer_loss(
         else:
             out = m(input_ids=ids, attention_mask=mask)
             next_token = out.logits[rows, last]
-        logits = next_token[:, index.to(dev)].float()
-        return torch.nn.functional.cross_entropy(logits, batch["y"].to(dev)), logits
+        return float32_loss(next_token[:, index.to(dev)], batch)
 
     return loss_and_logits
