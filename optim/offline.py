@@ -48,6 +48,7 @@ from optim.bound import BoundConstants, convergence_bound
 
 __all__ = [
     "DEFAULT_PLANNING_OUTAGE_PROB",
+    "affine_offline_ratio",
     "OFFLINE_CHANNELS",
     "InfeasibleError",
     "OfflineResult",
@@ -304,3 +305,39 @@ def offline_rank_search(
         feasible=feasible,
         delays_s=delays,
     )
+
+
+def affine_offline_ratio(
+    *,
+    delay_per_ratio_s: ArrayLike,
+    fixed_delay_s: ArrayLike,
+    d_th_s: float,
+    o_min: float,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Lemma 2 for any payload affine in the ratio, per candidate rank (the generalised
+    offline stage that plans algorithms other than SOFT; docs/solvers.md).
+
+    With an expected round delay D^0(O) = F + C O on the planning channel (C: the part the
+    ratio scales, (K/N) sum_k v n_k w_k / B; F: the part always sent), the largest ratio that
+    meets D_th is O^0 = clip((D_th - F) / C, O_min, 1) (eq. 20 with the D_th erratum; C = 0,
+    nothing to scale, gives 1), feasible when F + C O_min <= D_th (with the relative 1e-12 slack
+    of :func:`offline_rank_search`; F + C when nothing scales).
+
+    Args:
+        delay_per_ratio_s: (R,) C >= 0 per candidate [s].
+        fixed_delay_s: (R,) F >= 0 per candidate [s].
+        d_th_s: D_th [s], > 0.
+        o_min: O_min in (0, 1).
+
+    Returns:
+        ``(o, feasible)``: (R,) O^0 (O_min where infeasible) and (R,) bool.
+    """
+    c = check_nonneg_array("delay_per_ratio_s", delay_per_ratio_s)
+    f = check_nonneg_array("fixed_delay_s", fixed_delay_s, length=c.size)
+    d_th = check_real("d_th_s", d_th_s, low=0.0, low_open=True)
+    omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o = np.where(c > 0.0, np.clip((d_th - f) / c, omin, 1.0), 1.0)
+    lowest = np.where(c > 0.0, omin, 1.0)
+    feasible = f + c * lowest <= d_th * (1.0 + 1e-12)
+    return np.where(feasible, o, omin), feasible

@@ -24,7 +24,7 @@ from optim._validation import check_int, check_real, check_snr
 from optim.bound import BoundConstants, scalar_bound_parts
 from optim.p3 import solve_p3_exact
 
-__all__ = ["SLOT_METHODS", "SlotSolution", "solve_slot"]
+__all__ = ["SLOT_METHODS", "SlotSolution", "solve_affine_slot", "solve_slot"]
 
 logger = logging.getLogger(__name__)
 
@@ -257,12 +257,32 @@ def _solve_checked(
     # D^t(O) = c O with c = v r p sum_j 1 / (B log2(1 + SNR_j)) [s]: linear in O (docs/solvers.md).
     c = v * r * p * sum_inv / bw
     offset, a = _bound_parts_cached(r, k, n, constants)  # eq. (14) split, memoised per K
-    # (Q + Pi) D(O) = (Q c + Pi c) O: the energy price only raises the linear coefficient
+    return _solve_affine(
+        q, V, c, 0.0, offset, a, omin, method, cvxpy_problem, energy_price_jw, shares
+    )
+
+
+def _solve_affine(
+    q: float,
+    V: float,
+    c: float,
+    c0: float,
+    offset: float,
+    a: float,
+    omin: float,
+    method: str,
+    cvxpy_problem: object | None,
+    energy_price_jw: float,
+    shares: NDArray[np.float64],
+) -> SlotSolution:
+    """P3 with D(O) = c0 + c O and gamma(O) = offset + a (1 - O)^2 / O^4 (validated inputs)."""
+    # (Q + Pi) D(O) = (Q c + Pi c) O + const: the energy price only raises the linear coefficient
     # (eq. E2, optim/energy_queue.py); Pi = 0 adds an exact 0.0, so the paper's P3 is unchanged.
+    # c0 is a constant of the objective: it moves D^t, never the optimal O.
     qc = q * c + energy_price_jw * c
     o, used, fallbacks = SLOT_METHODS[method](qc, V * a, omin, cvxpy_problem)
     fallbacks = int(fallbacks)
-    delay = c * o
+    delay = c0 + c * o  # c0 = 0.0 adds an exact 0.0: D^t = c O, as in the paper
     bound = offset + a * (1.0 - o) ** 2 / o**4  # gamma^t, eq. (14)
     return SlotSolution(
         sparsification=o,
@@ -275,4 +295,60 @@ def _solve_checked(
         queue_before=q,
         fallbacks=fallbacks,
         energy_price_jw=energy_price_jw,
+    )
+
+
+def solve_affine_slot(
+    *,
+    queue: float,
+    V: float,
+    delay_per_ratio_s: float,
+    fixed_delay_s: float = 0.0,
+    offset: float,
+    a: float,
+    o_min: float,
+    shares: ArrayLike,
+    method: str = "exact",
+    cvxpy_problem: object | None = None,
+    energy_price_jw: float = 0.0,
+) -> SlotSolution:
+    """P3 for any payload affine in the ratio: minimise (Q^t + Pi^t) D(O) + V gamma(O).
+
+    The generalisation of :func:`solve_slot` that the planners of other algorithms use: with
+    bandwidth shares under which every scheduled client finishes together (eq. 31 for equal
+    payloads, shares in proportion to bits / log2(1 + SNR_k) otherwise), the round's delay is
+    D(O) = c0 + c O, c = sum_k v n_k / (B log2(1 + SNR_k)) over the values n_k the ratio
+    scales and c0 the same sum over the values always sent; and any penalty of eq. (14)'s form
+    gamma(O) = offset + a (1 - O)^2 / O^4 keeps P3 convex (docs/solvers.md).
+
+    Args:
+        queue: Q^t [s], >= 0.
+        V: penalty weight, >= 0.
+        delay_per_ratio_s: c [s], >= 0.
+        fixed_delay_s: c0 [s], >= 0 (a constant of the objective: it moves D^t, not O^t).
+        offset: the O-independent part of the penalty.
+        a: the weight of (1 - O)^2 / O^4 in the penalty, >= 0.
+        o_min: O_min in (0, 1).
+        shares: (K,) the bandwidth shares (returned as they are).
+        method: ``"exact"`` or ``"cvxpy"`` (as :func:`solve_slot`).
+        cvxpy_problem: a :class:`optim.p3_cvxpy.P3CvxpyProblem` to re-use.
+        energy_price_jw: Pi^t >= 0 [J W] (:func:`solve_slot`).
+
+    Returns:
+        :class:`SlotSolution` (``delay_s`` = c0 + c O^t, ``bound`` = gamma(O^t)).
+    """
+    if not isinstance(method, str) or method not in SLOT_METHODS:
+        raise ValueError(f"method must be one of {sorted(SLOT_METHODS)}; got {method!r}")
+    return _solve_affine(
+        check_real("queue", queue, low=0.0),
+        check_real("V", V, low=0.0),
+        check_real("delay_per_ratio_s", delay_per_ratio_s, low=0.0),
+        check_real("fixed_delay_s", fixed_delay_s, low=0.0),
+        check_real("offset", offset),
+        check_real("a", a, low=0.0),
+        check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True),
+        method,
+        cvxpy_problem,
+        check_real("energy_price_jw", energy_price_jw, low=0.0),
+        np.asarray(shares, dtype=np.float64),
     )

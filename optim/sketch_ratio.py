@@ -60,6 +60,7 @@ __all__ = [
     "sketch_latency_coefficients",
     "solve_sketch_ratios",
     "solve_sketch_ratios_relaxed",
+    "solve_sketch_table",
 ]
 
 
@@ -285,3 +286,78 @@ def solve_sketch_ratios_relaxed(
 
         d_star = lo if g(lo) <= g(hi) else hi
     return _solution(ranks_at(d_star), alpha, beta, shares, r, q, vv)
+
+
+def solve_sketch_table(
+    *,
+    queue: float,
+    V: float,
+    ranks: ArrayLike,
+    latencies_s: ArrayLike,
+    penalties: ArrayLike,
+    shares: ArrayLike,
+) -> SketchSolution:
+    """Exact minimiser of V (1/K') sum_i p_i(k_i) + Q max_i d_i(k_i) over k_i in ``ranks``, for
+    any latencies and penalties given as tables (the sketch controller with another algorithm's
+    cost model, whose payload need not be affine in k nor its penalty r^2/k^2).
+
+    The sweep of :func:`solve_sketch_ratios` with prefix minima: at a candidate latency D
+    client i may take any k with d_i(k) <= D (a prefix of ``ranks``, latencies being
+    non-decreasing in k) and takes the one of least penalty (ties: the largest k). Cost
+    O(M log M), M = K' m.
+
+    Args:
+        queue: Q >= 0 [s].
+        V: penalty weight >= 0.
+        ranks: (m,) the candidate k, ascending.
+        latencies_s: (K', m) d_i(k) [s], finite, non-decreasing along k.
+        penalties: (K', m) p_i(k), finite.
+        shares: (K',) the bandwidth shares the latencies assume (returned as they are).
+
+    Returns:
+        :class:`SketchSolution`: ``ranks`` int64 (K',), ``penalty`` the mean of p_i(k_i).
+    """
+    q = check_real("queue", queue, low=0.0)
+    vv = check_real("V", V, low=0.0)
+    ks = np.asarray(ranks, dtype=np.int64)
+    lat = np.asarray(latencies_s, dtype=np.float64)
+    pen = np.asarray(penalties, dtype=np.float64)
+    if ks.ndim != 1 or ks.size == 0 or lat.ndim != 2 or lat.shape[1] != ks.size:
+        raise ValueError(
+            f"latencies_s must be (K', m) with m = len(ranks) = {ks.size}; got {lat.shape}"
+        )
+    if pen.shape != lat.shape or not (np.isfinite(lat).all() and np.isfinite(pen).all()):
+        raise ValueError("penalties must be finite and shaped like the finite latencies_s")
+    if np.any(np.diff(lat, axis=1) < 0.0):
+        raise ValueError("latencies_s must be non-decreasing in k")
+    n = lat.shape[0]
+    best = np.minimum.accumulate(pen, axis=1)  # least penalty among k_1..k_j
+    inc = np.empty_like(best)
+    inc[:, 0] = best[:, 0]
+    inc[:, 1:] = best[:, 1:] - best[:, :-1]
+    flat = lat.ravel()
+    order = np.argsort(flat, kind="stable")
+    values = flat[order]
+    penalty_sum = np.cumsum(inc.ravel()[order])
+    last = np.ones(values.size, dtype=bool)
+    last[:-1] = values[1:] != values[:-1]
+    feasible = last & (values >= lat[:, 0].max())
+    objective = np.where(feasible, vv / n * penalty_sum + q * values, np.inf)
+    d_star = values[int(np.argmin(objective))]
+    reach = np.count_nonzero(lat <= d_star, axis=1)  # prefix lengths (>= 1)
+    chosen = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        head = pen[i, : reach[i]]
+        chosen[i] = int(np.flatnonzero(head == head.min())[-1])  # ties: the largest k
+    rows = np.arange(n)
+    latencies = lat[rows, chosen]
+    penalty = float(np.mean(pen[rows, chosen]))
+    delay = float(latencies.max())
+    return SketchSolution(
+        ks[chosen],
+        np.asarray(shares, dtype=np.float64),
+        latencies,
+        delay,
+        penalty,
+        vv * penalty + q * delay,
+    )
