@@ -26,8 +26,10 @@ DEFAULT_SCENARIO = "default"
 #: Largest scenario file read (the shipped ones are ~2 KB; parsing 1 MiB takes about a second).
 MAX_FILE_BYTES = 1 << 20
 
-# one part of a --set key: a name (letters, digits, _ and -), as scenario keys and options are
-_KEY_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*\Z")
+# one part of a --set key: a name (letters, digits, _ and -), as scenario keys and options are,
+# optionally followed by list indices: groups[0], grid[1][2]
+_KEY_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*(\[[0-9]+\])*\Z")
+_INDEX = re.compile(r"\[([0-9]+)\]")
 
 
 def _show_path(path: str | Path) -> str:
@@ -189,17 +191,37 @@ def _split_override(item: Any) -> tuple[str, list[str], str]:
         if not _KEY_PART.match(part):
             raise ConfigError(
                 f"--set {shown}: {one_line(repr(part), 60)} is not a key name; names are letters, "
-                "digits, _ and - separated by dots (see wirelessfl scenario-keys)"
+                "digits, _ and - separated by dots, a list item as name[index] (see wirelessfl "
+                "scenario-keys)"
             )
     return key, parts, raw
+
+
+def _steps(parts: list[str]) -> list[str | int]:
+    """``["strategy", "groups[0]", "rank"]`` -> ``["strategy", "groups", 0, "rank"]``."""
+    steps: list[str | int] = []
+    for part in parts:
+        name = part.split("[", 1)[0]
+        steps.append(name)
+        steps.extend(int(i) for i in _INDEX.findall(part))
+    return steps
+
+
+def _path_text(steps: list[str | int]) -> str:
+    """``strategy.groups[0]`` from its steps."""
+    text = ""
+    for step in steps:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
+    return text
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
     """Apply ``key.sub=value`` strings; values are parsed as YAML (``1e6``, ``true``, ``[1, 2]``).
 
-    A key names a path of tables; a missing table is created. Raises ConfigError naming
-    ``--set KEY`` for a malformed key, a value that is not valid YAML, or a path through a
-    value that is not a table.
+    A key names a path of tables and list items (``strategy.groups[0].rank``); a missing table
+    is created, a list item must exist. Raises ConfigError naming ``--set KEY`` for a malformed
+    key, a value that is not valid YAML, a path through a value that is not a table (or not a
+    list, before an index), or an index past the end of its list.
     """
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -207,18 +229,51 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[s
         key, parts, raw = _split_override(item)
         where = f"--set {one_line(key, 80)}"
         value = parse_value(raw, where, key)
-        node = data
-        for depth, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                here = ".".join(parts[: depth + 1])
-                raise ConfigError(
-                    f"{where}: {here} is not a table (it holds {one_line(repr(child), 60)}), so it "
-                    f"has no key {show_key(parts[depth + 1])}"
-                )
+        steps = _steps(parts)
+        node: Any = data
+        for depth, step in enumerate(steps[:-1]):
+            here = _path_text(steps[: depth + 1])
+            child = _child(node, step, steps[depth + 1], where, here)
             node = child
-        node[parts[-1]] = value
+        last = steps[-1]
+        if isinstance(last, int):
+            _check_item(node, last, where, _path_text(steps[:-1]))
+        node[last] = value
     return data
+
+
+def _child(node: Any, step: str | int, following: str | int, where: str, here: str) -> Any:
+    """The table or list at ``step`` of ``node`` (a missing table is created)."""
+    if isinstance(step, int):
+        _check_item(node, step, where, here.rsplit("[", 1)[0])
+        child = node[step]
+    elif isinstance(following, int):
+        child = node.get(step)
+        if not isinstance(child, list):
+            raise ConfigError(
+                f"{where}: {here} is not a list (it holds {one_line(repr(child), 60)}), so it "
+                f"has no item [{following}]"
+            )
+        return child
+    else:
+        child = node.setdefault(step, {})
+    if not isinstance(child, dict):
+        raise ConfigError(
+            f"{where}: {here} is not a table (it holds {one_line(repr(child), 60)}), so it "
+            f"has no key {show_key(following) if isinstance(following, str) else following}"
+        )
+    return child
+
+
+def _check_item(node: Any, index: int, where: str, here: str) -> None:
+    """One line unless ``node`` is a list with an item ``index``."""
+    if not isinstance(node, list):
+        raise ConfigError(f"{where}: {here} is not a list, so it has no item [{index}]")
+    if index >= len(node):
+        raise ConfigError(
+            f"{where}: {here} has {len(node)} item(s), so there is no item [{index}] (items "
+            "count from 0; --set changes items, it does not add them)"
+        )
 
 
 def parse_value(raw: str, where: str, key: str = "") -> Any:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from channels import FADING_MODELS, POWER_CONTROLS
 from optim import SELECTION_METHODS
-from wirelessfl.config.schema import key_text, option, settings_option, show
+from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
     AvailabilityConfig,
     EnergyConfig,
@@ -29,6 +29,7 @@ from wirelessfl.registries import (
     LEARNERS,
     MODELS,
     PARTITIONERS,
+    SPARSIFIERS,
 )
 
 # ---- limits on values a run allocates memory (or time) in proportion to --------------------
@@ -424,6 +425,36 @@ class AlgorithmConfig:
 
 
 @dataclass
+class CompressionConfig:
+    """The compression stage on any algorithm's shared LoRA tensors (a null key: the
+    algorithm's own; ``wirelessfl.algorithms.compression``, docs/algorithms/compression.md)."""
+
+    sparsifier: str | None = option(
+        None,
+        choices=SPARSIFIERS,
+        doc="soft (eq. 3 importance) | topk | random | structured | none | a registered one; "
+        "null: the algorithm's own (soft for soft, topk for fedit_topk, none for the others)",
+    )
+    ratio: float | None = option(
+        None,
+        gt=0.0,
+        le=1.0,
+        doc="fraction of each layer's LoRA values sent; null: the controller's O^t (fedit_topk's "
+        "own: 0.5)",
+    )
+    error_feedback: bool | None = option(
+        None,
+        doc="keep unsent values for the next round (eqs. 4-7); null: the algorithm's own (true; "
+        "false for fedit_topk)",
+    )
+    importance: str = option(
+        "update",
+        choices=("update", "factors"),
+        doc="soft sparsifier: eq. (3) weights from the update (u = m + Delta) | the local factors",
+    )
+
+
+@dataclass
 class ModelShapeConfig:
     """Model geometry used by the surrogate learner for payload and compute sizes."""
 
@@ -638,8 +669,16 @@ class Scenario:
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     payload: PayloadConfig = field(default_factory=PayloadConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    compression: CompressionConfig = field(default_factory=CompressionConfig)
     strategy: Any = settings_option(
-        "algorithm", ALGORITHMS, doc="the settings of the algorithm named by algorithm.name"
+        "algorithm",
+        ALGORITHMS,
+        doc="the algorithms' settings, a table per algorithm (strategy.<name>.<key>); keys "
+        "directly under strategy are the running algorithm's",
+        others="strategy_tables",
+    )
+    strategy_tables: dict[str, Any] = hidden_option(
+        doc="the settings tables of the algorithms that do not run (validated, kept, written back)"
     )
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     faults: FaultsConfig = field(default_factory=FaultsConfig)

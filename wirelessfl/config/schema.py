@@ -11,7 +11,12 @@ are then read from the registry when a scenario is validated, so a plug-in regis
 code is accepted like a built-in one. ``prefixes`` accepts names such as ``hub:<path>`` too.
 A field made with :func:`settings_option` is a *settings section*: its dataclass is the
 ``Settings`` of the plug-in named by another field (``strategy`` holds the settings of the
-algorithm named by ``algorithm.name``).
+algorithm named by ``algorithm.name``). A settings section holds the settings of several
+plug-ins, one table per plug-in name (``strategy.fslora.ratio_choices``), so that one file can
+switch plug-in; keys directly under it (``strategy.zeta``) are the running plug-in's and apply
+over its table. Every table is validated by its own plug-in's ``Settings``; the running
+plug-in's settings become the field, the others a hidden companion field (see
+:func:`settings_option`), and :func:`to_dict` writes them all back as tables.
 """
 
 from __future__ import annotations
@@ -88,14 +93,24 @@ def option(
     return dataclasses.field(default=default, metadata=meta)
 
 
-def settings_option(owner: str, registry: Mapping[str, Any], *, doc: str = "") -> Any:
+def settings_option(
+    owner: str, registry: Mapping[str, Any], *, doc: str = "", others: str | None = None
+) -> Any:
     """A settings section: the ``Settings`` dataclass of ``registry[<owner>.name]``.
 
     ``owner`` is the sibling field naming the plug-in (built first: declare it earlier); the
-    plug-in class must have a ``Settings`` dataclass attribute.
+    plug-in class must have a ``Settings`` dataclass attribute. ``others`` names a sibling
+    field made with :func:`hidden_option` that receives the other plug-ins' validated tables
+    (name -> settings); without it only the running plug-in's settings are accepted.
     """
-    meta = {"settings_of": owner, "registry": registry, "doc": doc}
+    meta = {"settings_of": owner, "registry": registry, "doc": doc, "others": others}
     return dataclasses.field(default=None, metadata=meta)
+
+
+def hidden_option(*, doc: str = "") -> Any:
+    """A field the user does not write: filled by another field's build (a settings section's
+    other tables), never a scenario key of its own; a dict, empty by default."""
+    return dataclasses.field(default_factory=dict, metadata={"hidden": True, "doc": doc})
 
 
 def settings_class(registry: Mapping[str, Any], name: str) -> type:
@@ -276,7 +291,11 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
     """Build dataclass ``cls`` from ``data``, validating every field (see module docstring)."""
     data = dict(data or {})
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {
+        f.name: f
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if not f.metadata.get("hidden")
+    }
     accepted = ", ".join(sorted(fields))
     for k in data:
         if not isinstance(k, str):
@@ -295,12 +314,14 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
     for name, f in fields.items():
         key = f"{prefix}.{name}" if prefix else name
         if "settings_of" in f.metadata:
-            owner = kwargs[f.metadata["settings_of"]]
-            section = settings_class(f.metadata["registry"], owner.name)
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
                 raise ConfigError(f"{key}: expected a table of settings, got {show(raw)}")
-            kwargs[name] = build(section, raw, prefix=key)
+            running = kwargs[f.metadata["settings_of"]].name
+            mine, others = _settings_tables(f.metadata, raw, running, key)
+            kwargs[name] = mine
+            if f.metadata.get("others"):
+                kwargs[f.metadata["others"]] = others
             continue
         if name in data:
             value = _coerce(data[name], hints[name], key)
@@ -319,10 +340,61 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
     return obj
 
 
+def _settings_tables(
+    meta: Mapping[str, Any], raw: Mapping[str, Any], running: str, key: str
+) -> tuple[Any, dict[str, Any]]:
+    """The running plug-in's settings and the other plug-ins' (name -> settings) from a
+    settings section: tables named by plug-ins, and keys of the running plug-in directly under
+    it (over its table)."""
+    registry = meta["registry"]
+    tabled = bool(meta.get("others"))
+    tables = {k: v for k, v in raw.items() if tabled and k in registry and isinstance(v, Mapping)}
+    loose = {k: v for k, v in raw.items() if k not in tables}
+    section = settings_class(registry, running)
+    own_keys = {f.name for f in dataclasses.fields(section)}  # type: ignore[arg-type]
+    stray = [k for k in loose if k not in own_keys and k not in getattr(section, "MOVED_KEYS", {})]
+    if tabled and stray:
+        owner, name = meta["settings_of"], key_text(stray[0])
+        holders = [
+            other
+            for other in registry
+            if other != running
+            and stray[0] in {f.name for f in dataclasses.fields(settings_class(registry, other))}
+        ]
+        if holders:
+            raise ConfigError(
+                f"{key}.{name}: a setting of {owner} {holders[0]!r}, not of {running!r} (the "
+                f"{owner} that runs); keep it in its table, {key}.{holders[0]}.{name}, or remove it"
+            )
+        accepted = ", ".join(sorted(own_keys)) or "none"
+        raise ConfigError(
+            f"{key}.{name}: unknown key (accepted here: {accepted}; another {owner}'s settings "
+            f"go in its own table, {key}.<{owner} name>.<setting>)"
+        )
+    mine = build(section, {**tables.get(running, {}), **loose}, prefix=key)
+    others = {
+        other: build(settings_class(registry, other), table, prefix=f"{key}.{other}")
+        for other, table in tables.items()
+        if other != running
+    }
+    return mine, others
+
+
 def to_dict(obj: Any) -> Any:
-    """Plain-data form of a config dataclass (what is written back to ``config.yaml``)."""
+    """Plain-data form of a config dataclass (what is written back to ``config.yaml``); a
+    settings section with other plug-ins' tables is written as one table per plug-in."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {}
+        for f in dataclasses.fields(obj):
+            if f.metadata.get("hidden"):
+                continue
+            value = to_dict(getattr(obj, f.name))
+            if f.metadata.get("others"):
+                running = getattr(obj, f.metadata["settings_of"]).name
+                others = getattr(obj, f.metadata["others"])
+                value = {running: value, **{k: to_dict(v) for k, v in others.items()}}
+            out[f.name] = value
+        return out
     if isinstance(obj, list | tuple):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
@@ -335,6 +407,8 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
     rows = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
+        if f.metadata.get("hidden"):
+            continue
         key = f"{prefix}.{f.name}" if prefix else f.name
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
@@ -343,7 +417,8 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
         if "settings_of" in f.metadata:
             registry = f.metadata["registry"]
             for plugin in registry:
-                sub = describe(settings_class(registry, plugin), key)
+                table = f"{key}.{plugin}" if f.metadata.get("others") else key
+                sub = describe(settings_class(registry, plugin), table)
                 owner = (
                     f"{prefix}.{f.metadata['settings_of']}" if prefix else f.metadata["settings_of"]
                 )
