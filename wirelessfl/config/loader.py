@@ -247,20 +247,19 @@ def _child(node: Any, step: str | int, following: str | int, where: str, here: s
     if isinstance(step, int):
         _check_item(node, step, where, here.rsplit("[", 1)[0])
         child = node[step]
-    elif isinstance(following, int):
-        child = node.get(step)
+    else:
+        child = node.setdefault(step, {}) if isinstance(following, str) else node.get(step)
+    if isinstance(following, int):
         if not isinstance(child, list):
             raise ConfigError(
                 f"{where}: {here} is not a list (it holds {one_line(repr(child), 60)}), so it "
                 f"has no item [{following}]"
             )
         return child
-    else:
-        child = node.setdefault(step, {})
     if not isinstance(child, dict):
         raise ConfigError(
             f"{where}: {here} is not a table (it holds {one_line(repr(child), 60)}), so it "
-            f"has no key {show_key(following) if isinstance(following, str) else following}"
+            f"has no key {show_key(following)}"
         )
     return child
 
