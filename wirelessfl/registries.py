@@ -39,25 +39,28 @@ LEARNERS: Registry[Any] = Registry(
     entry_point_group="wirelessfl.learners",
 )
 
-#: ``algorithm.name``: a ``wirelessfl.algorithms.base.FederatedAlgorithm`` subclass.
+#: ``algorithm.name``: a ``wirelessfl.algorithms.spec.AlgorithmSpec`` (the torch-free settings
+#: class and the ``"module:Class"`` of the implementation), or, from a plug-in, the
+#: ``wirelessfl.algorithms.base.FederatedAlgorithm`` subclass itself
+#: (``wirelessfl.algorithms.algorithm_class`` gives the class either way).
 ALGORITHMS: Registry[Any] = Registry(
     "algorithm",
     {
-        "soft": "wirelessfl.algorithms.soft:SoftFamily",
-        "fedit": "wirelessfl.algorithms.fedit:FedIT",
-        "fedit_topk": "wirelessfl.algorithms.fedit:FedITTopK",
-        "fslora": "wirelessfl.algorithms.fslora:FSLoRA",
-        "hetlora": "wirelessfl.algorithms.hetlora:HetLoRA",
-        "flexlora": "wirelessfl.algorithms.flexlora:FlexLoRA",
-        "fedstack": "wirelessfl.algorithms.fedstack:FedStack",
-        "floral": "wirelessfl.algorithms.floral:Floral",
-        "floral_local": "wirelessfl.algorithms.floral:LocalAdaptor",
-        "ensemble": "wirelessfl.algorithms.ensemble:Ensemble",
-        "fedavg_full": "wirelessfl.algorithms.ensemble:FedAvgFull",
-        "h2tune": "wirelessfl.algorithms.h2tune:H2Tune",
-        "h2tune_local": "wirelessfl.algorithms.hetero_baselines:HeteroLocal",
-        "fllm": "wirelessfl.algorithms.hetero_baselines:FLLM",
-        "h2tune_hetlora": "wirelessfl.algorithms.hetero_baselines:HeteroHetLoRA",
+        "soft": "wirelessfl.algorithms.soft:SOFT",
+        "fedit": "wirelessfl.algorithms.fedit:FEDIT",
+        "fedit_topk": "wirelessfl.algorithms.fedit:FEDIT_TOPK",
+        "fslora": "wirelessfl.algorithms.fslora:FSLORA",
+        "hetlora": "wirelessfl.algorithms.hetero_rank:HETLORA",
+        "flexlora": "wirelessfl.algorithms.hetero_rank:FLEXLORA",
+        "fedstack": "wirelessfl.algorithms.hetero_rank:FEDSTACK",
+        "floral": "wirelessfl.algorithms.floral:FLORAL",
+        "floral_local": "wirelessfl.algorithms.floral:FLORAL_LOCAL",
+        "ensemble": "wirelessfl.algorithms.floral:ENSEMBLE",
+        "fedavg_full": "wirelessfl.algorithms.floral:FEDAVG_FULL",
+        "h2tune": "wirelessfl.algorithms.h2tune:H2TUNE",
+        "h2tune_local": "wirelessfl.algorithms.h2tune:H2TUNE_LOCAL",
+        "fllm": "wirelessfl.algorithms.h2tune:FLLM",
+        "h2tune_hetlora": "wirelessfl.algorithms.h2tune:H2TUNE_HETLORA",
     },
     entry_point_group="wirelessfl.algorithms",
 )

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from scenario_helpers import digits_scenario, small_scenario
 
-from wirelessfl.algorithms.soft import SoftFamily, SoftSettings
+from wirelessfl.algorithms.soft.algorithm import SoftFamily
+from wirelessfl.algorithms.soft.settings import SoftSettings
 from wirelessfl.config.schema import option
 from wirelessfl.controllers.fixed import Fixed
 from wirelessfl.errors import ConfigError, SimulationError

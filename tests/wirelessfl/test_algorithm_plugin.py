@@ -95,7 +95,7 @@ def test_entry_point_group_registers_an_installed_plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = Registry(
         "algorithm",
-        {"soft": "wirelessfl.algorithms.soft:SoftFamily"},
+        {"soft": "wirelessfl.algorithms.soft:SOFT"},
         entry_point_group="wirelessfl.algorithms",
     )
     assert registry.names() == ["soft", "my_algo"]

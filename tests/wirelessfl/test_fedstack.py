@@ -18,13 +18,13 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 
 torch = pytest.importorskip("torch")
 
-from wirelessfl.algorithms.fedstack import stack_download  # noqa: E402
+from wirelessfl.algorithms.hetero_rank.fedstack import stack_download  # noqa: E402
+from wirelessfl.algorithms.hetero_rank.fresh_lora import fresh_factors  # noqa: E402
+from wirelessfl.algorithms.hetero_rank.merged_base import base_weight, delta_name  # noqa: E402
 from wirelessfl.algorithms.message import Message  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.sim import resume_run  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
-from wirelessfl.training.fresh_lora import fresh_factors  # noqa: E402
-from wirelessfl.training.merged_base import base_weight, delta_name  # noqa: E402
 from wirelessfl.training.private_state import PrivateState  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 

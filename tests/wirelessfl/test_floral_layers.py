@@ -17,21 +17,18 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from wirelessfl.algorithms.routing import aggregation_mismatch, routing_accuracy  # noqa: E402
-from wirelessfl.models import build_model  # noqa: E402
-from wirelessfl.training.lora_precondition import precondition_gradients  # noqa: E402
-from wirelessfl.training.mixture_aggregation import (  # noqa: E402
-    component_weights,
-    mixture_average,
-)
-from wirelessfl.training.mixture_layers import (  # noqa: E402
+from wirelessfl.algorithms.floral.lora_precondition import precondition_gradients  # noqa: E402
+from wirelessfl.algorithms.floral.mixture_aggregation import component_weights, mixture_average  # noqa: E402
+from wirelessfl.algorithms.floral.mixture_layers import (  # noqa: E402
     MixingWeights,
     MixtureConv2d,
     MixtureLinear,
     adaptor_rank,
     conv_adaptor_rank,
 )
-from wirelessfl.training.mixture_model import MixtureModel, router_weights  # noqa: E402
+from wirelessfl.algorithms.floral.mixture_model import MixtureModel, router_weights  # noqa: E402
+from wirelessfl.algorithms.floral.routing import aggregation_mismatch, routing_accuracy  # noqa: E402
+from wirelessfl.models import build_model  # noqa: E402
 
 pytestmark = [pytest.mark.train, pytest.mark.usefixtures("one_torch_thread")]
 

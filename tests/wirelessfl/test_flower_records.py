@@ -9,7 +9,7 @@ from scenario_helpers import digits_scenario
 pytest.importorskip("flwr")
 torch = pytest.importorskip("torch")
 
-from wirelessfl.algorithms.fslora import SketchPlan  # noqa: E402
+from wirelessfl.algorithms.fslora.algorithm import SketchPlan  # noqa: E402
 from wirelessfl.algorithms.message import IndexSpace, Message  # noqa: E402
 from wirelessfl.bridges.flower_records import (  # noqa: E402
     content_to_message,

@@ -13,14 +13,14 @@ from scenario_helpers import digits_scenario, interrupt_at, small_scenario
 
 from channels.compute import DeviceProfile
 from channels.streams import stream_generator
-from wirelessfl.algorithms.sketch import draw_index_sets, sketch_side_bits
+from wirelessfl.algorithms.fslora.sketch import draw_index_sets, sketch_side_bits
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import RoundPlan
 
 torch = pytest.importorskip("torch")
 
 from wirelessfl.algorithms import Message, make_algorithm  # noqa: E402
-from wirelessfl.algorithms.fslora import SketchPlan  # noqa: E402
+from wirelessfl.algorithms.fslora.algorithm import SketchPlan  # noqa: E402
 from wirelessfl.models.rng import torch_generator  # noqa: E402
 from wirelessfl.sim import resume_run, run_scenario  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402

@@ -17,12 +17,12 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 
 torch = pytest.importorskip("torch")
 
+from wirelessfl.algorithms.hetero_rank.tail_penalty import kept_rank, tail_norm  # noqa: E402
 from wirelessfl.algorithms.message import Message  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
 from wirelessfl.training.local import LocalResult  # noqa: E402
 from wirelessfl.training.rank_padding import truncate_rank  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
-from wirelessfl.training.tail_penalty import kept_rank, tail_norm  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -14,7 +14,8 @@ import yaml
 from scenario_helpers import digits_scenario
 
 from wirelessfl.algorithms.base import FederatedAlgorithm
-from wirelessfl.algorithms.soft import SOFT_ZETA, SoftFamily
+from wirelessfl.algorithms.soft.algorithm import SoftFamily
+from wirelessfl.algorithms.soft.settings import SOFT_ZETA
 from wirelessfl.config import load_scenario, scenario_from_dict
 from wirelessfl.config.loader import SCENARIO_DIR, scenario_yaml
 

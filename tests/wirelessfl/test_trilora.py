@@ -14,18 +14,14 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 
-from wirelessfl.training.h2tune_losses import (  # noqa: E402
+from wirelessfl.algorithms.h2tune.layer_alignment import initial_alignment, to_global, to_local  # noqa: E402
+from wirelessfl.algorithms.h2tune.losses import (  # noqa: E402
     matrix_kl,
     output_divergence,
     shared_loss,
     specific_loss,
 )
-from wirelessfl.training.layer_alignment import (  # noqa: E402
-    initial_alignment,
-    to_global,
-    to_local,
-)
-from wirelessfl.training.trilora import (  # noqa: E402
+from wirelessfl.algorithms.h2tune.trilora import (  # noqa: E402
     TriLoRAAdapters,
     TriLoRALinear,
     initial_values,

@@ -1,10 +1,12 @@
-"""The federated-algorithm plug-in: one file per algorithm, steps read top to bottom.
+"""The federated-algorithm plug-in: the steps of an algorithm, read top to bottom.
 
 An algorithm is a :class:`FederatedAlgorithm` subclass with a ``Settings`` dataclass (the
 scenario's ``strategy`` section when ``algorithm.name`` names it, validated like every other
-section) in one file of ``wirelessfl/algorithms/``, plus one line in
-``wirelessfl.registries.ALGORITHMS`` (or ``ALGORITHMS.register(name, cls)`` from user code).
-Each round the learner calls, in this order:
+section). A built-in one lives in its family's folder ``wirelessfl/algorithms/<family>/``
+(``settings.py`` for the settings, an :class:`~wirelessfl.algorithms.spec.AlgorithmSpec` in the
+family's ``__init__.py``), plus one line in ``wirelessfl.registries.ALGORITHMS``; user code may
+register the class itself (``ALGORITHMS.register(name, cls)``). Each round the learner calls,
+in this order:
 
 1. :meth:`~FederatedAlgorithm.plan` (server): one :class:`ClientPlan` per client that trains,
    from the controller's per-client rank and ratio (and anything algorithm-specific);
@@ -30,8 +32,8 @@ evaluation; an algorithm whose global state is more than LoRA factors, such as o
 updates into the base weights, evaluates it its own way, and a personalised one reads the
 clients' private state). :meth:`~FederatedAlgorithm.start` builds the model before round 0:
 the runtime's peft model by default; an algorithm that trains a model of its own (FLoRAL and
-its baselines, :mod:`wirelessfl.algorithms.routed`) builds it there from the runtime's base
-network, data and device.
+its baselines, :mod:`wirelessfl.algorithms.floral.routed`) builds it there from the runtime's
+base network, data and device.
 
 The learner checks what the steps produce, so an algorithm need not: a client's training loss
 and trained state (before :meth:`~FederatedAlgorithm.client_message` sees them), its message,
@@ -42,10 +44,12 @@ value stops the run with one line naming the round and the client
 The network-only learner runs steps 1 and 4 on sizes only (:meth:`sized_message`), so an
 algorithm with a payload model can be studied without training.
 
-An algorithm module must import without torch (the scenario schema reads its ``Settings`` on
-a base install, where network-only runs have no torch): import torch and the torch-side
-helpers (``wirelessfl.compress``, ``wirelessfl.training``, ``wirelessfl.algorithms.state_ops``)
-inside the methods that use them.
+The scenario schema reads ``Settings`` on a base install, where network-only runs have no
+torch: a spec's settings module and this module import without torch, and so must an
+algorithm module that is registered as its class or that the network-only learner builds (one
+with :meth:`~FederatedAlgorithm.sized_message`): such a module imports torch and the
+torch-side helpers (``wirelessfl.compress``, ``wirelessfl.training``,
+``wirelessfl.algorithms.state_ops``) inside the methods that use them.
 """
 
 from __future__ import annotations

@@ -51,12 +51,13 @@ BASE_MODEL = "base_model.json"
 
 def exportable_algorithms() -> list[str]:
     """Registry names of the algorithms whose global state is the runtime's peft adapter."""
+    from wirelessfl.algorithms import algorithm_class
     from wirelessfl.algorithms.base import FederatedAlgorithm
 
     def default(cls: type) -> bool:
         return cls.start is FederatedAlgorithm.start and cls.evaluate is FederatedAlgorithm.evaluate
 
-    return [name for name in ALGORITHMS.names() if default(ALGORITHMS.load(name))]
+    return [name for name in ALGORITHMS.names() if default(algorithm_class(name))]
 
 
 def export_run(run: str | Path, out: str | Path) -> Path:

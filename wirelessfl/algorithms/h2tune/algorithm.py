@@ -13,9 +13,9 @@ ceil(beta_k r_g^2) ones, beta_k = r_k / r_g (the client's resource rank over the
 Client k's stack R_k (L_k x r_g x r_g) maps to L_g global slots through its private relation
 matrix Omega_k (L_k x L_g): R_k Omega_k (eq. (4)) goes up, R_g Omega_k^T (eq. (5)) comes back.
 Each round every client runs Algorithm 1's alternating steps on every minibatch
-(:func:`~wirelessfl.training.hetero_trainer.train_h2tune`: R, Omega on eq. (6), then A, B and
-the head on eq. (7)), uploads (Phi_k o R_k) Omega_k (L_g r_g^2 values: the uplink) and keeps
-A, B, R_k, Omega_k and its head. The server's R_g is the unweighted mean of the arrived
+(:func:`~wirelessfl.algorithms.h2tune.hetero_trainer.train_h2tune`: R, Omega on eq. (6), then
+A, B and the head on eq. (7)), uploads (Phi_k o R_k) Omega_k (L_g r_g^2 values: the uplink)
+and keeps A, B, R_k, Omega_k and its head. The server's R_g is the unweighted mean of the arrived
 clients' aligned stacks (§4.3, Algorithm 1) and is broadcast (L_g r_g^2 values). R_k is kept
 between rounds and pulled towards R_g Omega_k^T by the KL term (Algorithm 2: R_t^0 =
 R_{t-1}^tau); ``strategy.local_start: global`` starts it from Phi_k o R_g Omega_k^T instead.
@@ -24,55 +24,30 @@ Every reading of an ambiguous point is in ``docs/algorithms/h2tune.md``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from wirelessfl.algorithms.base import State
-from wirelessfl.algorithms.hetero import HeteroAlgorithm, HeteroSettings
+from wirelessfl.algorithms.h2tune.hetero import HeteroAlgorithm
+from wirelessfl.algorithms.h2tune.hetero_trainer import DisentangleWeights, train_h2tune
+from wirelessfl.algorithms.h2tune.layer_alignment import to_global, to_local
+from wirelessfl.algorithms.h2tune.settings import H2TuneSettings
+from wirelessfl.algorithms.h2tune.trilora import sparsity_mask
 from wirelessfl.algorithms.message import Message
-from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
-    import torch
-
     from wirelessfl.training.local import LocalResult
 
-__all__ = ["H2Tune", "H2TuneSettings", "GLOBAL", "UPLOAD"]
+__all__ = ["GLOBAL", "UPLOAD", "H2Tune"]
 
 #: Global-state entry: R_g, (L_g, r_g, r_g).
 GLOBAL = "R_global"
 #: Message entry: a client's aligned stack (Phi_k o R_k) Omega_k, (L_g, r_g, r_g).
 UPLOAD = "R_aligned"
-
-
-@dataclass
-class H2TuneSettings(HeteroSettings):
-    """H2Tune (``strategy.*``): global rank and layers, the two losses, the local start."""
-
-    global_rank: int = option(8, ge=1, doc="r_g: width of A, B and R on every client")
-    global_layers: int | None = option(
-        None, ge=1, doc="L_g: global layer slots (null: the deepest model's block count)"
-    )
-    shared_lr: float = option(1.0e-3, gt=0.0, doc="eta': learning rate of R and Omega")
-    shared_kl: float = option(
-        1.0, ge=0.0, doc="lambda: weight of KL(R_k || R_g Omega_k^T), eq. (6)"
-    )
-    specific_kl: float = option(0.1, ge=0.0, doc="mu: weight of the -KL(y'' || y') term, eq. (7)")
-    kl_cap: float = option(1.0, gt=0.0, doc="the -KL term of eq. (7) is capped at this (nats)")
-    l2: float = option(1.0e-4, ge=0.0, doc="V: (V/2)(||A||^2 + ||B||^2) in eq. (7)")
-    density: float | None = option(
-        None,
-        gt=0.0,
-        le=1.0,
-        doc="beta_k of every client, the kept fraction of R (null: r_k / global_rank)",
-    )
-    local_start: str = option(
-        "carry",
-        choices=("carry", "global"),
-        doc="carry: R_k kept between rounds (Algorithm 2); global: R_k <- Phi_k o R_g Omega_k^T",
-    )
 
 
 class H2Tune(HeteroAlgorithm):
@@ -108,8 +83,6 @@ class H2Tune(HeteroAlgorithm):
     def phi(self, client: int) -> torch.Tensor:
         """Phi_k: ceil(beta_k r_g^2) ones per block, beta_k = ``density`` or r_k / r_g, fixed
         for the run."""
-        from wirelessfl.training.trilora import sparsity_mask
-
         g = self.group(client)
         adapters = self.adapters[g.model_key]
         beta = self.settings.density or g.rank / self.settings.global_rank
@@ -128,8 +101,6 @@ class H2Tune(HeteroAlgorithm):
     # ---- steps ------------------------------------------------------------------------------
     def initial_state(self) -> State:
         """R_g = 0 (every client's R_k starts at 0)."""
-        import torch
-
         device = next(iter(self.adapters.values())).R.device
         return {
             GLOBAL: torch.zeros(
@@ -145,15 +116,11 @@ class H2Tune(HeteroAlgorithm):
         """What the client kept; with ``local_start: global`` its R_k <- Phi_k o R_g Omega_k^T."""
         if self.settings.local_start == "carry" or GLOBAL not in global_state:
             return kept
-        from wirelessfl.training.layer_alignment import to_local
-
         out = dict(kept)
         out["R"] = self.phi(client) * to_local(global_state[GLOBAL], kept["omega"])
         return out
 
     def train_client(self, client: int, round_index: int, downloaded: State) -> float:
-        from wirelessfl.training.hetero_trainer import DisentangleWeights, train_h2tune
-
         runtime = self.runtime_or_fail()
         lc, s = runtime.settings, self.settings
         g = self.group(client)
@@ -178,8 +145,6 @@ class H2Tune(HeteroAlgorithm):
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
         """(Phi_k o R_k) Omega_k up (eq. (4)); A, B, R_k, Omega_k and the head kept."""
-        from wirelessfl.training.layer_alignment import to_global
-
         local = result.local
         aligned = to_global(self.phi(plan.client) * local["R"], local["omega"])
         return Message(shared={UPLOAD: aligned}, private=dict(local))
@@ -192,18 +157,12 @@ class H2Tune(HeteroAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """R_g = (1/|arrived|) sum_k R_k Omega_k (§4.3, Algorithm 1: unweighted)."""
-        import torch
-
         stacks = [messages[c].shared[UPLOAD] for c in sorted(messages)]
         return {GLOBAL: torch.stack(stacks).mean(dim=0)}
 
     def metrics(
         self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan
     ) -> dict[str, float]:
-        import math
-
-        import torch
-
         out = {"r_global_norm": float(torch.linalg.norm(global_state[GLOBAL]))}
         drifts = []
         for c in sorted(messages):

@@ -16,6 +16,10 @@ Models" (W. Fang et al., arXiv:2501.19389), App. C.2. Each client keeps, per ada
 no error feedback (the dropped entries are lost) and a dense download. The task head is always
 sent dense. ``plan.ratio`` is ``topk_ratio`` (the fraction of its update a client sends); the
 controller's sparsification O^t is not used.
+
+This module imports without torch: the network-only learner builds these classes for their
+payload model (:meth:`FedIT.sized_message`) on installs without torch, so torch and the
+torch-side helpers are imported inside the methods that use them.
 """
 
 from __future__ import annotations
@@ -23,47 +27,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from channels.payload import kept_values
-from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
+from wirelessfl.algorithms.fedit.settings import FedITSettings, FedITTopKSettings
 from wirelessfl.algorithms.message import IndexSpace, Message
-from wirelessfl.config.schema import option
 from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
 
-__all__ = ["FedIT", "FedITSettings", "FedITTopK", "FedITTopKSettings"]
-
-
-@dataclass
-class FedITSettings:
-    """FedAvg-LoRA: how the server aggregates and how much of its update a client sends."""
-
-    aggregation: str = aggregation_option()
-    topk_ratio: float = option(
-        1.0,
-        gt=0.0,
-        le=1.0,
-        doc="fraction of each layer's LoRA update sent, by magnitude over B and A together "
-        "(App. C.2 top-k, no error feedback); 1: dense",
-    )
-
-
-@dataclass
-class FedITTopKSettings(FedITSettings):
-    """FedAvg-LoRA with top-k compression of the upload (App. C.2's ratio 0.5 by default)."""
-
-    topk_ratio: float = option(
-        0.5,
-        gt=0.0,
-        le=1.0,
-        doc="fraction of each layer's LoRA update sent, by magnitude over B and A together "
-        "(App. C.2 top-k, no error feedback); 1: dense",
-    )
+__all__ = ["FedIT", "FedITTopK"]
 
 
 class FedIT(FederatedAlgorithm):

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from wirelessfl.algorithms.h2tune.layer_alignment import to_local
+from wirelessfl.algorithms.h2tune.losses import shared_loss, specific_loss
+from wirelessfl.algorithms.h2tune.trilora import TriLoRAAdapters
 from wirelessfl.data.arrays import ArrayDataset
-from wirelessfl.training.h2tune_losses import shared_loss, specific_loss
-from wirelessfl.training.layer_alignment import to_local
-from wirelessfl.training.trilora import TriLoRAAdapters
 
 __all__ = ["DisentangleWeights", "batch_stream", "train_h2tune", "train_lora"]
 

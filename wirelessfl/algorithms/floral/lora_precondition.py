@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from wirelessfl.training.mixture_layers import MixtureConv2d, MixtureLinear
+from wirelessfl.algorithms.floral.mixture_layers import MixtureConv2d, MixtureLinear
 
 __all__ = ["precondition_gradients"]
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
-from wirelessfl.training.layer_alignment import initial_alignment
+from wirelessfl.algorithms.h2tune.layer_alignment import initial_alignment
 
 __all__ = [
     "TriLoRAAdapters",

@@ -3,7 +3,8 @@
 A client of rank r_k keeps its first ``kept_rank(r_k, gamma) = max(1, floor(gamma r_k))``
 components; the others form its *tail*. Local training adds
 ``lambda * sum_layers ||B[:, keep:] A[keep:, :]||_F`` (unscaled factors) to the task loss, and
-the client prunes the tail when training lowered its norm (``wirelessfl.algorithms.hetlora``).
+the client prunes the tail when training lowered its norm
+(``wirelessfl.algorithms.hetero_rank.hetlora``).
 ``||B_t A_t||_F^2 = sum((B_t^T B_t) * (A_t A_t^T))`` costs ``O(t^2 (d_in + d_out))``: the
 dense product is never formed.
 """

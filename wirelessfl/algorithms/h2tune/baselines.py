@@ -2,7 +2,7 @@
 
 "H2Tune: Federated Foundation Model Fine-Tuning with Hybrid Heterogeneity" (Guo et al., arXiv
 2507.22633), §5.1. Every client trains plain LoRA of its rank r_k on its group's base model
-(:mod:`wirelessfl.algorithms.hetero`) plus a private task head (tasks differ, so heads are
+(:mod:`wirelessfl.algorithms.h2tune.hetero`) plus a private task head (tasks differ, so heads are
 never shared). What is federated:
 
 - ``h2tune_local`` (LOCAL): nothing; every client trains alone.
@@ -23,11 +23,15 @@ per adapted layer) and downloads its class's factors at r_k; the server's update
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import State
-from wirelessfl.algorithms.hetero import HeteroAlgorithm, HeteroSettings
+from wirelessfl.algorithms.h2tune.hetero import HeteroAlgorithm
+from wirelessfl.algorithms.h2tune.settings import (
+    FLLMSettings,
+    HeteroHetLoRASettings,
+    HeteroLocalSettings,
+)
 from wirelessfl.algorithms.message import Message
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -35,11 +39,6 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
 
 __all__ = ["FLLM", "HeteroHetLoRA", "HeteroLocal"]
-
-
-@dataclass
-class HeteroLocalSettings(HeteroSettings):
-    """LOCAL (``strategy.*``): the client groups only."""
 
 
 class HeteroLocal(HeteroAlgorithm):
@@ -148,11 +147,6 @@ class _SharedLoRA(HeteroAlgorithm):
         return new
 
 
-@dataclass
-class FLLMSettings(HeteroSettings):
-    """FLLM (``strategy.*``): the client groups only."""
-
-
 class FLLM(_SharedLoRA):
     """FLLM: FedAvg of the LoRA factors among clients of the same base model and rank."""
 
@@ -161,11 +155,6 @@ class FLLM(_SharedLoRA):
     def class_of(self, client: int) -> str:
         g = self.group(client)
         return f"{g.model_key}|r{g.rank}"
-
-
-@dataclass
-class HeteroHetLoRASettings(HeteroSettings):
-    """HetLoRA on heterogeneous clients (``strategy.*``): the client groups only."""
 
 
 class HeteroHetLoRA(_SharedLoRA):

@@ -5,10 +5,10 @@ Zhuang, Zhang, Fan, Dong, arXiv 2507.22633). ``strategy.groups`` assigns every c
 model, a task and a resource rank r_k (consecutive client ids, group by group); with no groups
 every client gets the learner's model and data set at the controller's rank. These algorithms
 train models of their own: :meth:`HeteroAlgorithm.start` builds one model object per distinct
-base model (:mod:`wirelessfl.training.hetero_clients`), installs the triple-factor adapters on
-its LoRA targets (:mod:`wirelessfl.training.trilora`; the baselines use them as plain LoRA of
-rank r_k) and keeps every client's adapters and private task head in its private state. Each
-round a client
+base model (:mod:`wirelessfl.algorithms.h2tune.hetero_clients`), installs the triple-factor
+adapters on its LoRA targets (:mod:`wirelessfl.algorithms.h2tune.trilora`; the baselines use
+them as plain LoRA of rank r_k) and keeps every client's adapters and private task head in its
+private state. Each round a client
 
 1. loads its private values (fresh ones the first time) and what it downloads
    (:meth:`HeteroAlgorithm.client_values`) into its group's shared model;
@@ -25,66 +25,38 @@ model on its group's test split; ``accuracy`` and ``test_loss`` are means over t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
+from channels.streams import stream_seed
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
+from wirelessfl.algorithms.h2tune.hetero_clients import (
+    HeteroClients,
+    head_initial_values,
+    model_key,
+)
+from wirelessfl.algorithms.h2tune.hetero_trainer import train_lora
+from wirelessfl.algorithms.h2tune.settings import ClientGroup
+from wirelessfl.algorithms.h2tune.trilora import (
+    TriLoRAAdapters,
+    initial_values,
+    install_trilora,
+    transformer_layer_index,
+)
 from wirelessfl.algorithms.message import Message
-from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
+from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import DATASETS, HUB_PREFIX, MODELS, PARTITIONERS
+from wirelessfl.training.local import LocalResult, measure_step_flops
+from wirelessfl.training.private_state import ADAPTER_MULTIPLE
 
 if TYPE_CHECKING:
-    import torch
-
-    from wirelessfl.training.hetero_clients import ClientGroupRuntime, HeteroClients
-    from wirelessfl.training.local import LocalResult
+    from wirelessfl.algorithms.h2tune.hetero_clients import ClientGroupRuntime
     from wirelessfl.training.private_state import PrivateState
-    from wirelessfl.training.trilora import TriLoRAAdapters
 
-__all__ = ["ClientGroup", "HeteroAlgorithm", "HeteroSettings"]
-
-
-@dataclass
-class ClientGroup:
-    """Clients sharing a base model, a task and a resource rank."""
-
-    clients: int = option(1, ge=1, doc="number of clients in the group (consecutive ids)")
-    model: str = option(
-        "minilm", choices=MODELS, prefixes=(HUB_PREFIX,), doc="the group's base model"
-    )
-    model_options: dict[str, object] = option(default_factory=dict, doc="model builder options")
-    dataset: str = option(
-        "rotten_tomatoes", choices=DATASETS, prefixes=(HUB_PREFIX,), doc="the group's task"
-    )
-    dataset_options: dict[str, object] = option(
-        default_factory=dict,
-        doc="loader options (max_train, max_test, max_length, ...; text data get the model's "
-        "tokenizer unless one is named)",
-    )
-    partition: str = option(
-        "iid", choices=PARTITIONERS, doc="how the group's clients split the training rows"
-    )
-    rank: int = option(
-        8,
-        ge=1,
-        doc="r_k: the clients' resource rank (the baselines' LoRA rank; H2Tune's "
-        "beta_k = r_k / global_rank)",
-    )
-
-
-@dataclass
-class HeteroSettings:
-    """The client groups (``strategy.groups``)."""
-
-    groups: list[ClientGroup] = option(
-        default_factory=list,
-        doc="client groups in client order; empty: every client has the learner's model and "
-        "data set at the controller's rank",
-    )
+__all__ = ["HeteroAlgorithm"]
 
 
 class HeteroAlgorithm(FederatedAlgorithm):
@@ -134,12 +106,6 @@ class HeteroAlgorithm(FederatedAlgorithm):
     def start(self, *, rank: int, seed: int) -> None:
         """Build the groups, install the adapters on each shared model, measure its step."""
         self.refuse_peft_settings()
-        from wirelessfl.models.rng import torch_generator
-        from wirelessfl.training.hetero_clients import HeteroClients, model_key
-        from wirelessfl.training.local import measure_step_flops
-        from wirelessfl.training.private_state import ADAPTER_MULTIPLE
-        from wirelessfl.training.trilora import install_trilora, transformer_layer_index
-
         runtime = self.runtime_or_fail()
         lc = runtime.settings
         groups = self.resolved_groups(rank)
@@ -220,9 +186,6 @@ class HeteroAlgorithm(FederatedAlgorithm):
     def initial_values(self, client: int) -> State:
         """A client's values before its first round: adapters (A Kaiming-uniform, B, R zero,
         Omega the depth-block alignment) and a fresh head, from per-client generators."""
-        from wirelessfl.training.hetero_clients import head_initial_values
-        from wirelessfl.training.trilora import initial_values
-
         g = self.group(client)
         adapters = self.adapters[g.model_key]
         values = initial_values(adapters, self.generators(self.seed, "adapters", client))
@@ -238,15 +201,11 @@ class HeteroAlgorithm(FederatedAlgorithm):
 
     def phi(self, client: int) -> torch.Tensor:
         """Client ``client``'s fixed sparsity mask Phi_k (all ones but for H2Tune)."""
-        import torch
-
         adapters = self.adapters[self.group(client).model_key]
         return torch.ones_like(adapters.phi)
 
     def load_client(self, client: int, values: State) -> None:
         """Put ``client``'s values (adapters and head) into its group's shared model."""
-        import torch
-
         g = self.group(client)
         adapters = self.adapters[g.model_key]
         adapters.set_client(self.phi(client), g.rank)
@@ -308,9 +267,6 @@ class HeteroAlgorithm(FederatedAlgorithm):
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
         """Every planned client: load its values, train them in its group model, read them."""
-        from wirelessfl.models.rng import seeded
-        from wirelessfl.training.local import LocalResult
-
         results = []
         for plan, start in zip(plans, starts, strict=True):
             c, t = plan.client, plan.round_index
@@ -323,15 +279,11 @@ class HeteroAlgorithm(FederatedAlgorithm):
         return results
 
     def _dropout_seed(self, client: int, round_index: int) -> int:
-        from channels.streams import stream_seed
-
         return stream_seed(self.seed, "dropout", client, round_index)
 
     def train_client(self, client: int, round_index: int, downloaded: State) -> float:
         """Train ``client``'s loaded values; returns the mean task loss (default: plain LoRA
         of rank r_k and the head on the task loss)."""
-        from wirelessfl.training.hetero_trainer import train_lora
-
         runtime = self.runtime_or_fail()
         lc = runtime.settings
         g = self.group(client)
@@ -379,8 +331,6 @@ class HeteroAlgorithm(FederatedAlgorithm):
     ) -> dict[str, float]:
         """Personalised: every client's model on its group's test split; ``accuracy`` and
         ``test_loss`` are the means over the clients (each client counts once)."""
-        import torch
-
         runtime = self.runtime_or_fail()
         size = runtime.settings.eval_batch_size
         accuracies, losses = [], []

@@ -5,7 +5,7 @@ Client Resources", arXiv:2402.11505; a heterogeneous-rank baseline of FSLoRA. Cl
 at rank r_i (``strategy.sketch_ratio`` / ``ratio_choices`` / ``ratio_by_class``). Each round:
 
 1. the server sends client i the top-r_i truncation of the global update
-   (:func:`~wirelessfl.training.svd_redistribution.client_start`) and the task head:
+   (:func:`~wirelessfl.algorithms.hetero_rank.svd_redistribution.client_start`) and the task head:
    ``r_i (d_in + d_out)`` values per adapted layer;
 2. the client trains it and sends its factors B_i, A_i (same size) and its head update;
 3. the server forms every arrived client's *effective* product ``s(r_i) B_i A_i``
@@ -20,15 +20,18 @@ The head is averaged as an update. Round 0 sends the initial factors (B = 0) cut
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.algorithms.aggregation import aggregation_option
+import torch
+
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import (
-    HeteroRankSettings,
-    client_ratios,
-    hetero_rank_plans,
+from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
+from wirelessfl.algorithms.hetero_rank.settings import FlexLoRASettings
+from wirelessfl.algorithms.hetero_rank.svd_redistribution import (
+    client_start,
+    svd_flops,
+    truncated_factors,
 )
 from wirelessfl.algorithms.message import Message
 from wirelessfl.plans import ClientPlan, RoundPlan
@@ -36,14 +39,7 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
 
-__all__ = ["FlexLoRA", "FlexLoRASettings"]
-
-
-@dataclass
-class FlexLoRASettings(HeteroRankSettings):
-    """FlexLoRA (``strategy.*``): the clients' ratios r_i / r and the aggregation weights."""
-
-    aggregation: str = aggregation_option("weights of the products")
+__all__ = ["FlexLoRA"]
 
 
 class FlexLoRA(FederatedAlgorithm):
@@ -70,9 +66,6 @@ class FlexLoRA(FederatedAlgorithm):
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """The top-r_i truncation ``s(r_i) B_i A_i = W_{r_i}`` and the head."""
-        from wirelessfl.training.lora_products import layer_scaling
-        from wirelessfl.training.svd_redistribution import client_start
-
         runtime = self.runtime_or_fail()
         layers, r = runtime.state.layers, runtime.rank
         ratio = {
@@ -107,11 +100,6 @@ class FlexLoRA(FederatedAlgorithm):
     ) -> State:
         """Per layer ``W = sum_i w_i s(r_i) B_i A_i`` -> the rank-r truncation of its SVD;
         the head += sum_i w_i Delta_i."""
-        import torch
-
-        from wirelessfl.training.lora_products import layer_scaling, lora_product
-        from wirelessfl.training.svd_redistribution import svd_flops, truncated_factors
-
         runtime = self.runtime_or_fail()
         ids = list(messages)
         weights = self.aggregation_weights(ids, round_plan)

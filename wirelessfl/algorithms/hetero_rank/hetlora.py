@@ -27,54 +27,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import (
-    HeteroRankSettings,
-    client_ratios,
-    hetero_rank_plans,
-)
+from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
+from wirelessfl.algorithms.hetero_rank.settings import HetLoRASettings
+from wirelessfl.algorithms.hetero_rank.tail_penalty import kept_rank, tail_norm, tail_penalty
 from wirelessfl.algorithms.message import Message
-from wirelessfl.config.schema import option
-from wirelessfl.errors import ConfigError
+from wirelessfl.algorithms.state_ops import add_zero_padded
 from wirelessfl.plans import ClientPlan, RoundPlan
+from wirelessfl.training.rank_padding import truncate_rank
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["HetLoRA", "HetLoRASettings"]
-
-
-@dataclass
-class HetLoRASettings(HeteroRankSettings):
-    """HetLoRA (``strategy.*``): the clients' ratios r_i / r, aggregation and self-pruning."""
-
-    aggregation: str = aggregation_option("data weights")
-    aggregation_weights: str = option(
-        "data",
-        choices=("data", "norm"),
-        doc="data (strategy.aggregation) | norm (HetLoRA's sparsity weights, "
-        "||s(r_i) B_i A_i||_F normalised over the arrived)",
-    )
-    self_pruning: bool = option(False, doc="HetLoRA's local rank self-pruning")
-    pruning_decay: float = option(
-        0.9, gt=0.0, lt=1.0, doc="gamma: a pruning client keeps max(1, floor(gamma r_i)) ranks"
-    )
-    pruning_strength: float = option(
-        0.1, ge=0.0, doc="lambda: weight of the tail norm in the local loss when pruning"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.aggregation_weights == "norm" and self.aggregation != "weighted_mean":
-            raise ConfigError(
-                "strategy.aggregation_weights: norm normalises the weights itself; use "
-                f"strategy.aggregation: weighted_mean, got {self.aggregation!r}"
-            )
+__all__ = ["HetLoRA"]
 
 
 class HetLoRA(FederatedAlgorithm):
@@ -115,8 +85,6 @@ class HetLoRA(FederatedAlgorithm):
         s = self.settings
         if not s.self_pruning or s.pruning_strength == 0.0:
             return super().train(plans, starts, private, record_grad_norms=record_grad_norms)
-        from wirelessfl.training.tail_penalty import kept_rank, tail_penalty
-
         runtime = self.runtime_or_fail()
         results = []
         for plan, start in zip(plans, starts, strict=True):
@@ -131,9 +99,6 @@ class HetLoRA(FederatedAlgorithm):
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
         """The dense update at the client's rank (cut to the kept rank if it self-pruned)."""
-        from wirelessfl.training.lora_products import layer_scaling, lora_product
-        from wirelessfl.training.rank_padding import truncate_rank
-
         runtime = self.runtime_or_fail()
         layers = runtime.state.layers
         begin, local = start.shared, result.local
@@ -158,8 +123,6 @@ class HetLoRA(FederatedAlgorithm):
         s = self.settings
         if not s.self_pruning:
             return plan.rank
-        from wirelessfl.training.tail_penalty import kept_rank, tail_norm
-
         layers = self.runtime_or_fail().state.layers
         keep = kept_rank(plan.rank, s.pruning_decay)
         if keep == plan.rank or not tail_norm(local, layers, keep) < tail_norm(begin, layers, keep):
@@ -176,8 +139,6 @@ class HetLoRA(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """theta <- theta + sum_i w_i pad_r(Delta_i)."""
-        from wirelessfl.algorithms.state_ops import add_zero_padded
-
         ids = list(messages)
         updates = [messages[c].shared for c in ids]
         layers = self.runtime_or_fail().state.layers

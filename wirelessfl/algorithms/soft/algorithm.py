@@ -23,15 +23,19 @@ covariance term of eq. (12) over the arrived clients' local factors and the orth
 residual of the global factors (Fig. 2).
 
 The orthogonality regularizer of eq. (2) is part of SOFT: ``strategy.zeta`` left null resolves,
-when the scenario is loaded, to :data:`SOFT_ZETA` for ``soft`` and to 0 for the baselines
-(TLoRA, RLoRA, SLoRA and ILoRA train on the task loss alone), and ``config.yaml`` records the
-number; a number given explicitly applies to whichever sparsifier is chosen. The runtime reads
-it through :meth:`SoftFamily.orthogonality_weight`.
+when the scenario is loaded, to :data:`~wirelessfl.algorithms.soft.settings.SOFT_ZETA` for
+``soft`` and to 0 for the baselines (TLoRA, RLoRA, SLoRA and ILoRA train on the task loss
+alone), and ``config.yaml`` records the number; a number given explicitly applies to whichever
+sparsifier is chosen. The runtime reads it through :meth:`SoftFamily.orthogonality_weight`.
 
 SOFT's importance weights (eq. 3) are computed, by default (``strategy.importance: update``),
 from the matrices being sparsified, ``u = m + Delta``; ``factors`` computes them from the
 client's local factors ``(theta_B, theta_A)`` after training instead (see
 :mod:`wirelessfl.compress.soft` for the two readings). The other sparsifiers ignore the setting.
+
+This module imports without torch: the network-only learner builds :class:`SoftFamily` for its
+payload model (:meth:`SoftFamily.sized_message`) on installs without torch, so torch and the
+torch-side helpers are imported inside the methods that use them.
 """
 
 from __future__ import annotations
@@ -39,63 +43,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from channels.payload import kept_values
-from wirelessfl.algorithms.aggregation import aggregation_option
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
 from wirelessfl.algorithms.message import IndexSpace, Message
-from wirelessfl.config.schema import option
+from wirelessfl.algorithms.soft.settings import DENSE, SoftSettings, paper_zeta
 from wirelessfl.plans import ClientPlan, RoundPlan
-from wirelessfl.registries import SPARSIFIERS
 
 if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
 
-__all__ = ["SOFT_ZETA", "SoftFamily", "SoftSettings", "paper_zeta"]
-
-#: The member that sends its update dense (ILoRA).
-DENSE = "none"
-
-#: zeta of eq. (2) that ``strategy.zeta: null`` gives SOFT (``sparsifier: soft``): the value the
-#: shipped scenarios trained SOFT with before zeta became an algorithm setting. The baselines
-#: (every other sparsifier, plug-ins included) get 0: the regularizer is part of SOFT.
-SOFT_ZETA = 1.0e-3
-
-
-def paper_zeta(sparsifier: str) -> float:
-    """The paper's reading of zeta for ``sparsifier``: :data:`SOFT_ZETA` for SOFT, else 0."""
-    return SOFT_ZETA if sparsifier == "soft" else 0.0
-
-
-@dataclass
-class SoftSettings:
-    """SOFT family: what clients send and how the server aggregates (``strategy.*``)."""
-
-    sparsifier: str = option(
-        "soft",
-        choices=SPARSIFIERS,
-        doc="soft (SOFT) | topk (TLoRA) | random (RLoRA) | structured (SLoRA) | none (ILoRA)",
-    )
-    error_feedback: bool = option(True, doc="eqs. (4)-(7) error memory")
-    aggregation: str = aggregation_option()
-    zeta: float | None = option(
-        None,
-        ge=0.0,
-        doc=f"eq. (2) orthogonality regularizer weight in local training; null: {SOFT_ZETA:g} "
-        "for soft (SOFT), 0 for the baselines (resolved when loaded)",
-    )
-    importance: str = option(
-        "update",
-        choices=("update", "factors"),
-        doc="soft only: eq. (3) weights from update (u = m + Delta, the sparsified matrices) | "
-        "factors (the local theta_B, theta_A after training)",
-    )
-
-    def __post_init__(self) -> None:
-        if self.zeta is None:  # the paper's reading: SOFT trains with eq. (2), baselines without
-            self.zeta = paper_zeta(self.sparsifier)
+__all__ = ["SoftFamily"]
 
 
 class SoftFamily(FederatedAlgorithm):
@@ -202,7 +162,7 @@ class SoftFamily(FederatedAlgorithm):
         self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan
     ) -> dict[str, float]:
         """Cov term (eq. 12), orthogonality residual, sent fraction and memory norm."""
-        from wirelessfl.algorithms.lora_metrics import (
+        from wirelessfl.algorithms.soft.lora_metrics import (
             covariance_norm_over,
             memory_norm,
             orthogonality_of,

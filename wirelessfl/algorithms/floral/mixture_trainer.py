@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from wirelessfl.algorithms.floral.lora_precondition import precondition_gradients
+from wirelessfl.algorithms.floral.mixture_model import MixtureModel, RoutedModel
 from wirelessfl.training.batch_schedule import batch_schedule
 from wirelessfl.training.local import LocalResult, train_mode
-from wirelessfl.training.lora_precondition import precondition_gradients
-from wirelessfl.training.mixture_model import MixtureModel, RoutedModel
 
 __all__ = ["RoutedResult", "RoutedTrainer"]
 

@@ -8,7 +8,7 @@ and b + sum_c pi_c^k L_{b,c} on their biases (§3.2); its router pi^k = softmax(
 private. Base and adaptors train together by SGD with the adaptor gradients preconditioned by
 eq. (36) (App. D); the server averages the base by N^k and adaptor c by pi_c^k N^k. The upload
 and the download are the base (when it trains) and the C adaptors, so the simulated link grows
-with C. The shared steps are :mod:`wirelessfl.algorithms.routed`; every reading of an
+with C. The shared steps are :mod:`wirelessfl.algorithms.floral.routed`; every reading of an
 ambiguous point is in ``docs/algorithms/floral.md``.
 
 ``floral_local`` (Local Adaptor, §6): C = 1 and the adaptor is private: never uploaded,
@@ -17,48 +17,14 @@ never averaged, kept by the client across rounds; the base is federated by N^k.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wirelessfl.algorithms.base import State
-from wirelessfl.algorithms.routed import RoutedAlgorithm, RouterSettings
-from wirelessfl.config.schema import option
+from wirelessfl.algorithms.floral.mixture_model import MixtureModel
+from wirelessfl.algorithms.floral.routed import RoutedAlgorithm
+from wirelessfl.algorithms.floral.settings import FloralSettings, LocalAdaptorSettings
 
-if TYPE_CHECKING:
-    from wirelessfl.training.mixture_model import MixtureModel
-
-__all__ = ["Floral", "FloralSettings", "LocalAdaptor", "LocalAdaptorSettings"]
-
-
-@dataclass
-class AdaptorSettings:
-    """The adaptors on every linear layer and convolution, and how they train."""
-
-    rho: float = option(
-        0.01,
-        gt=0.0,
-        le=1.0,
-        doc="relative budget of one adaptor: rank floor(rho d_in d_out / (d_in + d_out)), >= 1",
-    )
-    bias_adaptors: bool = option(True, doc="one bias adaptor per component on adapted layers")
-    conv_adaptors: bool = option(True, doc="Balanced-2D adaptors on convolutions (eq. (40))")
-    train_base: bool = option(
-        True, doc="train and federate the base model (the paper); false: frozen, not sent"
-    )
-    precondition: bool = option(True, doc="precondition the adaptor gradients (eq. (36))")
-    precondition_eps: float = option(1e-5, gt=0.0, doc="eps of eq. (36)")
-
-
-@dataclass
-class FloralSettings(RouterSettings, AdaptorSettings):
-    """FLoRAL (``strategy.*``): C adaptors per layer, their budget, the private router."""
-
-    n_adaptors: int = option(4, ge=1, doc="C: adaptors per adapted layer")
-
-
-@dataclass
-class LocalAdaptorSettings(AdaptorSettings):
-    """Local Adaptor (``strategy.*``): one private adaptor per client, the base federated."""
+__all__ = ["Floral", "LocalAdaptor"]
 
 
 class Floral(RoutedAlgorithm):
@@ -71,8 +37,6 @@ class Floral(RoutedAlgorithm):
         self.n_components = int(settings.n_adaptors)
 
     def build_model(self, net: Any) -> MixtureModel:
-        from wirelessfl.training.mixture_model import MixtureModel
-
         s = self.settings
         model = MixtureModel(
             net,

@@ -5,21 +5,22 @@ Algorithm 1's aggregation and personalised evaluation.
 Takáč, arXiv 2410.03497). These algorithms train a model of their own instead of the runtime's
 peft model: the runtime supplies the base network, the data, the partition and the device,
 and :meth:`RoutedAlgorithm.start` builds the routed model from the network
-(:mod:`wirelessfl.training.mixture_model`). Each round a client
+(:mod:`wirelessfl.algorithms.floral.mixture_model`). Each round a client
 
 1. starts from the global state it downloads (:meth:`RoutedAlgorithm.sent_names`), its
    private router logits theta^k (zeros the first time; the true cluster's one-hot with
    ``strategy.router: oracle``) and whatever else it keeps (:meth:`client_values`);
 2. runs one local epoch (``learner.local_unit: epochs``, ``local_steps: 1``) of plain SGD
-   on base, components and router (:class:`~wirelessfl.training.mixture_trainer.RoutedTrainer`);
+   on base, components and router
+   (:class:`~wirelessfl.algorithms.floral.mixture_trainer.RoutedTrainer`);
 3. uploads its trained shared tensors and, when C > 1, its mixture weights
    pi^k = softmax(theta^k) (C values, counted in the upload: Algorithm 1 line 12 needs them),
    and keeps theta^k (never uploaded; checkpointed, so ``--resume`` restores it).
 
 The server averages the base by N^k and component c by pi_c^k N^k
-(:func:`~wirelessfl.training.mixture_aggregation.mixture_average`). The test metrics are
+(:func:`~wirelessfl.algorithms.floral.mixture_aggregation.mixture_average`). The test metrics are
 personalised: every client evaluates its own model on its own test split
-(:mod:`wirelessfl.training.personal_eval`), so these algorithms need a data set whose test
+(:mod:`wirelessfl.algorithms.floral.personal_eval`), so these algorithms need a data set whose test
 rows belong to clients (``mnist_rotate``, ``mnist_label_shift``, ``synthetic_linear``,
 ``synthetic_mlp``, with ``learner.partition: by_client``).
 """
@@ -28,26 +29,29 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
+from wirelessfl.algorithms.floral.mixture_aggregation import mixture_average
+from wirelessfl.algorithms.floral.mixture_trainer import RoutedTrainer
+from wirelessfl.algorithms.floral.personal_eval import client_test_rows, personalised_metrics
+from wirelessfl.algorithms.floral.routing import aggregation_mismatch, routing_accuracy
 from wirelessfl.algorithms.message import Message
-from wirelessfl.algorithms.routing import aggregation_mismatch, routing_accuracy
-from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
+from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ClientPlan, RoundPlan
+from wirelessfl.training.local import measure_step_flops
+from wirelessfl.training.private_state import ADAPTER_MULTIPLE
 
 if TYPE_CHECKING:
-    import torch
-
+    from wirelessfl.algorithms.floral.mixture_model import RoutedModel
     from wirelessfl.training.local import LocalResult
-    from wirelessfl.training.mixture_model import RoutedModel
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["ORACLE_LOGIT", "RoutedAlgorithm", "RouterSettings", "THETA", "WEIGHTS"]
+__all__ = ["ORACLE_LOGIT", "RoutedAlgorithm", "THETA", "WEIGHTS"]
 
 #: Private-state entry of a client's router logits theta^k (C,).
 THETA = "theta"
@@ -55,25 +59,6 @@ THETA = "theta"
 WEIGHTS = "mixture_weights"
 #: Logit of the other components under the oracle router (the authors' value).
 ORACLE_LOGIT = -100.0
-
-
-@dataclass
-class RouterSettings:
-    """The private router of every client: how it learns and how it mixes."""
-
-    router: str = option(
-        "learned",
-        choices=("learned", "oracle"),
-        doc="learned: softmax router trained with the model; oracle: fixed to the true "
-        "cluster (pi*), needs a data set that knows its clusters",
-    )
-    router_lr: float = option(0.1, ge=0.0, doc="SGD learning rate of the router logits")
-    router_noise: float = option(
-        1.0, ge=0.0, doc="width of the Uniform[0, w) noise added to the logits in training"
-    )
-    router_floor: float = option(
-        0.01, ge=0.0, lt=1.0, doc="mixture weights are clamped at this floor (not renormalised)"
-    )
 
 
 class RoutedAlgorithm(FederatedAlgorithm):
@@ -99,12 +84,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
     def start(self, *, rank: int, seed: int) -> None:
         """Build the routed model, its trainer and the per-client test rows (no peft)."""
         self.refuse_peft_settings()
-        from wirelessfl.models.rng import seeded
-        from wirelessfl.training.local import measure_step_flops
-        from wirelessfl.training.mixture_trainer import RoutedTrainer
-        from wirelessfl.training.personal_eval import client_test_rows
-        from wirelessfl.training.private_state import ADAPTER_MULTIPLE
-
         runtime = self.runtime_or_fail()
         lc, name = runtime.settings, self.scenario.algorithm.name
         if lc.optimizer != "sgd":
@@ -182,8 +161,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
 
     def client_theta(self, client: int, private: dict[str, Any]) -> torch.Tensor | None:
         """``client``'s router logits: its private ones, the oracle's, or None (zeros)."""
-        import torch
-
         if self.oracle:
             theta = torch.full((self.n_components,), ORACLE_LOGIT, device=self.model.theta.device)
             theta[int(self.clusters[client])] = 0.0
@@ -206,8 +183,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
         """Local training (``learner.local_unit`` / ``local_steps``: one epoch in the paper) of
         every client from its start, router and kept values; batches and router noise from CPU
         generators addressed by (seed, client, round), so every device draws alike."""
-        from wirelessfl.models.rng import torch_generator
-
         runtime = self.runtime_or_fail()
         results = []
         for plan, start in zip(plans, starts, strict=True):
@@ -232,8 +207,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
         """Trained shared tensors (+ pi^k when C > 1) up; theta^k (+ kept values) private."""
-        import torch
-
         shared = {n: result.local[n] for n in self.sent_names()}
         theta = getattr(result, "theta", None)
         kept: dict[str, Any] = {}
@@ -257,10 +230,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """Algorithm 1 lines 11-12: the base by N^k, component c by pi_c^k N^k."""
-        import torch
-
-        from wirelessfl.training.mixture_aggregation import mixture_average
-
         ids = sorted(messages)
         states = [{k: v for k, v in messages[c].shared.items() if k != WEIGHTS} for c in ids]
         pis = None
@@ -281,8 +250,6 @@ class RoutedAlgorithm(FederatedAlgorithm):
         self, global_state: State, private: PrivateState | None = None
     ) -> dict[str, float]:
         """Personalised test metrics: every client, its own model, its own test split."""
-        from wirelessfl.training.personal_eval import personalised_metrics
-
         runtime = self.runtime_or_fail()
 
         def client_model(client: int):

@@ -6,7 +6,7 @@ W. Fang, D.-J. Han, L. Yuan, S. Hosseinalipour, C. G. Brinton, arXiv:2501.19389.
 The server keeps global LoRA factors of rank r (the controller's rank, the runtime's model
 rank). Each round client i gets a random-k sketch ``S_i = (r/k_i) sum_{j in I_i} e_j e_j^T``
 (Def. 3.1): k_i of the r indices, uniform without replacement
-(:mod:`wirelessfl.algorithms.sketch`), with ``k_i = client_rank(ratio_i, r, r_ctrl)``
+(:mod:`wirelessfl.algorithms.fslora.sketch`), with ``k_i = client_rank(ratio_i, r, r_ctrl)``
 (:mod:`wirelessfl.algorithms.client_ranks`). The client minimises ``l(W0 + (alpha/r) B S A)``
 (eq. 2). Since S is diagonal and zero outside I, that loss depends on ``B[:, I]`` and ``A[I, :]``
 only and its gradients (eq. 3) vanish elsewhere, so the client trains the rank-k_i slice as a
@@ -21,6 +21,10 @@ full``, Algorithm 1 line 3) or only the slices (``download: sketch``), plus the 
 side information. The server scatters every arrived client's slices into zero rank-r tensors
 and adds their weighted sum (eq. 5; zeros of unselected columns count, which keeps the update
 unbiased). Evaluation is of the unsketched ``W0 + (alpha/r) B A``.
+
+This module imports without torch: the network-only learner builds :class:`FSLoRA` for its
+payload model (:meth:`FSLoRA.sized_broadcast`, FedIT's ``sized_message``) on installs without
+torch, so the slice helpers are imported inside the methods that use them.
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wirelessfl.algorithms.base import State
-from wirelessfl.algorithms.client_ranks import HeteroRankSettings, client_rank, client_ratios
-from wirelessfl.algorithms.fedit import FedIT, FedITSettings
+from wirelessfl.algorithms.client_ranks import client_rank, client_ratios
+from wirelessfl.algorithms.fedit.algorithm import FedIT
+from wirelessfl.algorithms.fslora.settings import FSLoRASettings
+from wirelessfl.algorithms.fslora.sketch import draw_index_sets, sketch_side_bits
 from wirelessfl.algorithms.message import IndexSpace, Message
-from wirelessfl.algorithms.sketch import draw_index_sets, sketch_side_bits
-from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -46,25 +50,7 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["FSLoRA", "FSLoRASettings", "SketchPlan"]
-
-
-@dataclass
-class FSLoRASettings(HeteroRankSettings, FedITSettings):
-    """FSLoRA: the clients' sketching ratios, the download, the index sets (``strategy.*``)."""
-
-    download: str = option(
-        "full",
-        choices=("full", "sketch"),
-        doc="full: the whole global LoRA, r(d+l) per layer (Algorithm 1, line 3) | sketch: "
-        "only the client's k_i(d+l) slice per layer",
-    )
-    index_sets: str = option(
-        "shared",
-        choices=("shared", "per_layer"),
-        doc="shared: one index set per client per round for every layer (one S_i^t) | "
-        "per_layer: an independent set per adapted layer",
-    )
+__all__ = ["FSLoRA", "SketchPlan"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +140,7 @@ class FSLoRA(FedIT):
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """The global state (``full``) or the client's slices (``sketch``), and the sketch."""
-        from wirelessfl.training.sketch_slices import gather_slices
+        from wirelessfl.algorithms.fslora.sketch_slices import gather_slices
 
         assert isinstance(plan, SketchPlan)
         layers = self.runtime_or_fail().state.layers
@@ -167,7 +153,7 @@ class FSLoRA(FedIT):
     # ---- 3. train --------------------------------------------------------------------------
     def client_start(self, plan: ClientPlan, shared: State) -> State:
         """The rank-k_i slices ``B[:, I]``, ``A[I, :]`` (and the head) of what was sent."""
-        from wirelessfl.training.sketch_slices import gather_slices
+        from wirelessfl.algorithms.fslora.sketch_slices import gather_slices
 
         if self.settings.download == "sketch":
             return shared
@@ -199,7 +185,7 @@ class FSLoRA(FedIT):
     # ---- 5. aggregation -----------------------------------------------------------------------
     def global_update(self, update: State, plan: ClientPlan, rank: int) -> State:
         """eq. (5)'s term of one client: its slices at their indices in zero rank-r tensors."""
-        from wirelessfl.training.sketch_slices import scatter_slices
+        from wirelessfl.algorithms.fslora.sketch_slices import scatter_slices
 
         assert isinstance(plan, SketchPlan)
         layers = self.runtime_or_fail().state.layers

@@ -14,40 +14,18 @@ From the baselines of "Collaborative and Efficient Personalization with Mixtures
   the same machinery with C = 1.
 
 Both train with the routed trainer (plain SGD, one local epoch) and evaluate personalised
-(:mod:`wirelessfl.algorithms.routed`).
+(:mod:`wirelessfl.algorithms.floral.routed`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from wirelessfl.algorithms.routed import RoutedAlgorithm, RouterSettings
-from wirelessfl.config.schema import option
+from wirelessfl.algorithms.floral.mixture_model import EnsembleModel
+from wirelessfl.algorithms.floral.routed import RoutedAlgorithm
+from wirelessfl.algorithms.floral.settings import EnsembleSettings, FedAvgSettings
 
-if TYPE_CHECKING:
-    from wirelessfl.training.mixture_model import EnsembleModel
-
-__all__ = ["Ensemble", "EnsembleSettings", "FedAvgFull", "FedAvgSettings"]
-
-
-@dataclass
-class EnsembleSettings(RouterSettings):
-    """Ensemble (``strategy.*``): C full models mixed by the private router."""
-
-    n_members: int = option(4, ge=1, doc="C: full copies of the model")
-    router_floor: float = option(
-        0.0,
-        ge=0.0,
-        lt=1.0,
-        doc="mixture weights are clamped at this floor (not renormalised); the Ensemble has "
-        "none, as the authors'",
-    )
-
-
-@dataclass
-class FedAvgSettings:
-    """FedAvg of the full model (``strategy.*``): no settings of its own."""
+__all__ = ["Ensemble", "FedAvgFull"]
 
 
 class Ensemble(RoutedAlgorithm):
@@ -60,8 +38,6 @@ class Ensemble(RoutedAlgorithm):
         self.n_components = int(getattr(settings, "n_members", 1))
 
     def build_model(self, net: Any) -> EnsembleModel:
-        from wirelessfl.training.mixture_model import EnsembleModel
-
         s = self.settings
         return EnsembleModel(
             net,

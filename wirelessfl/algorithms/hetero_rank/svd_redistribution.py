@@ -3,7 +3,8 @@
 The server holds, per adapted layer, the truncation ``W_r = U_r diag(s_r) V_r^T`` of the
 weighted mean ``W`` of the clients' effective products, stored as LoRA factors at the model
 rank r with Sigma in B: ``lora_B = U_r diag(s_r) / s(r)``, ``lora_A = V_r^T``, so that
-``s(r) lora_B lora_A = W_r`` (s: :func:`~wirelessfl.training.lora_products.layer_scaling`).
+``s(r) lora_B lora_A = W_r``
+(s: :func:`~wirelessfl.algorithms.hetero_rank.lora_products.layer_scaling`).
 Components come in decreasing singular value, so a client of rank r_i gets the top-r_i
 truncation ``W_{r_i}`` by taking the first r_i components, B rescaled by ``s(r) / s(r_i)``.
 """

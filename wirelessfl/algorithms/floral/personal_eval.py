@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from wirelessfl.training.mixture_model import RoutedModel
+from wirelessfl.algorithms.floral.mixture_model import RoutedModel
 
 __all__ = ["ClientModel", "client_test_rows", "personalised_metrics"]
 

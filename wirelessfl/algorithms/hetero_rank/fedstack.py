@@ -20,23 +20,28 @@ rank r_i (``strategy.sketch_ratio`` / ``ratio_choices`` / ``ratio_by_class``). E
 
 The global state holds Delta per layer under ``<layer>.merged_delta`` (base-weight shape);
 its LoRA factors stay zero and are never used. Training and the test metrics run on
-``W0 + Delta`` (:func:`~wirelessfl.training.merged_base.merged_base`).
+``W0 + Delta`` (:func:`~wirelessfl.algorithms.hetero_rank.merged_base.merged_base`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.algorithms.aggregation import aggregation_option
+import torch
+
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import (
-    HeteroRankSettings,
-    client_ratios,
-    hetero_rank_plans,
+from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.fresh_lora import fresh_factors
+from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
+from wirelessfl.algorithms.hetero_rank.merged_base import (
+    as_base_shape,
+    delta_name,
+    merged_base,
+    zero_deltas,
 )
+from wirelessfl.algorithms.hetero_rank.settings import FedStackSettings
 from wirelessfl.algorithms.message import IndexSpace, Message
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -44,7 +49,7 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["FedStack", "FedStackSettings", "stack_download"]
+__all__ = ["FedStack", "stack_download"]
 
 
 def stack_download(stacked_rank: int, d_in: int, d_out: int) -> tuple[int, float]:
@@ -57,13 +62,6 @@ def stack_download(stacked_rank: int, d_in: int, d_out: int) -> tuple[int, float
     if stacks <= dense:
         return stacks, 2.0 * dense * stacked_rank
     return dense, float(dense)
-
-
-@dataclass
-class FedStackSettings(HeteroRankSettings):
-    """FedStack (``strategy.*``): the clients' ratios r_i / r and the stacking weights."""
-
-    aggregation: str = aggregation_option("stacking weights")
 
 
 class FedStack(FederatedAlgorithm):
@@ -85,8 +83,6 @@ class FedStack(FederatedAlgorithm):
 
     def initial_state(self) -> State:
         """The runtime's head, zero LoRA factors (unused) and a zero merged update per layer."""
-        from wirelessfl.training.merged_base import zero_deltas
-
         runtime = self.runtime_or_fail()
         state = runtime.initial_state()
         for layer in runtime.state.layers:
@@ -103,8 +99,6 @@ class FedStack(FederatedAlgorithm):
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """The head (dense) and the unmerged stacks (counted by size: their sum is the
         merged update the client trains on)."""
-        from wirelessfl.training.merged_base import delta_name
-
         runtime = self.runtime_or_fail()
         t, c = plan.round_index, plan.client
         stacked = sum(self.stack_ranks.get(u, 0) for u in range(self.synced.get(c, 0), t))
@@ -130,9 +124,6 @@ class FedStack(FederatedAlgorithm):
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
         """Fresh rank-r_i adapters and the downloaded head, trained on ``W0 + Delta``."""
-        from wirelessfl.training.fresh_lora import fresh_factors
-        from wirelessfl.training.merged_base import merged_base
-
         runtime = self.runtime_or_fail()
         layers, params = runtime.state.layers, runtime.state.params
         fresh = [
@@ -178,11 +169,6 @@ class FedStack(FederatedAlgorithm):
         round_plan: RoundPlan,
     ) -> State:
         """Delta += sum_i w_i s(r_i) B_i A_i per layer; head += sum_i w_i Delta_i."""
-        import torch
-
-        from wirelessfl.training.lora_products import layer_scaling, lora_product
-        from wirelessfl.training.merged_base import as_base_shape, delta_name
-
         runtime = self.runtime_or_fail()
         ids = list(messages)
         weights = self.aggregation_weights(ids, round_plan)
@@ -204,8 +190,6 @@ class FedStack(FederatedAlgorithm):
         self, global_state: State, private: PrivateState | None = None
     ) -> dict[str, float]:
         """Test metrics of ``W0 + Delta`` with the global head (the LoRA factors are zero)."""
-        from wirelessfl.training.merged_base import merged_base
-
         runtime = self.runtime_or_fail()
         values = {name: global_state[name] for name in runtime.state.params}
         with merged_base(runtime.model, runtime.state.layers, global_state):
@@ -216,8 +200,6 @@ class FedStack(FederatedAlgorithm):
         self, global_state: State, messages: dict[int, Message], round_plan: RoundPlan
     ) -> dict[str, float]:
         """The round's stacked rank and the merged update's norm."""
-        from wirelessfl.training.merged_base import delta_name
-
         layers = self.runtime_or_fail().state.layers
         squares = sum(float(global_state[delta_name(layer)].square().sum()) for layer in layers)
         return {

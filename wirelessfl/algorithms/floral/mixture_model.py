@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from wirelessfl.training.mixture_layers import (
+from wirelessfl.algorithms.floral.mixture_layers import (
     ADAPTOR_SUFFIXES,
     MixingWeights,
     MixtureConv2d,
@@ -115,8 +115,8 @@ class RoutedModel(nn.Module, metaclass=ABCMeta):
 
 class MixtureModel(RoutedModel):
     """FLoRAL's model: every ``nn.Linear`` and ``nn.Conv2d`` of ``net`` carries C adaptors mixed
-    by the router (``wirelessfl.training.mixture_layers``). Convolutions with groups, string
-    padding (``"same"``) or a padding mode other than zeros stay plain.
+    by the router (``wirelessfl.algorithms.floral.mixture_layers``). Convolutions with groups,
+    string padding (``"same"``) or a padding mode other than zeros stay plain.
 
     Args:
         net: The base network (modified in place: its layers are replaced).
