@@ -1,5 +1,6 @@
 """What the server decided for a round: the whole round (:class:`RoundPlan`, from the
-simulator) and each training client's part of it (:class:`ClientPlan`, from the algorithm)."""
+simulator) and each training client's part of it (:class:`ClientPlan`, from the algorithm);
+and the model sizes that decisions are costed with (:class:`ModelGeometry`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ClientPlan", "RoundPlan"]
+__all__ = ["ClientPlan", "ModelGeometry", "RoundPlan"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,19 @@ class ClientPlan:
     round_index: int
     rank: int
     ratio: float
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    """Sizes the network side needs: adapted layer shapes and compute per local round."""
+
+    layer_shapes: tuple[tuple[int, int], ...]  # (d, l) per adapted layer
+    base_params: int  # frozen parameters
+    batch_size: int
+    seq_len: int  # tokens per sample (1 for non-sequence models)
+    fixed_values: int = 0  # values sent dense every round whatever O and r (e.g. a task head)
+
+    @property
+    def params_per_rank(self) -> int:
+        """Sum over adapted layers of (d + l): payload values per unit of rank."""
+        return int(sum(d + ell for d, ell in self.layer_shapes))

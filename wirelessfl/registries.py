@@ -61,6 +61,7 @@ ALGORITHMS: Registry[Any] = Registry(
         "h2tune_local": "wirelessfl.algorithms.h2tune:H2TUNE_LOCAL",
         "fllm": "wirelessfl.algorithms.h2tune:FLLM",
         "h2tune_hetlora": "wirelessfl.algorithms.h2tune:H2TUNE_HETLORA",
+        "ffa_lora": "wirelessfl.algorithms.ffa_lora:FFA_LORA",
     },
     entry_point_group="wirelessfl.algorithms",
 )

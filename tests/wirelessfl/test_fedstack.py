@@ -18,7 +18,7 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 
 torch = pytest.importorskip("torch")
 
-from wirelessfl.algorithms.hetero_rank.fedstack import stack_download  # noqa: E402
+from wirelessfl.algorithms.hetero_rank.cost import stack_download  # noqa: E402
 from wirelessfl.algorithms.hetero_rank.fresh_lora import fresh_factors  # noqa: E402
 from wirelessfl.algorithms.hetero_rank.merged_base import base_weight, delta_name  # noqa: E402
 from wirelessfl.algorithms.message import Message  # noqa: E402

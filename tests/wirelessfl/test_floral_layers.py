@@ -19,12 +19,11 @@ from torch import nn  # noqa: E402
 
 from wirelessfl.algorithms.floral.lora_precondition import precondition_gradients  # noqa: E402
 from wirelessfl.algorithms.floral.mixture_aggregation import component_weights, mixture_average  # noqa: E402
+from wirelessfl.algorithms.floral.cost import adaptor_rank, conv_adaptor_rank  # noqa: E402
 from wirelessfl.algorithms.floral.mixture_layers import (  # noqa: E402
     MixingWeights,
     MixtureConv2d,
     MixtureLinear,
-    adaptor_rank,
-    conv_adaptor_rank,
 )
 from wirelessfl.algorithms.floral.mixture_model import MixtureModel, router_weights  # noqa: E402
 from wirelessfl.algorithms.floral.routing import aggregation_mismatch, routing_accuracy  # noqa: E402

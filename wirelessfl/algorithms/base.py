@@ -1,23 +1,28 @@
 """The federated-algorithm plug-in: the steps of an algorithm, read top to bottom.
 
-An algorithm is a :class:`FederatedAlgorithm` subclass with a ``Settings`` dataclass (the
-scenario's ``strategy`` section when ``algorithm.name`` names it, validated like every other
-section). A built-in one lives in its family's folder ``wirelessfl/algorithms/<family>/``
-(``settings.py`` for the settings, an :class:`~wirelessfl.algorithms.spec.AlgorithmSpec` in the
-family's ``__init__.py``), plus one line in ``wirelessfl.registries.ALGORITHMS``; user code may
-register the class itself (``ALGORITHMS.register(name, cls)``). Each round the learner calls,
-in this order:
+An algorithm is a :class:`FederatedAlgorithm` subclass with a ``Settings`` dataclass (its
+``strategy.<name>`` table, validated like every other section) and a cost model
+(:attr:`FederatedAlgorithm.CostModel`, :mod:`wirelessfl.algorithms.cost`: what its clients
+send, the decision knobs a controller may set, its convergence penalty). A built-in one lives
+in its family's folder ``wirelessfl/algorithms/<family>/`` (``settings.py`` and ``cost.py``
+without torch, an :class:`~wirelessfl.algorithms.spec.AlgorithmSpec` in the family's
+``__init__.py``), plus one line in ``wirelessfl.registries.ALGORITHMS``; user code may register
+the class itself (``ALGORITHMS.register(name, cls)``). Each round the learner calls, in this
+order:
 
 1. :meth:`~FederatedAlgorithm.plan` (server): one :class:`ClientPlan` per client that trains,
-   from the controller's per-client rank and ratio (and anything algorithm-specific);
+   from the cost model (so the plan a controller costed is the plan that trains);
 2. :meth:`~FederatedAlgorithm.broadcast` (server -> client): the :class:`Message` the client
    starts from (its size is the client's download);
-3. :meth:`~FederatedAlgorithm.train` (client): local training from that start, by the
-   runtime's trainers (sequential or batched) unless the algorithm trains differently; the
+3. :meth:`~FederatedAlgorithm.train` (client): local training from
+   :meth:`~FederatedAlgorithm.client_start` of that download, by the runtime's trainers
+   (sequential or batched), leaving :meth:`~FederatedAlgorithm.frozen_names` untrained; the
    loss adds :meth:`~FederatedAlgorithm.orthogonality_weight` (zeta) times eq. (2)'s
    regularizer, 0 (the task loss alone) unless the algorithm says otherwise (SOFT does);
 4. :meth:`~FederatedAlgorithm.client_message` (client -> server): shared tensors (uploaded,
-   their bits counted by :meth:`Message.bits`) and private ones (kept by the client);
+   their bits counted by :meth:`Message.bits`), private ones (kept by the client) and the
+   LoRA factors among the shared ones (:attr:`Message.lora`), which the run's compression
+   stage then sparsifies (:meth:`~FederatedAlgorithm.sent_message`);
 5. :meth:`~FederatedAlgorithm.aggregate` (server): the arrived messages -> the new global
    state; shapes may change (truncate, zero-pad, stack, SVD);
 6. :meth:`~FederatedAlgorithm.metrics`: what the round measured. Names in
@@ -25,15 +30,18 @@ in this order:
    columns; every other name ``m`` in :attr:`~FederatedAlgorithm.METRICS` becomes the
    ``rounds.csv`` column ``algo.m``.
 
-Two more hooks have defaults that fit most algorithms: :meth:`~FederatedAlgorithm.client_flops`
-(a client's training FLOPs, its virtual compute time: the runtime's step at the client's rank)
+Every step has a default: FedAvg of the LoRA factors at each client's rank (FedIT is the base
+class with a settings table). An algorithm overrides what it does differently.
+:meth:`~FederatedAlgorithm.client_flops` (a client's training FLOPs, its virtual compute time)
 and :meth:`~FederatedAlgorithm.evaluate` (the test metrics of the global state: the runtime's
 evaluation; an algorithm whose global state is more than LoRA factors, such as one that merges
 updates into the base weights, evaluates it its own way, and a personalised one reads the
-clients' private state). :meth:`~FederatedAlgorithm.start` builds the model before round 0:
+clients' private state) too. :meth:`~FederatedAlgorithm.start` builds the model before round 0:
 the runtime's peft model by default; an algorithm that trains a model of its own (FLoRAL and
 its baselines, :mod:`wirelessfl.algorithms.floral.routed`) builds it there from the runtime's
-base network, data and device.
+base network, data and device, and gives its cost model the sizes of what it built.
+:attr:`~FederatedAlgorithm.EXPORTABLE` says whether its global state is the runtime's peft
+adapter (``wirelessfl export``).
 
 The learner checks what the steps produce, so an algorithm need not: a client's training loss
 and trained state (before :meth:`~FederatedAlgorithm.client_message` sees them), its message,
@@ -41,24 +49,19 @@ the global state after :meth:`~FederatedAlgorithm.aggregate` and the metrics; a 
 value stops the run with one line naming the round and the client
 (:mod:`wirelessfl.algorithms.finite`). A metric that was not measured is NaN.
 
-The network-only learner runs steps 1 and 4 on sizes only (:meth:`sized_message`), so an
-algorithm with a payload model can be studied without training.
-
-The scenario schema reads ``Settings`` on a base install, where network-only runs have no
-torch: a spec's settings module and this module import without torch, and so must an
-algorithm module that is registered as its class or that the network-only learner builds (one
-with :meth:`~FederatedAlgorithm.sized_message`): such a module imports torch and the
-torch-side helpers (``wirelessfl.compress``, ``wirelessfl.training``,
-``wirelessfl.algorithms.state_ops``) inside the methods that use them.
+Network-only runs never build the algorithm: they plan and size with its cost model alone.
+This module imports without torch (the package does); an algorithm's own module may import
+torch at the top.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.algorithms.cost import CostModel
+from wirelessfl.algorithms.message import LoraTensors, Message
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -77,60 +80,51 @@ State = dict[str, Any]
 class FederatedAlgorithm(ABC):
     """Base class of the federated algorithms (see the module docstring for the steps).
 
+    The defaults are FedAvg on the LoRA factors at each client's rank: the dense download of
+    the global factors cut to the rank, local training of every trainable tensor but the
+    frozen ones, the update of each trained tensor up (its LoRA factors declared for the
+    compression stage), and the weighted sum of the updates placed at their rank components.
+
     Args:
         settings: an instance of the subclass's ``Settings`` dataclass.
         scenario: the whole scenario (N, seed, payload settings, learner settings).
     """
 
-    #: The settings dataclass (the scenario's ``strategy`` section for this algorithm).
+    #: The settings dataclass (the scenario's ``strategy`` table for this algorithm).
     Settings: ClassVar[type]
+    #: The cost model the controllers plan with and the network-only learner sizes with
+    #: (default: dense LoRA factors at the client's rank and the head; see
+    #: :mod:`wirelessfl.algorithms.cost`).
+    CostModel: ClassVar[type[CostModel]] = CostModel
     #: Metric name -> one-line doc: the ``algo.<name>`` columns this algorithm fills.
     METRICS: ClassVar[dict[str, str]] = {}
+    #: Whether the global state is the runtime's peft adapter (``wirelessfl export`` writes it).
+    EXPORTABLE: ClassVar[bool] = True
 
     def __init__(self, settings: Any, *, scenario: Scenario) -> None:
         self.settings = settings
         self.scenario = scenario
         self.runtime: Runtime | None = None
+        self.cost: CostModel | None = None
 
     def bind(self, runtime: Runtime) -> None:
-        """Attach the training runtime (real training only; called once before round 0)."""
+        """Attach the training runtime and build the cost model on its model's sizes (real
+        training only; called once before round 0)."""
         self.runtime = runtime
+        self.cost = self.CostModel(
+            self.settings, scenario=self.scenario, geometry=runtime.geometry()
+        )
+
+    def cost_or_fail(self) -> CostModel:
+        """The cost model (built by :meth:`bind`)."""
+        if self.cost is None:
+            raise RuntimeError(f"{type(self).__name__} needs a training runtime (bind() first)")
+        return self.cost
 
     # ---- 1. plan ---------------------------------------------------------------------------
     def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
-        """One plan per client that trains (default: the controller's rank and ratio)."""
-        t, rp = round_plan.round_index, round_plan
-        columns = (rp.clients.tolist(), rp.ranks.tolist(), rp.ratios.tolist())
-        return [ClientPlan(c, t, r, o) for c, r, o in zip(*columns, strict=True)]
-
-    # ---- network-only ----------------------------------------------------------------------
-    def sized_message(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
-        """The upload of ``plan`` as sizes only (for the network-only learner).
-
-        Optional: an algorithm without a payload model runs with real training only, and
-        ``learner.kind = surrogate`` refuses it when the run is built
-        (:meth:`require_payload_model`).
-        """
-        raise ConfigError(self._missing_payload_model())
-
-    def require_payload_model(self) -> None:
-        """Raise a one-line ``ConfigError`` unless the algorithm defines :meth:`sized_message`."""
-        if type(self).sized_message is FederatedAlgorithm.sized_message:
-            raise ConfigError(self._missing_payload_model())
-
-    def _missing_payload_model(self) -> str:
-        return (
-            f"learner.kind: 'surrogate' needs a network-only payload model, and algorithm "
-            f"{type(self).__name__} has none (no sized_message); use learner.kind = lora"
-        )
-
-    def sized_broadcast(self, plan: ClientPlan, layer_shapes: Sequence[tuple[int, int]]) -> Message:
-        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA, r_k(d + l) per layer.
-
-        Must depend on ``plan.rank`` only (the network-only learner caches it per rank).
-        """
-        n = plan.rank * sum(d + ell for d, ell in layer_shapes)
-        return Message(sparse=[IndexSpace((), n, n)])
+        """One plan per client that trains: the cost model's (the plan the controller costed)."""
+        return self.cost_or_fail().plan(round_plan, model_rank=self.runtime_or_fail().rank)
 
     # ---- setup -----------------------------------------------------------------------------
     def refuse_peft_settings(self) -> None:
@@ -149,8 +143,10 @@ class FederatedAlgorithm(ABC):
 
     def start(self, *, rank: int, seed: int) -> None:
         """Prepare the model before round 0 (default: the runtime wraps its model with peft
-        at ``rank``); an algorithm that trains a model of its own builds it here."""
+        at ``rank``); an algorithm that trains a model of its own builds it here (and gives
+        its cost model the sizes of what it built)."""
         self.runtime_or_fail().start(rank=rank, seed=seed)
+        self.cost_or_fail().start(rank=rank)
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def initial_state(self) -> State:
@@ -158,16 +154,37 @@ class FederatedAlgorithm(ABC):
         return self.runtime_or_fail().initial_state()
 
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
-        """What the server sends ``plan.client``: the global state at the client's rank, dense."""
+        """What the server sends ``plan.client``: the global state at the client's rank, dense
+        (what the client holds anyway, the frozen tensors, left out)."""
         from wirelessfl.training.rank_padding import truncate_rank
 
         runtime = self.runtime_or_fail()
         start = global_state
         if plan.rank != runtime.rank:
             start = truncate_rank(global_state, runtime.state.layers, plan.rank)
-        return Message(shared=dict(start))
+        frozen = self.frozen_names()
+        return Message(shared={n: v for n, v in start.items() if n not in frozen})
 
     # ---- 3. train --------------------------------------------------------------------------
+    def client_start(self, plan: ClientPlan, downloaded: State) -> State:
+        """The values the client trains from, given what it downloaded (default: all of it,
+        with the frozen tensors from the global start: every client holds them)."""
+        frozen = self.frozen_names()
+        if not frozen:
+            return downloaded
+        from wirelessfl.training.rank_padding import truncate_rank
+
+        runtime = self.runtime_or_fail()
+        held = runtime.frozen_values(frozen)
+        if plan.rank != runtime.rank:
+            held = truncate_rank(held, runtime.state.layers, plan.rank, missing_ok=True)
+        return {**held, **downloaded}
+
+    def frozen_names(self) -> frozenset[str]:
+        """Trainable tensors of the runtime's model that clients do not train (never sent,
+        never aggregated; honoured by both trainers). Default: none."""
+        return frozenset()
+
     def orthogonality_weight(self) -> float:
         """zeta: the weight of eq. (2)'s orthogonality regularizer in the local loss.
 
@@ -184,22 +201,24 @@ class FederatedAlgorithm(ABC):
         *,
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
-        """Local training of every planned client from its start state (the runtime's), with
-        the loss task + :meth:`orthogonality_weight` x eq. (2)."""
+        """Local training of every planned client from :meth:`client_start` of what it
+        downloaded (the runtime's trainers), with the loss task + :meth:`orthogonality_weight`
+        x eq. (2) and :meth:`frozen_names` left untrained."""
         return self.runtime_or_fail().train(
             plans,
-            starts,
+            [self.client_start(p, s) for p, s in zip(plans, starts, strict=True)],
             private,
             zeta=self.orthogonality_weight(),
+            frozen=self.frozen_names(),
             record_grad_norms=record_grad_norms,
         )
 
     # ---- 4. client message ------------------------------------------------------------------
-    @abstractmethod
     def client_message(
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
-        """What the client sends (shared) and keeps (private) after training.
+        """What the client sends (shared) and keeps (private) after training; default: the
+        update of every tensor it trained (its LoRA factors named in :attr:`Message.lora`).
 
         Args:
             plan: the client's plan.
@@ -207,9 +226,42 @@ class FederatedAlgorithm(ABC):
             result: its local training result (``result.local``: trained values).
             private: its private state from earlier rounds (read-only; ``{}`` at first).
         """
+        begin = self.client_start(plan, start.shared)
+        frozen = self.frozen_names()
+        shared = {n: result.local[n] - v for n, v in begin.items() if n not in frozen}
+        return Message(shared=shared, lora=self.lora_tensors(plan))
+
+    def lora_tensors(self, plan: ClientPlan) -> list[LoraTensors]:
+        """The LoRA factors of ``plan``'s upload per adapted layer (the frozen ones left out),
+        in the runtime's layer order; default: the first r_k components of every layer."""
+        frozen = self.frozen_names()
+        return [
+            LoraTensors(
+                layer.name, layer.b_param, None if layer.a_param in frozen else layer.a_param
+            )
+            for layer in self.runtime_or_fail().state.layers
+        ]
+
+    def sent_message(
+        self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
+    ) -> Message:
+        """Step 4 as it goes over the air: :meth:`client_message`, then the run's compression
+        stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`)."""
+        from wirelessfl.algorithms.compression_stage import MEMORY, compress_message
+
+        message = self.client_message(plan, start, result, private)
+        runtime = self.runtime_or_fail()
+        compress_message(
+            message,
+            stage=self.cost_or_fail().compression,
+            ratio=plan.ratio,
+            model_rank=runtime.rank,
+            memory=private.get(MEMORY),
+            generator=runtime.generator("sparsify", plan.client, plan.round_index),
+        )
+        return message
 
     # ---- 5. aggregate ----------------------------------------------------------------------
-    @abstractmethod
     def aggregate(
         self,
         global_state: State,
@@ -217,7 +269,23 @@ class FederatedAlgorithm(ABC):
         plans: dict[int, ClientPlan],
         round_plan: RoundPlan,
     ) -> State:
-        """The new global state from the arrived clients' messages (not empty)."""
+        """The new global state from the arrived clients' messages (not empty); default:
+        theta <- theta + sum_k w_k Delta_k, every update's LoRA factors placed at their rank
+        components of the global factors (zero elsewhere), whatever tensors it carries."""
+        from wirelessfl.algorithms.state_ops import add_weighted, at_global_rank
+
+        ids = list(messages)
+        layers = self.runtime_or_fail().state.layers
+        updates = [at_global_rank(messages[c], global_state, layers) for c in ids]
+        add_weighted(global_state, updates, self.client_weights(ids, messages, round_plan))
+        return global_state
+
+    def client_weights(
+        self, ids: Sequence[int], messages: dict[int, Message], round_plan: RoundPlan
+    ) -> list[float]:
+        """The weights of the arrived clients ``ids`` in :meth:`aggregate` (default:
+        :meth:`aggregation_weights`)."""
+        return self.aggregation_weights(ids, round_plan)
 
     def client_flops(self, plan: ClientPlan) -> float:
         """FLOPs of ``plan.client``'s round: its local steps at its rank (virtual compute)."""
@@ -238,11 +306,12 @@ class FederatedAlgorithm(ABC):
 
     def aggregation_weights(self, ids: Sequence[int], round_plan: RoundPlan) -> list[float]:
         """``strategy.aggregation``'s weights of the arrived clients ``ids`` from their p_k
-        (``wirelessfl.algorithms.aggregation``); the algorithm's settings must name the rule."""
+        (``wirelessfl.algorithms.aggregation``; ``weighted_mean`` when the settings name no
+        rule)."""
         from wirelessfl.registries import AGGREGATIONS
 
         runtime = self.runtime_or_fail()
-        rule = AGGREGATIONS.load(self.settings.aggregation)
+        rule = AGGREGATIONS.load(getattr(self.settings, "aggregation", "weighted_mean"))
         p = [float(runtime.data_fractions[c]) for c in ids]
         return rule(p, self.scenario.n_clients, round_plan.n_scheduled)
 
@@ -255,11 +324,14 @@ class FederatedAlgorithm(ABC):
 
     # ---- persistence -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Server-side state besides the global one (tensors, numbers, lists, dicts)."""
-        return {}
+        """Server-side state besides the global one (tensors, numbers, lists, dicts); default:
+        the cost model's bookkeeping."""
+        return self.cost.state_dict() if self.cost is not None else {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - optional hook
-        """Restore :meth:`state_dict` (nothing to restore by default)."""
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        if self.cost is not None:
+            self.cost.load_state_dict(state)
 
     def training_state(self) -> dict[str, Any]:
         """Server-side state that :meth:`train` reads besides its arguments (default:

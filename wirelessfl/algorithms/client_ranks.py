@@ -22,21 +22,16 @@ existing clients' ratios. This module does not import torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from channels.compute import DEVICE_CLASSES, DeviceProfile
 from channels.streams import stream_generator
-from wirelessfl.algorithms.base import FederatedAlgorithm
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-if TYPE_CHECKING:
-    from wirelessfl.plans import ClientPlan, RoundPlan
-
-__all__ = ["HeteroRankSettings", "client_rank", "client_ratios", "hetero_rank_plans"]
+__all__ = ["HeteroRankSettings", "client_rank", "client_ratios"]
 
 
 @dataclass
@@ -110,16 +105,3 @@ def client_rank(ratio: float, model_rank: int, controller_rank: int) -> int:
     """k_i = min(controller's rank, clip(round(ratio * r), 1, r)) for one client."""
     k = int(np.clip(round(float(ratio) * model_rank), 1, model_rank))
     return min(k, int(controller_rank))
-
-
-def hetero_rank_plans(
-    algorithm: FederatedAlgorithm, round_plan: RoundPlan, ratios: np.ndarray
-) -> list[ClientPlan]:
-    """The controller's plans with each client's rank r_i (:func:`client_rank`, from the run's
-    (N,) ``ratios`` of :func:`client_ratios`) and ratio 1 (the update is sent dense): the plan
-    step of the heterogeneous-rank baselines."""
-    runtime = algorithm.runtime_or_fail()
-    return [
-        replace(p, rank=client_rank(ratios[p.client], runtime.rank, p.rank), ratio=1.0)
-        for p in FederatedAlgorithm.plan(algorithm, round_plan)
-    ]

@@ -12,7 +12,9 @@ A :class:`Message` holds
 - ``diagnostics``: what the simulation measures but nobody sends (e.g. a client's local
   factors, for the covariance term of eq. 12);
 - ``side_bits``: bits of side information sent besides the values (an index set the receiver
-  cannot infer, such as FSLoRA's sketch; a seed), always counted.
+  cannot infer, such as FSLoRA's sketch; a seed), always counted;
+- ``lora``: which shared tensors are LoRA factors, per adapted layer (:class:`LoraTensors`):
+  what the compression stage sparsifies (:mod:`wirelessfl.algorithms.compression_stage`).
 
 :meth:`Message.payload` (and its shorthand :meth:`Message.bits`) is the one place where payload
 bits are counted: ``v`` bits per value sent, plus the side information, plus, when asked, the
@@ -28,7 +30,7 @@ from typing import Any
 
 from channels.payload import index_overhead_bits, payload_bits
 
-__all__ = ["IndexSpace", "Message", "Payload"]
+__all__ = ["IndexSpace", "LoraTensors", "Message", "Payload"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,24 @@ class IndexSpace:
 
 
 @dataclass(frozen=True)
+class LoraTensors:
+    """The LoRA factors of one adapted layer in a message.
+
+    Attributes:
+        layer: the adapted module's name (the key of the client's error memory).
+        b: the shared entry of ``lora_B`` (d_out, r_k[, 1, 1]).
+        a: the shared entry of ``lora_A`` (r_k, d_in[, k, k]); ``None`` when only B is sent.
+        components: which rank components of the model the r_k columns are, ascending
+            (``None``: the first r_k).
+    """
+
+    layer: str
+    b: str
+    a: str | None = None
+    components: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Payload:
     """What a message costs on the air.
 
@@ -91,6 +111,7 @@ class Message:
     sparse: list[IndexSpace] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     side_bits: float = 0.0
+    lora: list[LoraTensors] = field(default_factory=list)
 
     def add_sparse(self, tensors: dict[str, Any], *, n_sent: int, n_total: int) -> None:
         """Share ``tensors`` as one index space with ``n_sent`` of ``n_total`` values sent."""

@@ -18,7 +18,7 @@ from functools import cache
 from channels.registry import resolve_target
 from wirelessfl.registries import ALGORITHMS
 
-__all__ = ["AlgorithmSpec", "algorithm_class"]
+__all__ = ["AlgorithmSpec", "algorithm_class", "cost_model_class"]
 
 
 @dataclass(frozen=True)
@@ -27,11 +27,14 @@ class AlgorithmSpec:
 
     Attributes:
         Settings: the algorithm's settings dataclass (the scenario's ``strategy`` section).
+        CostModel: its cost model (:mod:`wirelessfl.algorithms.cost`; no torch): what the
+            controllers plan with and network-only runs size with.
         implementation: ``"module:Class"`` of its ``FederatedAlgorithm`` subclass (the module
             may import torch).
     """
 
     Settings: type
+    CostModel: type
     implementation: str
 
     def load(self) -> type:
@@ -49,3 +52,9 @@ def algorithm_class(name: str) -> type:
     implementation, or the class itself for a plug-in that registered one."""
     entry = ALGORITHMS.load(name)
     return entry if isinstance(entry, type) else entry.load()
+
+
+def cost_model_class(name: str) -> type:
+    """The cost model class of algorithm ``name``, without importing its implementation when
+    it is a spec (a plug-in class's ``CostModel`` attribute otherwise)."""
+    return ALGORITHMS.load(name).CostModel

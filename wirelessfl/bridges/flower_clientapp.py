@@ -8,9 +8,10 @@
 - ``train``: the client's plan, its download and the scenario (YAML text). The node builds the
   scenario's training runtime and algorithm once per process (model, data and partition from
   the seed, wrapped at the model rank the message names), trains its own plan
-  (``algorithm.train``) from the download, builds its message (``algorithm.client_message``),
-  keeps the private part (error memory, optimizer moments) in its Flower ``context.state`` and
-  replies with the shared part and its training loss.
+  (``algorithm.train``) from the download, builds its message (``algorithm.sent_message``:
+  the client message, then the compression stage), keeps the private part (error memory,
+  optimizer moments) in its Flower ``context.state`` and replies with the shared part and its
+  training loss.
 
 Local training is addressed by (seed, client, round) as in the simulator, so a node trains
 exactly what the simulator's own learner would.
@@ -118,7 +119,7 @@ def _train(message: Message, context: Context) -> Message:
             f"round {plan.round_index}: client {plan.client} trained to a non-finite state "
             f"(loss {result.mean_loss}; {bad or 'parameters finite'})"
         )
-    upload = algorithm.client_message(plan, start, result, private.get(plan.client))
+    upload = algorithm.sent_message(plan, start, result, private.get(plan.client))
     private.stage(plan.client, upload.private)
     private.commit()
     entries = private.state_dict().get(str(plan.client), {})

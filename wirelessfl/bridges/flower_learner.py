@@ -24,9 +24,10 @@ virtual clock decide who that is and who arrives):
   a client reports no accuracy).
 
 The model is one list of dense arrays with no LoRA rank, so the controller plans its payload as
-the whole list (``ModelGeometry.fixed_values``): only ``controller.name: fixed`` applies (its
-shares: ``controller.bandwidth``, equal-delay or min-max); the rank-choosing controllers need a
-payload that grows with the rank. ``algorithm.*`` and ``strategy.*`` are not used.
+the whole list (:class:`FlowerCost`, ``ModelGeometry.fixed_values``): only ``controller.name:
+fixed`` applies (its shares: ``controller.bandwidth``, equal-delay or min-max); the
+rank-choosing controllers need a payload that grows with the rank. ``algorithm.*``,
+``strategy.*`` and ``compression.*`` are not used.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from channels.payload import payload_bits
+from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, Learner, ModelGeometry, RoundPlan
@@ -100,6 +102,15 @@ def _numpy_client_class() -> type:
     return NumPyClient
 
 
+class FlowerCost(CostModel):
+    """What Flower clients send: the whole parameter list, dense, both ways (the geometry's
+    ``fixed_values``); no rank to choose, no LoRA factors for a compression stage."""
+
+    COMPRESSES = None
+    TAKES_RANK = False
+    NO_STAGE_REASON = "a Flower client's parameter list is sent as the client returns it"
+
+
 class FlowerClientLearner(Learner):
     """Flower ``NumPyClient``s as the learning side of a run (see the module docstring).
 
@@ -120,6 +131,7 @@ class FlowerClientLearner(Learner):
         self._numpy_client = _numpy_client_class()
         self.parameters: list[np.ndarray] = []  # the global parameter list
         self._fits: dict[int, tuple[list[np.ndarray], int, float]] = {}  # id -> (params, n, loss)
+        self._cost: CostModel | None = None
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> FlowerClientLearner:
@@ -167,6 +179,11 @@ class FlowerClientLearner(Learner):
 
     def expected_flops(self, rank: int) -> float:
         return float(self.scenario.learner.client_flops)
+
+    def cost_model(self) -> CostModel:
+        if self._cost is None:
+            self._cost = FlowerCost(None, scenario=self.scenario, geometry=self.geometry())
+        return self._cost
 
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
         """The global parameters start as client 0's ``get_parameters`` (Flower's default)."""

@@ -23,7 +23,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from channels.registry import resolve_target
-from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.algorithms.message import IndexSpace, LoraTensors, Message
 from wirelessfl.plans import ClientPlan
 
 if TYPE_CHECKING:
@@ -63,8 +63,10 @@ def message_to_content(message: Message) -> RecordDict:
     from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
     spaces = [dataclasses.asdict(space) for space in message.sparse]
+    lora = [dataclasses.asdict(group) for group in message.lora]
     layout = {
         "sparse": json.dumps(spaces),
+        "lora": json.dumps(lora),
         "side_bits": float(message.side_bits),
         "diagnostics": to_bytes(message.diagnostics),
     }
@@ -86,11 +88,18 @@ def content_to_message(content: RecordDict, device: torch.device | str) -> Messa
         IndexSpace(tuple(s["names"]), s["n_sent"], s["n_total"], s["copies"])
         for s in json.loads(str(layout["sparse"]))
     ]
+    lora = [
+        LoraTensors(
+            g["layer"], g["b"], g["a"], None if g["components"] is None else tuple(g["components"])
+        )
+        for g in json.loads(str(layout["lora"]))
+    ]
     return Message(
         shared=shared,
         sparse=spaces,
         diagnostics=from_bytes(bytes(layout["diagnostics"]), device),
         side_bits=float(layout["side_bits"]),
+        lora=lora,
     )
 
 

@@ -9,7 +9,7 @@ Flower ClientApps of :mod:`wirelessfl.bridges.flower_clientapp` do the clients' 
 2. one Flower ``train`` message per client that trains, to the node whose ``partition-id`` is
    that client (found once by a ``query`` to every node): its plan, its download and the
    scenario;
-3. the node trains (``algorithm.train``) and replies with ``algorithm.client_message``'s shared
+3. the node trains (``algorithm.train``) and replies with ``algorithm.sent_message``'s shared
    part and its loss; the private part stays in the node's ``context.state``;
 4. server: bits, virtual compute and upload times as in the simulator; the arrived clients'
    messages go to ``algorithm.aggregate``; evaluation on the server's test set.
@@ -145,7 +145,7 @@ class FlowerGridLearner(FederatedLearner):
         t = plan.round_index
         self._round_plan = plan
         plans = self.algorithm.plan(plan)
-        downloads = [self.algorithm.broadcast(p, self.global_state) for p in plans]
+        downloads = self._broadcast(plans)
         training_state = to_bytes(self.algorithm.training_state())
         messages = []
         for p, download in zip(plans, downloads, strict=True):

@@ -717,6 +717,9 @@ class Scenario:
         self._validate_wireless()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
+        resolve = getattr(self.strategy, "resolve", None)  # settings that depend on others
+        if callable(resolve):
+            resolve(self)
 
     def _validate_wireless(self) -> None:
         """Cross-section checks of mobility, power, availability, energy and fading."""

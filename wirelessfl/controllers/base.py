@@ -1,9 +1,21 @@
-"""Controllers choose the rank r (before round 0) and, per round, O^t and the shares b_k^t.
+"""Controllers choose the rank r (before round 0) and, per round, the algorithm's knobs and the
+shares b_k^t.
 
 A controller is one file with a subclass of :class:`Controller` plus one line in
-``wirelessfl.registries.CONTROLLERS``. Its :class:`Decision` may give every client its own rank
-and ratio (arrays over the clients it decided for); TSFA, OSFA and ``fixed`` give all clients
-the same (the arrays are then left ``None`` and filled with the scalar).
+``wirelessfl.registries.CONTROLLERS``. It plans with the algorithm's cost model
+(``ControllerContext.cost``, :mod:`wirelessfl.algorithms.cost`) and nothing else: the plans of
+the round's clients under a candidate decision (:meth:`Controller.round_plans`), their exact
+upload bits (:meth:`Controller.upload_bits`, counted as the simulator counts the real
+messages), the shares under which they finish together and the planned delay
+(:func:`~wirelessfl.controllers.costing.finish_together_shares`,
+:func:`~wirelessfl.controllers.costing.planned_upload_s`), and the penalty. Its
+:class:`Decision` may give every client its own rank and ratio (arrays over the clients it
+decided for); TSFA, OSFA and ``fixed`` give all clients the same (the arrays are then left
+``None`` and filled with the scalar).
+
+Before each :meth:`Controller.decide` the simulator calls :meth:`Controller.begin_round` with
+the round index and the ids of the clients about to be decided for (a controller used as a
+library without it plans for clients ``0..K'-1`` of round 0).
 
 Energy budgets (optional, ``ControllerContext.energy_budget_j``): the base class keeps one
 virtual queue per device (:class:`optim.EnergyQueues`, Z_k^{t+1} = max(Z_k^t + E_k^t - E_bar_k,
@@ -24,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from channels.fdma import full_band_upload_s
-from channels.payload import planned_payload_bits
 from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
+from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.errors import ConfigError
+from wirelessfl.plans import ClientPlan, RoundPlan
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class ControllerContext:
     bandwidth_hz: float  # B
     constants: BoundConstants
     settings: Any  # the scenario's ControllerConfig
+    cost: CostModel  # the algorithm's cost model: plans, exact bits, penalty, knobs
     outage_snr: float | None = None  # linear faults.outage_snr_db (None: no outage)
     fading: Any = None  # the cell's channels fading model (None: unknown)
     geometry: Any = None  # the learner's ModelGeometry (FLOPs per rank; None: unknown)
@@ -112,9 +126,15 @@ class Controller(ABC):
     """
 
     SUPPORTS_ENERGY_BUDGET: bool = False
+    #: The algorithm knobs the controller needs, one of which at least (``"ratio"``, ``"rank"``;
+    #: empty: any algorithm). An algorithm with none of them is refused in one line.
+    NEEDS_KNOBS: frozenset[str] = frozenset()
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
+        self._check_knobs()
+        self.round_index = 0
+        self.round_clients: np.ndarray | None = None
         self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
         self.energy_queues: EnergyQueues | None = None
         self.energy_price_jw = 0.0
@@ -250,16 +270,51 @@ class Controller(ABC):
             raise ConfigError(f"resume: energy queues: {err}") from None
         self.energy_price_jw = 0.0
 
-    def planned_bits(self, sparsification: float) -> float:
-        """v * (O * r * sum(d + l) + fixed values): the payload the delay model assumes [bits]."""
-        c = self.ctx
-        return planned_payload_bits(
-            sparsification,
-            self.rank,
-            c.params_per_rank,
-            c.bits_per_value,
-            dense_values=c.fixed_values,
+    # ---- the algorithm's cost model ------------------------------------------------------------
+    def _check_knobs(self) -> None:
+        """One line when the algorithm has none of the knobs this controller decides."""
+        needed, cost = self.NEEDS_KNOBS, self.ctx.cost
+        if not needed or needed & cost.knobs:
+            return
+        name = getattr(self.ctx.settings, "name", type(self).__name__)
+        raise ConfigError(
+            f"controller.name: {name} decides {' or '.join(sorted(needed))} each round, and "
+            f"algorithm {cost.name!r} has no such knob ({cost.knob_text()}); use "
+            "controller.name: fixed"
         )
+
+    def begin_round(self, round_index: int, client_ids: np.ndarray) -> None:
+        """The round and the clients (K',) the next :meth:`decide` is for."""
+        self.round_index = int(round_index)
+        self.round_clients = np.asarray(client_ids, dtype=int)
+
+    def _clients(self, n: int) -> np.ndarray:
+        clients = self.round_clients
+        if clients is None or clients.size != n:  # library use without begin_round
+            return np.arange(n)
+        return clients
+
+    def round_plans(self, snr: np.ndarray, ranks: Any, ratio: float) -> list[ClientPlan]:
+        """The algorithm's plans of this round's clients (one per entry of ``snr``) when the
+        controller decides ``ranks`` (a scalar or (K',)) and the ratio ``ratio``."""
+        clients = self._clients(len(snr))
+        plan = RoundPlan(self.round_index, clients, ranks, ratio, float("nan"), len(clients))
+        return self.ctx.cost.plan(plan, model_rank=self.rank)
+
+    def upload_bits(self, plans: list[ClientPlan]) -> np.ndarray:
+        """(K',) exact upload bits of ``plans`` [bit], as the simulator counts them."""
+        cache = self.__dict__.setdefault("_bits_cache", {})
+        cost, out = self.ctx.cost, np.empty(len(plans))
+        for i, plan in enumerate(plans):
+            key = cost.size_key(plan)
+            if key not in cache:
+                cache[key] = cost.upload_bits(plan)
+            out[i] = cache[key]
+        return out
+
+    def penalty(self, plans: list[ClientPlan]) -> float:
+        """The algorithm's convergence penalty of ``plans`` in a round of K' = len(plans)."""
+        return self.ctx.cost.penalty(plans, n_scheduled=len(plans), constants=self.ctx.constants)
 
     def fixed_delay_s(self, snr: np.ndarray) -> float:
         """Upload time of the fixed (dense) values with eq. (31) shares [s].

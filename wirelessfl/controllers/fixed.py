@@ -1,4 +1,12 @@
-"""Fixed: a given rank r and sparsification O every round; equal-delay or min-max shares."""
+"""Fixed: a given rank r and ratio O every round; finish-together or min-max shares.
+
+The algorithm's cost model plans the round at (``controller.rank``,
+``controller.sparsification``): O applies where the algorithm's compression stage follows the
+controller, and an algorithm without that knob sends what its own settings say. The shares
+make every client finish together (eq. 31 for equal payloads; ``bandwidth: equal_delay``) or
+minimise the slowest client's compute plus upload (``bandwidth: minmax``); the planned delay
+is the longest upload with the exact bits of the algorithm's messages.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from channels import upload_delay_s
-from optim import convergence_bound, equal_delay_bandwidth, minmax_bandwidth
+from optim import minmax_bandwidth
 from wirelessfl.controllers.base import Controller, Decision
+from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 
 
 class Fixed(Controller):
@@ -20,22 +28,20 @@ class Fixed(Controller):
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         s, c = self.ctx.settings, self.ctx
         o = float(s.sparsification)
-        bits = np.full(len(snr), self.planned_bits(o))
-        if s.bandwidth == "minmax":
+        plans = self.round_plans(snr, self.rank, o)
+        bits = self.upload_bits(plans)
+        if s.bandwidth == "minmax" and bits.any():
             shares = minmax_bandwidth(
                 compute_s=compute_s, bits=bits, snr=snr, bandwidth_hz=c.bandwidth_hz
             )
         else:
-            shares = equal_delay_bandwidth(snr)
-        delays = upload_delay_s(bits, shares, c.bandwidth_hz, snr)
-        bound = convergence_bound(
-            rank=self.rank,
-            sparsification=o,
-            n_scheduled=len(snr),
-            n_clients=c.n_clients,
-            constants=c.constants,
+            shares = finish_together_shares(bits, snr)
+        return Decision(
+            c.cost.compression.ratio_for(o),
+            np.asarray(shares, float),
+            planned_upload_s(bits, shares, c.bandwidth_hz, snr),
+            self.penalty(plans),
         )
-        return Decision(o, np.asarray(shares, float), float(np.max(delays)), float(bound))
 
     def summary(self) -> dict[str, Any]:
         return {"rank": self.rank, "sparsification": self.ctx.settings.sparsification}

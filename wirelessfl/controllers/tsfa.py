@@ -1,26 +1,42 @@
 """TSFA (Algorithm 3): the offline rank search (Algorithm 2, Lemma 2) then online Lyapunov.
 
+The offline stage plans with the algorithm's cost model: for every rank r = 1..r_max it costs
+the N clients' plans at r on the planning channel, takes the largest ratio that meets D_th on
+average (Lemma 2 for a payload affine in O; a rank whose payload the controller cannot thin is
+feasible when it meets D_th as sent) and keeps the rank of least penalty (ties: the smaller
+rank). When every client sends r (d + l) values per layer thinned by O (SOFT and any algorithm
+with a compression stage that follows the controller, its dense values aside) this is the
+paper's closed form, ``optim.offline_rank_search``, to the last bit. The online stage is OSFA's
+(:mod:`wirelessfl.controllers.lyapunov`).
+
 ``controller.offline_channel`` picks the channel the offline stage plans with: ``mean_snr``
 (the paper: log2(1 + mean SNR)) or ``expected_rate`` (E[1/log2(1 + SNR)] under Rayleigh fading,
 above the outage threshold ``faults.outage_snr_db``, or above each client's
 ``controller.offline_outage_prob`` quantile when there is none; ``optim.offline`` and
 docs/solvers.md, "The offline stage").
+
+An algorithm whose penalty does not depend on the rank (FSLoRA: Theorem 4.4 sees only k_i / r)
+gives the offline stage nothing to trade: it is refused in one line (use osfa).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from optim import offline_rank_search
-from optim.offline import planning_inverse_efficiency
+from optim.offline import affine_offline_ratio, planning_inverse_efficiency
+from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.lyapunov import OnlineLyapunov
 from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.plans import RoundPlan
 
 
 class TwoStage(OnlineLyapunov):
-    """Rank from ``optim.offline_rank_search`` on the planning channel; then as OSFA."""
+    """Rank from the offline search on the planning channel; then as OSFA."""
 
     def _inverse_efficiency(self) -> np.ndarray | None:
         """(N,) w_k of ``expected_rate`` [s Hz / bit]; ``None`` for ``mean_snr`` (the paper)."""
@@ -49,14 +65,59 @@ class TwoStage(OnlineLyapunov):
         )
 
     def choose_rank(self) -> int:
-        c, s = self.ctx, self.ctx.settings
+        c = self.ctx
+        if not c.cost.PENALTY_DEPENDS_ON_RANK:
+            raise ConfigError(
+                f"controller.name: tsfa chooses the rank offline by the convergence penalty, and "
+                f"algorithm {c.cost.name!r}'s penalty does not depend on the rank "
+                f"({c.cost.PENALTY_TEXT}); use osfa (controller.rank) or sketch"
+            )
         w = self._inverse_efficiency()
+        self.planning_w_mean = float(np.mean(w)) if w is not None else None
+        groups = self._client_groups()
+        closed = self._closed_form(groups)
+        if closed is not None:
+            return self._paper_search(w, *closed)
+        return self._general_search(w, groups)
+
+    # ---- who costs what ----------------------------------------------------------------------
+    def _client_groups(self) -> dict[Any, np.ndarray]:
+        """Client ids grouped by cost profile (clients of a group cost the same)."""
+        groups: dict[Any, list[int]] = defaultdict(list)
+        for client in range(self.ctx.n_clients):
+            groups[self.ctx.cost.client_profile(client)].append(client)
+        return {key: np.asarray(ids) for key, ids in groups.items()}
+
+    def _plans_at(self, rank: int, ratio: float, groups: dict[Any, np.ndarray]) -> list:
+        """One plan per group (its first client) when every client is planned at ``rank``."""
+        firsts = np.array([ids[0] for ids in groups.values()])
+        plan = RoundPlan(0, firsts, rank, ratio, float("nan"), self.ctx.n_scheduled)
+        return self.ctx.cost.plan(plan, model_rank=rank)
+
+    def _closed_form(self, groups: dict[Any, np.ndarray]) -> tuple[float, float] | None:
+        """``(P, h)`` when every client sends O r P values plus h dense at rank r (the paper's
+        Lemma 2 applies as printed), else ``None``."""
+        cost, r_max = self.ctx.cost, self.ctx.constants.r_max
+        if RATIO not in cost.knobs or len(groups) != 1:
+            return None
+        ranks = sorted({1, 2, r_max})
+        splits = [cost.affine_upload(self._plans_at(r, 1.0, groups)[0]) for r in ranks]
+        per_rank, dense, side = splits[0]
+        exact = all(
+            s.ratio_values == r * per_rank and s.fixed_values == dense and s.side_bits == side == 0
+            for r, s in zip(ranks, splits, strict=True)
+        )
+        return (per_rank, dense) if exact and per_rank > 0 else None
+
+    # ---- the paper's closed form --------------------------------------------------------------
+    def _paper_search(self, w: np.ndarray | None, per_rank: float, dense: float) -> int:
+        c, s = self.ctx, self.ctx.settings
         # Lemma 2 with a fixed dense part h (a task head): (K/N) sum_k v h / (B log2(1 + SNR_k))
         # of the budget D_th is spent on it, so the LoRA payload gets what remains.
         if w is None:
-            fixed_s = self.fixed_delay_s(c.mean_snr)
+            fixed_s = self._dense_delay_s(dense, c.mean_snr)
         else:  # the same sum with w_k in place of 1/log2(1 + SNR_bar_k)
-            fixed_s = c.bits_per_value * c.fixed_values * float(np.sum(w)) / c.bandwidth_hz
+            fixed_s = c.bits_per_value * dense * float(np.sum(w)) / c.bandwidth_hz
         self.fixed_average_delay_s = c.n_scheduled / c.n_clients * fixed_s
         d_th_lora = s.d_th_s - self.fixed_average_delay_s
         if d_th_lora <= 0:
@@ -69,7 +130,7 @@ class TwoStage(OnlineLyapunov):
                 mean_snr=c.mean_snr,
                 n_scheduled=c.n_scheduled,
                 d_th_s=d_th_lora,
-                params_per_rank=c.params_per_rank,
+                params_per_rank=per_rank,
                 bits_per_value=c.bits_per_value,
                 bandwidth_hz=c.bandwidth_hz,
                 o_min=s.o_min,
@@ -78,8 +139,64 @@ class TwoStage(OnlineLyapunov):
             )
         except ValueError as err:  # no feasible rank: the user's D_th is too tight
             raise UserError(f"controller.d_th_s: {err}") from None
-        self.planning_w_mean = float(np.mean(w)) if w is not None else None
         return int(self.offline.rank)
+
+    def _dense_delay_s(self, dense: float, snr: np.ndarray) -> float:
+        """sum_k v h / (B log2(1 + SNR_k)) [s] (0 without dense values)."""
+        c = self.ctx
+        if dense == 0:
+            return 0.0
+        from channels.fdma import full_band_upload_s
+
+        bits = c.bits_per_value * dense
+        return float(full_band_upload_s(bits, c.bandwidth_hz, np.asarray(snr)).sum())
+
+    # ---- any cost model -----------------------------------------------------------------------
+    def _general_search(self, w: np.ndarray | None, groups: dict[Any, np.ndarray]) -> int:
+        """Algorithm 2 over the cost model: Lemma 2 per rank for the affine payload, the
+        penalty of the N clients' plans, the least penalty (ties: the smaller rank)."""
+        c, s = self.ctx, self.ctx.settings
+        if w is None:
+            w = 1.0 / np.log2(1.0 + np.asarray(c.mean_snr, dtype=float))
+        w_sum = np.array([float(w[ids].sum()) for ids in groups.values()])
+        counts = np.array([ids.size for ids in groups.values()], dtype=float)
+        scale = c.n_scheduled / c.n_clients / c.bandwidth_hz
+        v = float(c.bits_per_value)
+        ranks = np.arange(1, c.constants.r_max + 1)
+        slope, fixed = np.zeros(ranks.size), np.zeros(ranks.size)
+        for i, r in enumerate(ranks):
+            splits = [c.cost.affine_upload(p) for p in self._plans_at(int(r), 1.0, groups)]
+            n, h, side = (np.array(col, dtype=float) for col in zip(*splits, strict=True))
+            slope[i] = scale * v * float(np.dot(n, w_sum))
+            fixed[i] = scale * float(np.dot(v * h + side, w_sum))
+        o, feasible = affine_offline_ratio(
+            delay_per_ratio_s=slope, fixed_delay_s=fixed, d_th_s=s.d_th_s, o_min=s.o_min
+        )
+        if not feasible.any():
+            raise UserError(
+                f"controller.d_th_s: no rank meets the delay budget: at rank 1 algorithm "
+                f"{c.cost.name!r} takes {fixed[0] + slope[0] * s.o_min:.6g} s on average "
+                f"> d_th_s = {s.d_th_s:g} s; raise d_th_s or add bandwidth"
+            )
+        bounds = np.full(ranks.size, np.inf)
+        for i in np.flatnonzero(feasible):
+            plans = self._plans_at(int(ranks[i]), float(o[i]), groups)
+            values = [
+                c.cost.client_penalty(p, n_scheduled=c.n_scheduled, constants=c.constants)
+                for p in plans
+            ]
+            bounds[i] = float(np.dot(values, counts) / counts.sum())
+        best = int(np.argmin(bounds))
+        delays = fixed + slope * o
+        self.fixed_average_delay_s = float(fixed[best])
+        self.offline = SimpleNamespace(
+            rank=int(ranks[best]),
+            sparsification=float(o[best]),
+            bounds=bounds,
+            sparsifications=o,
+            delays_s=delays,
+        )
+        return int(ranks[best])
 
     def summary(self) -> dict[str, Any]:
         o = self.offline
@@ -90,6 +207,7 @@ class TwoStage(OnlineLyapunov):
             "offline_fixed_delay_s": self.fixed_average_delay_s,
             "offline_bounds": [float(b) for b in o.bounds],
             "offline_sparsifications": [float(x) for x in o.sparsifications],
+            "online_knob": self.knob,
         }
         if self.planning_w_mean is not None:  # keys only for expected_rate: meta.json unchanged
             out["offline_channel"] = "expected_rate"

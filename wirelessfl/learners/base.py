@@ -17,25 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from wirelessfl.plans import ClientPlan, RoundPlan
+from wirelessfl.algorithms.cost import CostModel
+from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan
 
 __all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan"]
-
-
-@dataclass(frozen=True)
-class ModelGeometry:
-    """Sizes the network side needs: adapted layer shapes and compute per local round."""
-
-    layer_shapes: tuple[tuple[int, int], ...]  # (d, l) per adapted layer
-    base_params: int  # frozen parameters
-    batch_size: int
-    seq_len: int  # tokens per sample (1 for non-sequence models)
-    fixed_values: int = 0  # values sent dense every round whatever O and r (e.g. a task head)
-
-    @property
-    def params_per_rank(self) -> int:
-        """Sum over adapted layers of (d + l): payload values per unit of rank."""
-        return int(sum(d + ell for d, ell in self.layer_shapes))
 
 
 @dataclass(frozen=True)
@@ -69,6 +54,11 @@ class Learner(ABC):
     @abstractmethod
     def geometry(self) -> ModelGeometry:
         """Model sizes, known before the rank is chosen (the offline stage needs them)."""
+
+    @abstractmethod
+    def cost_model(self) -> CostModel:
+        """The algorithm's cost model the controller plans with (known before :meth:`start`:
+        the offline stage needs it)."""
 
     @abstractmethod
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:

@@ -16,13 +16,12 @@ peft scales it by alpha / r (alpha / sqrt(r) with rsLoRA) exactly as the run's e
 (``Runtime.evaluate`` scales a state of rank r the same way):
 ``PeftModel.from_pretrained(base, DIR/global)`` gives the logits of the run's final evaluation.
 
-Only algorithms whose global state is the runtime's peft trainables are exported: those that
-keep the default :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.start` (the runtime's
-peft model) and :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.evaluate` (the runtime's
-evaluation of the global state). Their clients' private state (error-feedback memory, optimizer
-moments) is not part of any client's model, so there is no per-client adapter to write. Other
-algorithms (FedStack's merged base weights, FLoRAL's and its baselines' mixtures and routers,
-H2Tune's matrices) are refused with one line.
+Only algorithms whose global state is the runtime's peft trainables are exported: those whose
+class says so (:attr:`~wirelessfl.algorithms.base.FederatedAlgorithm.EXPORTABLE`, true by
+default: the runtime's peft model, evaluated by the runtime). Their clients' private state
+(error-feedback memory, optimizer moments) is not part of any client's model, so there is no
+per-client adapter to write. Other algorithms (FedStack's merged base weights, FLoRAL's and its
+baselines' mixtures and routers, H2Tune's matrices) are refused with one line.
 """
 
 from __future__ import annotations
@@ -52,12 +51,8 @@ BASE_MODEL = "base_model.json"
 def exportable_algorithms() -> list[str]:
     """Registry names of the algorithms whose global state is the runtime's peft adapter."""
     from wirelessfl.algorithms import algorithm_class
-    from wirelessfl.algorithms.base import FederatedAlgorithm
 
-    def default(cls: type) -> bool:
-        return cls.start is FederatedAlgorithm.start and cls.evaluate is FederatedAlgorithm.evaluate
-
-    return [name for name in ALGORITHMS.names() if default(algorithm_class(name))]
+    return [name for name in ALGORITHMS.names() if algorithm_class(name).EXPORTABLE]
 
 
 def export_run(run: str | Path, out: str | Path) -> Path:

@@ -24,6 +24,8 @@ import numpy as np
 import torch
 
 from wirelessfl.algorithms import make_algorithm
+from wirelessfl.algorithms.compression_stage import STAGE_METRICS, stage_metrics
+from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
 from wirelessfl.errors import SimulationError, UserError
@@ -68,6 +70,7 @@ class FederatedLearner(Learner):
         self.scenario = scenario
         self.runtime = Runtime(scenario)
         self.algorithm = make_algorithm(scenario)
+        self.algorithm.bind(self.runtime)  # its cost model, on the runtime's model sizes
         self.private = PrivateState()
         self.observers: list[RoundObserver] = []
         self.global_state: dict[str, torch.Tensor] = {}
@@ -79,24 +82,22 @@ class FederatedLearner(Learner):
 
     # ---- sizes -----------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
-        rt = self.runtime
-        return ModelGeometry(
-            tuple(rt.layer_shapes),
-            rt.base_values,
-            self.scenario.learner.batch_size,
-            rt.seq_len,
-            fixed_values=rt.head_values,
-        )
+        return self.runtime.geometry()
+
+    def cost_model(self) -> CostModel:
+        return self.algorithm.cost_or_fail()
 
     def expected_flops(self, rank: int) -> float:
         return self.algorithm.expected_flops()
 
     def metric_names(self) -> dict[str, str]:
-        return dict(self.algorithm.METRICS)
+        """The compression stage's metrics (when the message can take one), then the
+        algorithm's."""
+        stage = STAGE_METRICS if self.cost_model().COMPRESSES is not None else {}
+        return {**stage, **self.algorithm.METRICS}
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
-        self.algorithm.bind(self.runtime)
         self.algorithm.start(rank=rank, seed=seed)
         self.private.limit_values = self.runtime.private_limit
         self.global_state = self.algorithm.initial_state()
@@ -113,7 +114,7 @@ class FederatedLearner(Learner):
         t = plan.round_index
         self._round_plan = plan
         plans = self.algorithm.plan(plan)  # 1. server: per-client plans
-        downloads = [self.algorithm.broadcast(p, self.global_state) for p in plans]  # 2.
+        downloads = self._broadcast(plans)  # 2.
         record = any(o.record_grad_norms for o in self.observers)
         train = self.remote.train if self.remote is not None else self.algorithm.train
         results = train(  # 3. client: local training (here, or on Ray actors)
@@ -126,7 +127,7 @@ class FederatedLearner(Learner):
             for observer in self.observers:
                 observer.local(results)
             for p, download, result in zip(plans, downloads, results, strict=True):
-                message = self.algorithm.client_message(  # 4. client -> server
+                message = self.algorithm.sent_message(  # 4. client -> server, compressed
                     p, download, result, self.private.get(p.client)
                 )
                 bad = non_finite(message.shared, label=self._label)
@@ -143,6 +144,14 @@ class FederatedLearner(Learner):
             raise
         self.private.commit()  # private state changes only once every client succeeded
         return reports
+
+    def _broadcast(self, plans: list[ClientPlan]) -> list[Message]:
+        """Step 2 for every plan, the cost model told of each download as it goes."""
+        downloads = []
+        for p in plans:
+            downloads.append(self.algorithm.broadcast(p, self.global_state))
+            self.cost_model().downloaded(p)
+        return downloads
 
     def _received(
         self, plan: ClientPlan, download: Message, message: Message, loss: float
@@ -182,7 +191,10 @@ class FederatedLearner(Learner):
                     f"their messages are finite; {KEPT} Check the algorithm's aggregation "
                     "and its weights"
                 )
+        self.cost_model().aggregated(round_index, {c: self._plans[c] for c in ids})
         metrics = self.algorithm.metrics(self.global_state, messages, self._round_plan)
+        if self.cost_model().COMPRESSES is not None:
+            metrics = {**stage_metrics(messages), **metrics}
         p = np.array([self.runtime.data_fractions[c] for c in ids])
         loss = float(np.dot(p, [self._losses[c] for c in ids]) / p.sum()) if ids else math.nan
         self._pending, self._losses, self._plans = {}, {}, {}

@@ -18,9 +18,11 @@ A non-finite value in the model (an infinite gamma^t, or a loss that overflows w
 naming the round, before the round's record exists; a NaN gamma^t (a controller that does not
 compute the bound) counts as 0.
 
-Payload sizes come from the scenario's algorithm (its ``sized_message`` and
-``sized_broadcast``, counted by ``Message.bits`` like real messages), computed once per
-distinct (rank, ratio) of a round.
+Plans and payload sizes come from the scenario's algorithm's cost model
+(:mod:`wirelessfl.algorithms.cost`: the algorithm's own plan and size-only messages, counted
+by ``Message.bits`` like real messages), so the algorithm itself (and torch) is never built;
+an upload is sized once per distinct plan of a round. An algorithm whose messages cannot be
+sized from ``learner.shape`` is refused in one line when the run is built.
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from channels import lora_training_flops
-from wirelessfl.algorithms import make_algorithm
 from wirelessfl.algorithms.finite import KEPT
+from wirelessfl.algorithms.spec import cost_model_class
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
 from wirelessfl.results.store import atomic_write_text
 
 if TYPE_CHECKING:
-    from wirelessfl.algorithms.base import FederatedAlgorithm
+    from wirelessfl.algorithms.cost import CostModel
     from wirelessfl.config.scenario import PayloadConfig, Scenario
 
 
@@ -50,7 +52,7 @@ class SurrogateLearner(Learner):
         self,
         *,
         geometry: ModelGeometry,
-        algorithm: FederatedAlgorithm,
+        cost: CostModel,
         payload: PayloadConfig,
         initial_loss: float = 2.3,
         progress_rate: float = 0.02,
@@ -59,7 +61,7 @@ class SurrogateLearner(Learner):
         local_steps: int = 5,
     ):
         self._geometry = geometry
-        self.algorithm = algorithm
+        self.cost = cost
         self.payload = payload
         self.initial_loss = initial_loss
         self.progress_rate = progress_rate
@@ -69,7 +71,7 @@ class SurrogateLearner(Learner):
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
         self._flops_at: dict[int, float] = {}
-        self._bits_down_at: dict[int, float] = {}
+        self._arrivals: dict[int, ClientPlan] = {}
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> SurrogateLearner:
@@ -81,11 +83,13 @@ class SurrogateLearner(Learner):
             batch_size=lc.shape.batch_size,
             seq_len=lc.shape.seq_len,
         )
-        algorithm = make_algorithm(scenario)
-        algorithm.require_payload_model()
+        cost = cost_model_class(scenario.algorithm.name)(
+            scenario.strategy, scenario=scenario, geometry=geometry
+        )
+        cost.check_network_only()
         return cls(
             geometry=geometry,
-            algorithm=algorithm,
+            cost=cost,
             payload=scenario.payload,
             initial_loss=lc.initial_loss,
             progress_rate=lc.progress_rate,
@@ -97,8 +101,12 @@ class SurrogateLearner(Learner):
     def geometry(self) -> ModelGeometry:
         return self._geometry
 
+    def cost_model(self) -> CostModel:
+        return self.cost
+
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
         self.rank = rank
+        self.cost.start(rank=rank)
 
     def _flops(self, rank: int) -> float:
         """Estimated FLOPs of one client's local round at ``rank`` (cached per rank)."""
@@ -120,20 +128,17 @@ class SurrogateLearner(Learner):
         return self._flops(rank)
 
     def _sized_report(self, plan: ClientPlan) -> ClientReport:
-        """The report of a client with ``plan`` (sizes from the algorithm's payload model)."""
-        shapes = self._geometry.layer_shapes
+        """The report of a client with ``plan`` (sizes from the algorithm's cost model)."""
         v = self.payload.bits_per_value
-        up = self.algorithm.sized_message(plan, shapes).payload(
+        up = self.cost.upload(plan).payload(
             bits_per_value=v, count_index=self.payload.index_overhead
         )
-        if plan.rank not in self._bits_down_at:  # the download depends on the rank only
-            down = self.algorithm.sized_broadcast(plan, shapes)
-            self._bits_down_at[plan.rank] = down.bits(bits_per_value=v, count_index=False)
+        down = self.cost.download(plan).bits(bits_per_value=v, count_index=False)
         return ClientReport(
             rank=plan.rank,
             ratio=plan.ratio,
             bits_up=up.bits,
-            bits_down=self._bits_down_at[plan.rank],
+            bits_down=down,
             n_values=up.n_values,
             n_total=up.n_total,
             index_bits=up.index_bits,
@@ -142,16 +147,19 @@ class SurrogateLearner(Learner):
 
     def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
         self._last_plan = plan
-        by_size: dict[tuple[int, float], ClientReport] = {}  # sizes depend on rank and ratio
-        reports = {}
-        for p in self.algorithm.plan(plan):
-            key = (p.rank, p.ratio)
+        by_size: dict[object, ClientReport] = {}  # one report per distinct plan of the round
+        reports, self._arrivals = {}, {}
+        for p in self.cost.plan(plan):
+            key = (self.cost.size_key(p), self.cost.download_key(p))
             if key not in by_size:
                 by_size[key] = self._sized_report(p)
             reports[p.client] = by_size[key]
+            self.cost.downloaded(p)
+            self._arrivals[p.client] = p
         return reports
 
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
+        self.cost.aggregated(round_index, {int(c): self._arrivals[int(c)] for c in arrived})
         plan = self._last_plan
         if plan is not None and plan.n_scheduled > 0 and len(arrived) > 0:
             if np.isinf(plan.bound):
@@ -182,10 +190,16 @@ class SurrogateLearner(Learner):
         return {"accuracy": float(acc), "test_loss": float(self.excess)}
 
     def save_state(self, folder: Path) -> None:
-        atomic_write_text(folder / "learner.json", json.dumps({"excess": self.excess}))
+        state: dict[str, object] = {"excess": self.excess}
+        cost = self.cost.state_dict()
+        if cost:  # the key only with bookkeeping (FedStack's stacks): old states unchanged
+            state["cost"] = cost
+        atomic_write_text(folder / "learner.json", json.dumps(state))
 
     def load_state(self, folder: Path) -> None:
-        self.excess = float(json.loads((folder / "learner.json").read_text())["excess"])
+        state = json.loads((folder / "learner.json").read_text())
+        self.excess = float(state["excess"])
+        self.cost.load_state_dict(state.get("cost", {}))
 
     def describe(self) -> dict[str, object]:
         return {"learner": "surrogate", "params_per_rank": self._geometry.params_per_rank}

@@ -30,9 +30,23 @@ def flat_config(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_value(run: RunResult, key: str) -> Any:
-    """A dotted key of a run's resolved config (``controller.d_th_s``); NaN if absent."""
+    """A dotted key of a run's resolved config (``controller.d_th_s``); NaN if absent.
+
+    ``strategy.<setting>`` reads the running algorithm's table (``strategy.<algorithm>``), as a
+    key directly under ``strategy`` does in a scenario."""
     node: Any = run.config
-    for part in key.split("."):
+    parts = key.split(".")
+    strategy = node.get("strategy") if isinstance(node, dict) else None
+    running = node.get("algorithm", {}).get("name") if isinstance(node, dict) else None
+    if (
+        len(parts) > 1
+        and parts[0] == "strategy"
+        and isinstance(strategy, dict)
+        and parts[1] not in strategy
+        and isinstance(strategy.get(running), dict)
+    ):
+        parts = ["strategy", running, *parts[1:]]
+    for part in parts:
         if not isinstance(node, dict) or part not in node:
             return math.nan
         node = node[part]

@@ -187,6 +187,7 @@ class Simulator:
                 if scenario.controller.energy_budget_j is None
                 else np.full(scenario.n_clients, scenario.controller.energy_budget_j)
             ),
+            cost=learner.cost_model(),
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
@@ -303,6 +304,7 @@ class Simulator:
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
                 compute_s = self._compute_estimate(r.scheduled)
+            self.controller.begin_round(r.t, r.scheduled[allocated])
             self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
                 decision = self.controller.decide(r.snr[allocated], compute_s[allocated])

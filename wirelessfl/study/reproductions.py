@@ -32,11 +32,11 @@ SPARSIFIERS = ["soft", "topk", "random", "structured"]
 #: O in {0.5, 0.1}, and dense ILoRA (no O) at both ranks.
 SPARSIFIERS_AT_TWO_RATIOS = {
     "sparsified": {
-        "strategy.sparsifier": SPARSIFIERS,
+        "compression.sparsifier": SPARSIFIERS,
         "controller.rank": [4, 8],
         "controller.sparsification": [0.5, 0.1],
     },
-    "dense": {"strategy.sparsifier": ["none"], "controller.rank": [4, 8]},
+    "dense": {"compression.sparsifier": ["none"], "controller.rank": [4, 8]},
 }
 #: The FSLoRA paper's GLUE scale (Appendix A): every one of N = 20 devices in each of 200
 #: rounds, H = 50 local steps of batch 16, 128-token inputs.
@@ -130,7 +130,7 @@ def _sparsifier_panels(tag: str = "") -> Callable[[Path, list], list[Path]]:
                     for r in runs
                     if config_value(r, "controller.rank") == rank
                     and (
-                        config_value(r, "strategy.sparsifier") == "none"
+                        config_value(r, "compression.sparsifier") == "none"
                         or float(config_value(r, "controller.sparsification")) == ratio
                     )
                 ]
@@ -224,7 +224,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         scenario="paper/fig3ab_sparsifiers.yaml",
         sweeps={
             "sparsifiers": {
-                "strategy.sparsifier": [*SPARSIFIERS, "none"],
+                "compression.sparsifier": [*SPARSIFIERS, "none"],
                 "controller.rank": [4, 8],
             }
         },

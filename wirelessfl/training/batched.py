@@ -136,6 +136,7 @@ class BatchedTrainer:
         record_grad_norms: bool = False,
         model_seeds: Sequence[int] | None = None,
         zeta: float | None = None,
+        frozen: frozenset[str] = frozenset(),
     ) -> list[LocalResult]:
         """Train K clients from their start states; result k equals ``LocalTrainer.train``'s.
 
@@ -160,6 +161,8 @@ class BatchedTrainer:
                 effect on models without stochastic layers.
             zeta: weight of eq. (2)'s regularizer in every client's loss (default: the
                 trainer's ``zeta``).
+            frozen: trainable parameters that get no gradient and keep their start values
+                (their stacks are not leaves of the backward pass; both optimizers skip them).
 
         Returns:
             K :class:`LocalResult`: ``local`` (peft names and shapes, detached), ``mean_loss``
@@ -202,6 +205,7 @@ class BatchedTrainer:
                 ranks,
                 record_grad_norms,
                 self.zeta if zeta is None else float(zeta),
+                frozen,
             )
 
     def _train_many(
@@ -215,6 +219,7 @@ class BatchedTrainer:
         ranks: Sequence[int] | None,
         record_grad_norms: bool,
         zeta: float,
+        frozen: frozenset[str],
     ) -> list[LocalResult]:
         """:meth:`train_many` after validation, in the caller's RNG scope."""
         k_all = len(datasets)
@@ -228,7 +233,7 @@ class BatchedTrainer:
 
         ref = next(iter(self.state.params.values()))
         sites = self._patch.lora_sites
-        stacks = self._init_stacks(starts, order, ranks)
+        stacks = self._init_stacks(starts, order, ranks, frozen)
         factors = rank_factors(sites, order, ranks, ref.device)
         adam = self.optimizer == "adam"
         opt = (
@@ -307,9 +312,11 @@ class BatchedTrainer:
         starts: dict[str, torch.Tensor] | Sequence[dict[str, torch.Tensor]],
         order: list[int],
         ranks: Sequence[int] | None,
+        frozen: frozenset[str] = frozenset(),
     ) -> dict[str, torch.Tensor]:
         """Leaf tensors ``(K, *shape)`` holding every client's copy of each trainable
-        parameter, in internal (position) order; rank-padded components zeroed."""
+        parameter, in internal (position) order; rank-padded components zeroed; those named
+        in ``frozen`` need no gradient."""
         k_all = len(order)
         stacks: dict[str, torch.Tensor] = {}
         for name, p in self.state.params.items():
@@ -321,8 +328,8 @@ class BatchedTrainer:
                 stacks[name] = torch.stack(rows)
         if ranks is not None:
             zero_padding(stacks, self._patch.lora_sites, order, ranks)
-        for s in stacks.values():
-            s.requires_grad_(True)
+        for name, s in stacks.items():
+            s.requires_grad_(name not in frozen)
         return stacks
 
 

@@ -83,10 +83,13 @@ class LocalTrainer:
         record_grad_norms: bool = False,
         model_seed: int | None = None,
         zeta: float | None = None,
+        frozen: frozenset[str] = frozenset(),
     ) -> LocalResult:
         """Start from ``global_state``, take ``steps`` optimizer steps on ``data``.
 
         ``zeta`` weighs eq. (2)'s regularizer in the loss (default: the trainer's ``zeta``).
+        The trainable parameters named in ``frozen`` get no gradient and keep their start
+        values (the optimizer skips them; its state keeps the indices of every parameter).
 
         ``model_seed`` seeds torch's global generator for the duration of training (in a forked
         RNG scope), so stochastic layers (dropout, drop-connect) draw the same masks whatever
@@ -94,7 +97,7 @@ class LocalTrainer:
         """
         device = next(self.model.parameters()).device
         scope = seeded(model_seed, device) if model_seed is not None else nullcontext()
-        with scope:
+        with scope, self.state.frozen(frozen):
             self.state.load(global_state)
             train_mode(self.model)
             opt = self._make_optimizer()

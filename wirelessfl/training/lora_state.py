@@ -10,6 +10,8 @@ orientation; storage and aggregation use the parameters as peft holds them.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -45,6 +47,18 @@ class TrainableState:
         ]
         lora_names = {x for layer in self.layers for x in (layer.a_param, layer.b_param)}
         self.full_names = [n for n in self.params if n not in lora_names]
+
+    @contextlib.contextmanager
+    def frozen(self, names: frozenset[str]) -> Iterator[None]:
+        """The parameters named in ``names`` need no gradient inside (trainers skip them)."""
+        held = [self.params[n] for n in names]
+        for p in held:
+            p.requires_grad_(False)
+        try:
+            yield
+        finally:
+            for p in held:
+                p.requires_grad_(True)
 
     def snapshot(self) -> dict[str, torch.Tensor]:
         """Detached copies of every trainable parameter."""

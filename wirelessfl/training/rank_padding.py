@@ -28,16 +28,21 @@ def lora_rank(state: State, layers: Iterable[LoraLayer]) -> int:
     return ranks.pop() if ranks else 0
 
 
-def truncate_rank(state: State, layers: Iterable[LoraLayer], rank: int) -> State:
+def truncate_rank(
+    state: State, layers: Iterable[LoraLayer], rank: int, *, missing_ok: bool = False
+) -> State:
     """``state`` with every LoRA pair cut to its first ``rank`` components (new tensors).
 
     ``lora_A (r, ...) -> (rank, ...)``, ``lora_B (d_out, r, ...) -> (d_out, rank, ...)``;
-    other entries are shared with ``state``.
+    other entries are shared with ``state``. With ``missing_ok`` a factor absent from
+    ``state`` (a state of the frozen A factors alone) is skipped.
     """
     out = dict(state)
     for layer in layers:
-        out[layer.a_param] = state[layer.a_param][:rank].clone()
-        out[layer.b_param] = state[layer.b_param][:, :rank].clone()
+        if layer.a_param in state or not missing_ok:
+            out[layer.a_param] = state[layer.a_param][:rank].clone()
+        if layer.b_param in state or not missing_ok:
+            out[layer.b_param] = state[layer.b_param][:, :rank].clone()
     return out
 
 

@@ -28,6 +28,7 @@ from channels import lora_training_flops
 from channels.streams import stream_seed
 from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.models.rng import seeded, torch_generator
+from wirelessfl.plans import ModelGeometry
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
 from wirelessfl.training.lora_state import TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
@@ -195,6 +196,18 @@ class Runtime:
             return lc.local_steps
         return lc.local_steps * math.ceil(n_samples / lc.batch_size)
 
+    def geometry(self) -> ModelGeometry:
+        """The model's sizes for the network side: adapted layers (d_in, d_out), base values,
+        batch and sequence length, and the values trained in full (the head)."""
+        lc = self.settings
+        return ModelGeometry(
+            tuple(self.layer_shapes),
+            self.base_values,
+            lc.batch_size,
+            self.seq_len,
+            fixed_values=self.head_values,
+        )
+
     def steps_for(self, client: int) -> int:
         """Local steps of ``client`` per round."""
         return self._steps_for_samples(len(self.partition.indices[client]))
@@ -242,6 +255,7 @@ class Runtime:
         with seeded(seed):  # LoRA A init (kaiming) and the new head come from the run seed
             self.model = get_peft_model(self.bundle.model, config).to(self.device)
         self.state = TrainableState(self.model)
+        self._initial = self.state.snapshot()  # what frozen tensors stay at (frozen_values)
         self.private_limit = ADAPTER_MULTIPLE * sum(p.numel() for p in self.state.params.values())
         trainer_args = {
             "model": self.model,
@@ -282,6 +296,11 @@ class Runtime:
         """Detached copies of the wrapped model's trainable values (the round-0 global state)."""
         return self.state.snapshot()
 
+    def frozen_values(self, names: frozenset[str]) -> dict[str, torch.Tensor]:
+        """The values every client holds of the tensors named in ``names`` (never trained):
+        their initial values, kept from :meth:`start`."""
+        return {n: self._initial[n] for n in names}
+
     def generator(self, stream: str, client: int, round_index: int) -> torch.Generator:
         """A generator on the runtime's device addressed by (seed, stream, client, round)."""
         return torch_generator(self.seed, stream, client, round_index, device=self.device)
@@ -294,12 +313,14 @@ class Runtime:
         private: PrivateState,
         *,
         zeta: float = 0.0,
+        frozen: frozenset[str] = frozenset(),
         record_grad_norms: bool = False,
     ) -> list[LocalResult]:
         """Local training of every planned client from its start state.
 
         The loss is the task loss plus ``zeta`` times eq. (2)'s orthogonality regularizer: the
         algorithm's weight (``FederatedAlgorithm.orthogonality_weight``; 0: the task alone).
+        The trainable tensors named in ``frozen`` keep their start values (both trainers).
 
         Batch order comes from CPU generators addressed by (seed, client, round), so it is the
         same on every device and for both trainers. With ``learner.keep_optimizer_state`` the
@@ -330,6 +351,7 @@ class Runtime:
                 record_grad_norms=record_grad_norms,
                 model_seeds=seeds,
                 zeta=zeta,
+                frozen=frozen,
             )
             results = [self._at_rank(r, rank) for r, rank in zip(results, ranks, strict=True)]
         else:
@@ -348,6 +370,7 @@ class Runtime:
                         record_grad_norms=record_grad_norms,
                         model_seed=seeds[i],
                         zeta=zeta,
+                        frozen=frozen,
                     )
                 results.append(self._at_rank(result, ranks[i]))
         if keep:

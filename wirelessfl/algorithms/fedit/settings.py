@@ -1,37 +1,23 @@
-"""FedAvg-LoRA's settings (``strategy.*`` for ``fedit`` and ``fedit_topk``); no torch."""
+"""FedAvg-LoRA's settings (``strategy.fedit`` and ``strategy.fedit_topk``); no torch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from wirelessfl.algorithms.aggregation import aggregation_option
-from wirelessfl.config.schema import option
 
-__all__ = ["FedITSettings", "FedITTopKSettings"]
+__all__ = ["FedITSettings"]
 
 
 @dataclass
 class FedITSettings:
-    """FedAvg-LoRA: how the server aggregates and how much of its update a client sends."""
+    """FedAvg-LoRA: how the server aggregates (what a client sends: the compression stage)."""
+
+    MOVED_KEYS: ClassVar[dict[str, str]] = {
+        "topk_ratio": "moved to compression.ratio: top-k is the compression stage any algorithm "
+        "takes (compression: {sparsifier: topk, ratio: 0.5, error_feedback: false} is App. "
+        "C.2's; algorithm fedit_topk has it as its own)",
+    }
 
     aggregation: str = aggregation_option()
-    topk_ratio: float = option(
-        1.0,
-        gt=0.0,
-        le=1.0,
-        doc="fraction of each layer's LoRA update sent, by magnitude over B and A together "
-        "(App. C.2 top-k, no error feedback); 1: dense",
-    )
-
-
-@dataclass
-class FedITTopKSettings(FedITSettings):
-    """FedAvg-LoRA with top-k compression of the upload (App. C.2's ratio 0.5 by default)."""
-
-    topk_ratio: float = option(
-        0.5,
-        gt=0.0,
-        le=1.0,
-        doc="fraction of each layer's LoRA update sent, by magnitude over B and A together "
-        "(App. C.2 top-k, no error feedback); 1: dense",
-    )

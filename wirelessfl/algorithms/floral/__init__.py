@@ -17,6 +17,12 @@ This package's ``__init__`` and ``settings.py`` do not import torch; :data:`FLOR
 (``wirelessfl.registries.ALGORITHMS``).
 """
 
+from wirelessfl.algorithms.floral.cost import (
+    EnsembleCost,
+    FedAvgFullCost,
+    FloralCost,
+    LocalAdaptorCost,
+)
 from wirelessfl.algorithms.floral.settings import (
     AdaptorSettings,
     EnsembleSettings,
@@ -41,12 +47,16 @@ __all__ = [
 ]
 
 #: ``floral``: FLoRAL (C shared adaptors, private routers).
-FLORAL = AlgorithmSpec(FloralSettings, "wirelessfl.algorithms.floral.algorithm:Floral")
+FLORAL = AlgorithmSpec(FloralSettings, FloralCost, "wirelessfl.algorithms.floral.algorithm:Floral")
 #: ``floral_local``: the Local Adaptor baseline (one private adaptor, the base federated).
 FLORAL_LOCAL = AlgorithmSpec(
-    LocalAdaptorSettings, "wirelessfl.algorithms.floral.algorithm:LocalAdaptor"
+    LocalAdaptorSettings, LocalAdaptorCost, "wirelessfl.algorithms.floral.algorithm:LocalAdaptor"
 )
 #: ``ensemble``: C full models mixed by the private router.
-ENSEMBLE = AlgorithmSpec(EnsembleSettings, "wirelessfl.algorithms.floral.ensemble:Ensemble")
+ENSEMBLE = AlgorithmSpec(
+    EnsembleSettings, EnsembleCost, "wirelessfl.algorithms.floral.ensemble:Ensemble"
+)
 #: ``fedavg_full``: FedAvg of the whole model.
-FEDAVG_FULL = AlgorithmSpec(FedAvgSettings, "wirelessfl.algorithms.floral.ensemble:FedAvgFull")
+FEDAVG_FULL = AlgorithmSpec(
+    FedAvgSettings, FedAvgFullCost, "wirelessfl.algorithms.floral.ensemble:FedAvgFull"
+)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from wirelessfl.algorithms.base import State
+from wirelessfl.algorithms.floral.cost import FloralCost, LocalAdaptorCost
 from wirelessfl.algorithms.floral.mixture_model import MixtureModel
 from wirelessfl.algorithms.floral.routed import RoutedAlgorithm
 from wirelessfl.algorithms.floral.settings import FloralSettings, LocalAdaptorSettings
@@ -31,6 +32,7 @@ class Floral(RoutedAlgorithm):
     """FLoRAL (module docstring)."""
 
     Settings = FloralSettings
+    CostModel = FloralCost
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
@@ -68,6 +70,7 @@ class LocalAdaptor(Floral):
     """Local Adaptor: FLoRAL with C = 1 whose adaptor stays on the client (module docstring)."""
 
     Settings = LocalAdaptorSettings
+    CostModel = LocalAdaptorCost
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super(Floral, self).__init__(settings, scenario=scenario)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wirelessfl.algorithms.floral.cost import EnsembleCost, FedAvgFullCost
 from wirelessfl.algorithms.floral.mixture_model import EnsembleModel
 from wirelessfl.algorithms.floral.routed import RoutedAlgorithm
 from wirelessfl.algorithms.floral.settings import EnsembleSettings, FedAvgSettings
@@ -32,6 +33,7 @@ class Ensemble(RoutedAlgorithm):
     """C full models with output mixing (module docstring)."""
 
     Settings = EnsembleSettings
+    CostModel = EnsembleCost
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
@@ -51,3 +53,4 @@ class FedAvgFull(Ensemble):
     """FedAvg of the whole model: the ensemble with one member (module docstring)."""
 
     Settings = FedAvgSettings
+    CostModel = FedAvgFullCost

@@ -31,29 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = [
-    "ADAPTOR_SUFFIXES",
-    "MixtureConv2d",
-    "MixtureLinear",
-    "MixingWeights",
-    "adaptor_rank",
-    "conv_adaptor_rank",
-]
+__all__ = ["ADAPTOR_SUFFIXES", "MixtureConv2d", "MixtureLinear", "MixingWeights"]
 
 #: Parameter-name suffixes of the stacked adaptor tensors (leading dimension: the cluster).
 ADAPTOR_SUFFIXES = (".adaptor_in", ".adaptor_out", ".adaptor_bias")
-
-
-def adaptor_rank(d_in: int, d_out: int, rho: float) -> int:
-    """r = max(1, floor(rho d_in d_out / (d_in + d_out))): the largest rank whose adaptor
-    (d_in + d_out) r stays within rho of the layer's d_in d_out values (§3.2, floor 1)."""
-    return max(1, int(math.floor(rho * d_in * d_out / (d_in + d_out) + 1e-9)))
-
-
-def conv_adaptor_rank(c_in: int, c_out: int, kernel: int, rho: float) -> int:
-    """Balanced-2D rank of a ``kernel`` x ``kernel`` conv: ``adaptor_rank(c_in k, c_out k)``,
-    i.e. floor(rho c_in c_out k / (c_in + c_out)), at least 1 (eq. (40))."""
-    return adaptor_rank(c_in * kernel, c_out * kernel, rho)
 
 
 class MixingWeights:

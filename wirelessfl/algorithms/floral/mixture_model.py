@@ -21,13 +21,12 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from wirelessfl.algorithms.floral.cost import adaptor_rank, conv_adaptor_rank
 from wirelessfl.algorithms.floral.mixture_layers import (
     ADAPTOR_SUFFIXES,
     MixingWeights,
     MixtureConv2d,
     MixtureLinear,
-    adaptor_rank,
-    conv_adaptor_rank,
 )
 
 __all__ = ["EnsembleModel", "MixtureModel", "RoutedModel", "router_weights"]

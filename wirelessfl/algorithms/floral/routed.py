@@ -65,6 +65,8 @@ class RoutedAlgorithm(FederatedAlgorithm):
     """Shared steps of the routed algorithms (module docstring); subclasses build the model
     (:meth:`build_model`) and say what is sent and kept."""
 
+    EXPORTABLE = False  # a routed model of its own, not the runtime's peft adapter
+
     METRICS = {
         "router_entropy": "mean entropy (nats) of the arrived clients' mixture weights",
         "routing_accuracy": "share of the arrived clients whose top component is their "
@@ -121,6 +123,9 @@ class RoutedAlgorithm(FederatedAlgorithm):
         runtime.flops_per_step = measure_step_flops(
             self.model, runtime.bundle.loss_and_logits, runtime.train_data, lc.batch_size
         )
+        cost = self.cost_or_fail()  # what the built model federates each way
+        cost.set_sent_values(sum(int(self.template[n].numel()) for n in self.sent_names()))
+        cost.start(rank=rank)
 
     @property
     def oracle(self) -> bool:

@@ -11,10 +11,11 @@ This package's ``__init__`` and ``settings.py`` do not import torch; :data:`FSLO
 registry entry (``wirelessfl.registries.ALGORITHMS``).
 """
 
+from wirelessfl.algorithms.fslora.cost import FSLoRACost
 from wirelessfl.algorithms.fslora.settings import FSLoRASettings
 from wirelessfl.algorithms.spec import AlgorithmSpec
 
 __all__ = ["FSLORA", "FSLoRASettings"]
 
 #: ``fslora``: federated sketching LoRA.
-FSLORA = AlgorithmSpec(FSLoRASettings, "wirelessfl.algorithms.fslora.algorithm:FSLoRA")
+FSLORA = AlgorithmSpec(FSLoRASettings, FSLoRACost, "wirelessfl.algorithms.fslora.algorithm:FSLoRA")

@@ -1,10 +1,11 @@
-"""Rank slices of peft LoRA states: gather columns/rows I of every layer, or scatter them back.
+"""Rank slices of peft LoRA states: gather columns/rows I of every layer.
 
 FSLoRA's client trains the rank-k slice ``B[:, I]``, ``A[I, :]`` of the global rank-r factors
 (peft orientation: ``lora_A (r, d_in[, ...])`` so the rank is dim 0 of A, ``lora_B
 (d_out, r[, ...])`` so it is dim 1 of B); the server puts the slice's update back at I in zero
-rank-r tensors (eq. 5). Other entries (the task head) are passed through unchanged. B and A of
-one layer always share one index set.
+rank-r tensors (eq. 5: ``wirelessfl.algorithms.state_ops.at_global_rank`` with the slice's
+components). Other entries (the task head) are passed through unchanged. B and A of one layer
+always share one index set.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 
 from wirelessfl.training.lora_state import LoraLayer
 
-__all__ = ["gather_slices", "scatter_slices"]
+__all__ = ["gather_slices"]
 
 State = dict[str, torch.Tensor]
 
@@ -43,18 +44,4 @@ def gather_slices(
         idx = _index(indices, a)
         out[layer.a_param] = a.index_select(0, idx)
         out[layer.b_param] = b.index_select(1, idx)
-    return out
-
-
-def scatter_slices(
-    state: State, layers: Sequence[LoraLayer], index_sets: Sequence[Sequence[int]], rank: int
-) -> State:
-    """Rank-k slices put at their indices in zero rank-``rank`` tensors (the inverse of
-    :func:`gather_slices` on the selected entries; zeros elsewhere)."""
-    out = dict(state)
-    for layer, indices in zip(layers, index_sets, strict=True):
-        a, b = state[layer.a_param], state[layer.b_param]
-        idx = _index(indices, a)
-        out[layer.a_param] = a.new_zeros((rank, *a.shape[1:])).index_copy_(0, idx, a)
-        out[layer.b_param] = b.new_zeros((b.shape[0], rank, *b.shape[2:])).index_copy_(1, idx, b)
     return out

@@ -15,6 +15,11 @@ This package's ``__init__`` and ``settings.py`` do not import torch; :data:`H2TU
 (``wirelessfl.registries.ALGORITHMS``).
 """
 
+from wirelessfl.algorithms.h2tune.cost import (
+    FederatedLoRAGroupsCost,
+    H2TuneCost,
+    LocalGroupsCost,
+)
 from wirelessfl.algorithms.h2tune.settings import (
     ClientGroup,
     FLLMSettings,
@@ -39,15 +44,19 @@ __all__ = [
 ]
 
 #: ``h2tune``: H2Tune.
-H2TUNE = AlgorithmSpec(H2TuneSettings, "wirelessfl.algorithms.h2tune.algorithm:H2Tune")
+H2TUNE = AlgorithmSpec(H2TuneSettings, H2TuneCost, "wirelessfl.algorithms.h2tune.algorithm:H2Tune")
 #: ``h2tune_local``: LOCAL (every client trains alone).
 H2TUNE_LOCAL = AlgorithmSpec(
-    HeteroLocalSettings, "wirelessfl.algorithms.h2tune.baselines:HeteroLocal"
+    HeteroLocalSettings, LocalGroupsCost, "wirelessfl.algorithms.h2tune.baselines:HeteroLocal"
 )
 #: ``fllm``: FedAvg of LoRA among clients of the same base model and rank (the class is
 #: :class:`wirelessfl.algorithms.h2tune.baselines.FLLM`).
-FLLM = AlgorithmSpec(FLLMSettings, "wirelessfl.algorithms.h2tune.baselines:FLLM")
+FLLM = AlgorithmSpec(
+    FLLMSettings, FederatedLoRAGroupsCost, "wirelessfl.algorithms.h2tune.baselines:FLLM"
+)
 #: ``h2tune_hetlora``: HetLoRA among clients of the same base model.
 H2TUNE_HETLORA = AlgorithmSpec(
-    HeteroHetLoRASettings, "wirelessfl.algorithms.h2tune.baselines:HeteroHetLoRA"
+    HeteroHetLoRASettings,
+    FederatedLoRAGroupsCost,
+    "wirelessfl.algorithms.h2tune.baselines:HeteroHetLoRA",
 )

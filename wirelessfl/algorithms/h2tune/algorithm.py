@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from wirelessfl.algorithms.base import State
+from wirelessfl.algorithms.h2tune.cost import H2TuneCost
 from wirelessfl.algorithms.h2tune.hetero import HeteroAlgorithm
 from wirelessfl.algorithms.h2tune.hetero_trainer import DisentangleWeights, train_h2tune
 from wirelessfl.algorithms.h2tune.layer_alignment import to_global, to_local
@@ -54,6 +55,7 @@ class H2Tune(HeteroAlgorithm):
     """H2Tune (module docstring)."""
 
     Settings = H2TuneSettings
+    CostModel = H2TuneCost
     METRICS = {
         "r_global_norm": "Frobenius norm of the server's R_g after aggregation",
         "alignment_drift": "mean over the arrived clients of ||Omega_k Omega_k^T - I||_F",
@@ -79,6 +81,10 @@ class H2Tune(HeteroAlgorithm):
 
     def global_layers(self, layer_counts: list[int]) -> int:
         return int(self.settings.global_layers or max(layer_counts))
+
+    def federated_values(self, client: int) -> int:
+        """L_g r_g^2: the aligned stack up, R_g down."""
+        return int(self.n_global * self.settings.global_rank**2)
 
     def phi(self, client: int) -> torch.Tensor:
         """Phi_k: ceil(beta_k r_g^2) ones per block, beta_k = ``density`` or r_k / r_g, fixed

@@ -26,6 +26,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import State
+from wirelessfl.algorithms.h2tune.cost import FederatedLoRAGroupsCost, LocalGroupsCost
 from wirelessfl.algorithms.h2tune.hetero import HeteroAlgorithm
 from wirelessfl.algorithms.h2tune.settings import (
     FLLMSettings,
@@ -45,10 +46,13 @@ class HeteroLocal(HeteroAlgorithm):
     """LOCAL: every client trains LoRA of rank r_k and its head alone (module docstring)."""
 
     Settings = HeteroLocalSettings
+    CostModel = LocalGroupsCost
 
 
 class _SharedLoRA(HeteroAlgorithm):
     """LoRA factors federated within classes of clients (:meth:`class_of`)."""
+
+    CostModel = FederatedLoRAGroupsCost
 
     @abstractmethod
     def class_of(self, client: int) -> str:
@@ -65,6 +69,11 @@ class _SharedLoRA(HeteroAlgorithm):
         self.members = {
             k: [c for c in range(self.scenario.n_clients) if self.class_of(c) == k] for k in keys
         }
+
+    def federated_values(self, client: int) -> int:
+        """r_k (d_in + d_out) per adapted layer of the client's model, each way."""
+        rank = self.group(client).rank
+        return sum(int(v.numel()) for v in self._cut(self.initial_values(client), rank).values())
 
     def initial_state(self) -> State:
         """Every class starts from its first member's initial factors at the class width."""

@@ -62,6 +62,8 @@ __all__ = ["HeteroAlgorithm"]
 class HeteroAlgorithm(FederatedAlgorithm):
     """Shared steps of the heterogeneous-model algorithms (module docstring)."""
 
+    EXPORTABLE = False  # one model per base model, adapters of its own
+
     #: Forward-backward passes per local step (H2Tune's alternating steps: 2).
     passes_per_step: int = 1
     #: Whether the R path of the adapters is on (H2Tune) or they act as plain LoRA.
@@ -174,6 +176,15 @@ class HeteroAlgorithm(FederatedAlgorithm):
             for g in self.clients.groups
         )
         runtime.private_limit = ADAPTER_MULTIPLE * largest
+        cost = self.cost_or_fail()  # what each client federates on the model it has
+        cost.set_client_values(
+            {c: self.federated_values(c) for c in range(self.scenario.n_clients)}
+        )
+        cost.start(rank=rank)
+
+    def federated_values(self, client: int) -> int:
+        """Values ``client`` sends (and receives) each round (default: none, LOCAL)."""
+        return 0
 
     def adapter_scale(self) -> float:
         """The scale of the adapters' output (LoRA's alpha / r; H2Tune does not say: 1)."""

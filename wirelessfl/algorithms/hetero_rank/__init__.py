@@ -18,6 +18,7 @@ This package's ``__init__`` and ``settings.py`` do not import torch; :data:`HETL
 (``wirelessfl.registries.ALGORITHMS``).
 """
 
+from wirelessfl.algorithms.hetero_rank.cost import FedStackCost, FlexLoRACost, HetLoRACost
 from wirelessfl.algorithms.hetero_rank.settings import (
     FedStackSettings,
     FlexLoRASettings,
@@ -35,8 +36,14 @@ __all__ = [
 ]
 
 #: ``hetlora``: HetLoRA (truncate, zero-pad, optional self-pruning).
-HETLORA = AlgorithmSpec(HetLoRASettings, "wirelessfl.algorithms.hetero_rank.hetlora:HetLoRA")
+HETLORA = AlgorithmSpec(
+    HetLoRASettings, HetLoRACost, "wirelessfl.algorithms.hetero_rank.hetlora:HetLoRA"
+)
 #: ``flexlora``: FlexLoRA (mean of products, truncated SVD).
-FLEXLORA = AlgorithmSpec(FlexLoRASettings, "wirelessfl.algorithms.hetero_rank.flexlora:FlexLoRA")
+FLEXLORA = AlgorithmSpec(
+    FlexLoRASettings, FlexLoRACost, "wirelessfl.algorithms.hetero_rank.flexlora:FlexLoRA"
+)
 #: ``fedstack``: FedStack / FLoRA (stack, merge into the base, re-initialise).
-FEDSTACK = AlgorithmSpec(FedStackSettings, "wirelessfl.algorithms.hetero_rank.fedstack:FedStack")
+FEDSTACK = AlgorithmSpec(
+    FedStackSettings, FedStackCost, "wirelessfl.algorithms.hetero_rank.fedstack:FedStack"
+)

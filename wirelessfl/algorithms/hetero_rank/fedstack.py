@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.cost import FedStackCost
 from wirelessfl.algorithms.hetero_rank.fresh_lora import fresh_factors
 from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
 from wirelessfl.algorithms.hetero_rank.merged_base import (
@@ -49,25 +49,15 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
 
-__all__ = ["FedStack", "stack_download"]
-
-
-def stack_download(stacked_rank: int, d_in: int, d_out: int) -> tuple[int, float]:
-    """(values sent, client merge FLOPs) of one layer for stacks of total rank
-    ``stacked_rank``: the stacks and their products, or the dense sum and one addition when
-    that is smaller."""
-    stacks, dense = stacked_rank * (d_in + d_out), d_in * d_out
-    if stacked_rank == 0:
-        return 0, 0.0
-    if stacks <= dense:
-        return stacks, 2.0 * dense * stacked_rank
-    return dense, float(dense)
+__all__ = ["FedStack"]
 
 
 class FedStack(FederatedAlgorithm):
     """Stack, merge into the base, re-initialise (module docstring)."""
 
     Settings = FedStackSettings
+    CostModel = FedStackCost
+    EXPORTABLE = False  # the global state is a merged base update, not a peft adapter
     METRICS = {
         "stack_rank": "rank stacked this round: the sum of the arrived clients' r_i",
         "merged_norm": "||Delta||_F of the merged update over the adapted layers",
@@ -75,11 +65,15 @@ class FedStack(FederatedAlgorithm):
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
-        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
-        self.stack_ranks: dict[int, int] = {}  # round -> rank stacked that round
-        self.synced: dict[int, int] = {}  # client -> round of its last download
         self._merge_flops: dict[int, float] = {}  # client -> merge FLOPs of this round
         self._merged: State = {}  # the merged updates the round's clients train on
+
+    @property
+    def stacks(self) -> FedStackCost:
+        """The cost model, which keeps the stacked ranks and the clients' last downloads."""
+        cost = self.cost_or_fail()
+        assert isinstance(cost, FedStackCost)
+        return cost
 
     def initial_state(self) -> State:
         """The runtime's head, zero LoRA factors (unused) and a zero merged update per layer."""
@@ -90,21 +84,15 @@ class FedStack(FederatedAlgorithm):
                 state[name].zero_()
         return {**state, **zero_deltas(runtime.model, runtime.state.layers)}
 
-    # ---- 1. plan ---------------------------------------------------------------------------
-    def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
-        """Rank r_i per client."""
-        return hetero_rank_plans(self, round_plan, self.ratios)
+    # ---- 1. plan: the cost model's rank r_i per client -------------------------------------
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
         """The head (dense) and the unmerged stacks (counted by size: their sum is the
         merged update the client trains on)."""
         runtime = self.runtime_or_fail()
-        t, c = plan.round_index, plan.client
-        stacked = sum(self.stack_ranks.get(u, 0) for u in range(self.synced.get(c, 0), t))
-        sizes = [stack_download(stacked, d_in, d_out) for d_in, d_out in runtime.layer_shapes]
-        self.synced[c] = t
-        self._merge_flops[c] = sum(flops for _, flops in sizes)
+        sizes = self.stacks.stack_sizes(plan)
+        self._merge_flops[plan.client] = sum(flops for _, flops in sizes)
         self._merged = {
             delta_name(layer): global_state[delta_name(layer)] for layer in runtime.state.layers
         }
@@ -115,6 +103,18 @@ class FedStack(FederatedAlgorithm):
         return message
 
     # ---- 3. train --------------------------------------------------------------------------
+    def client_start(self, plan: ClientPlan, downloaded: State) -> State:
+        """A fresh rank-r_i adapter (peft's init, from the generator addressed by (seed,
+        ``fedstack_init``, client, round)) and the downloaded head."""
+        runtime = self.runtime_or_fail()
+        fresh = fresh_factors(
+            runtime.state.params,
+            runtime.state.layers,
+            plan.rank,
+            runtime.generator("fedstack_init", plan.client, plan.round_index),
+        )
+        return {**downloaded, **fresh}
+
     def train(
         self,
         plans: Sequence[ClientPlan],
@@ -125,30 +125,18 @@ class FedStack(FederatedAlgorithm):
     ) -> list[LocalResult]:
         """Fresh rank-r_i adapters and the downloaded head, trained on ``W0 + Delta``."""
         runtime = self.runtime_or_fail()
-        layers, params = runtime.state.layers, runtime.state.params
-        fresh = [
-            {
-                **start,
-                **fresh_factors(
-                    params,
-                    layers,
-                    p.rank,
-                    runtime.generator("fedstack_init", p.client, p.round_index),
-                ),
-            }
-            for p, start in zip(plans, starts, strict=True)
-        ]
-        with merged_base(runtime.model, layers, self._merged):
-            return super().train(plans, fresh, private, record_grad_norms=record_grad_norms)
+        with merged_base(runtime.model, runtime.state.layers, self._merged):
+            return super().train(plans, starts, private, record_grad_norms=record_grad_norms)
 
     # ---- 4. the client's message -------------------------------------------------------------
     def client_message(
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
-        """The trained adapter B_i, A_i at r_i and the head's update."""
+        """The trained adapter B_i, A_i at r_i (named for the compression stage) and the
+        head's update."""
         runtime = self.runtime_or_fail()
         local = result.local
-        message = Message()
+        message = Message(lora=self.lora_tensors(plan))
         for layer in runtime.state.layers:
             for name in (layer.a_param, layer.b_param):
                 message.shared[name] = local[name]
@@ -182,7 +170,6 @@ class FedStack(FederatedAlgorithm):
                     global_state[delta_name(layer)].add_(product, alpha=scale)
                 for name in runtime.state.full_names:
                     global_state[name].add_(shared[name], alpha=float(weight))
-        self.stack_ranks[round_plan.round_index] = sum(plans[c].rank for c in ids)
         return global_state
 
     # ---- evaluation ------------------------------------------------------------------------
@@ -203,19 +190,11 @@ class FedStack(FederatedAlgorithm):
         layers = self.runtime_or_fail().state.layers
         squares = sum(float(global_state[delta_name(layer)].square().sum()) for layer in layers)
         return {
-            "stack_rank": float(self.stack_ranks.get(round_plan.round_index, 0)),
+            "stack_rank": float(self.stacks.stack_ranks.get(round_plan.round_index, 0)),
             "merged_norm": math.sqrt(squares),
         }
 
-    # ---- persistence -----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """Stacked rank per round and each client's last download round."""
-        return {"stack_ranks": dict(self.stack_ranks), "synced": dict(self.synced)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.stack_ranks = {int(t): int(r) for t, r in state.get("stack_ranks", {}).items()}
-        self.synced = {int(c): int(t) for c, t in state.get("synced", {}).items()}
-
+    # ---- persistence: the cost model's stack ranks and downloads (the default) -------------
     def training_state(self) -> dict[str, Any]:
         """The checkpointed state and the round's merged updates (``train`` trains on them)."""
         return {**self.state_dict(), "merged": dict(self._merged)}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.cost import FlexLoRACost
 from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
 from wirelessfl.algorithms.hetero_rank.settings import FlexLoRASettings
 from wirelessfl.algorithms.hetero_rank.svd_redistribution import (
@@ -46,6 +46,7 @@ class FlexLoRA(FederatedAlgorithm):
     """Truncated-SVD redistribution of the mean effective product (module docstring)."""
 
     Settings = FlexLoRASettings
+    CostModel = FlexLoRACost
     METRICS = {
         "server_flops": "server FLOPs of the round: products 2 d_out d_in r_i per client and "
         "layer, plus a thin SVD (14 m n^2 + 8 n^3) per layer",
@@ -55,13 +56,9 @@ class FlexLoRA(FederatedAlgorithm):
 
     def __init__(self, settings: Any, *, scenario: Any) -> None:
         super().__init__(settings, scenario=scenario)
-        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
         self._measured = {name: math.nan for name in self.METRICS}
 
-    # ---- 1. plan ---------------------------------------------------------------------------
-    def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
-        """Rank r_i per client."""
-        return hetero_rank_plans(self, round_plan, self.ratios)
+    # ---- 1. plan: the cost model's rank r_i per client -------------------------------------
 
     # ---- 2. broadcast ----------------------------------------------------------------------
     def broadcast(self, plan: ClientPlan, global_state: State) -> Message:
@@ -79,10 +76,11 @@ class FlexLoRA(FederatedAlgorithm):
     def client_message(
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
-        """The trained factors at r_i and the head's update."""
+        """The trained factors at r_i (named for the compression stage) and the head's
+        update."""
         runtime = self.runtime_or_fail()
         begin, local = start.shared, result.local
-        message = Message()
+        message = Message(lora=self.lora_tensors(plan))
         for layer in runtime.state.layers:
             for name in (layer.a_param, layer.b_param):
                 message.shared[name] = local[name]

@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
-from wirelessfl.algorithms.client_ranks import client_ratios, hetero_rank_plans
+from wirelessfl.algorithms.hetero_rank.cost import HetLoRACost
 from wirelessfl.algorithms.hetero_rank.lora_products import layer_scaling, lora_product
 from wirelessfl.algorithms.hetero_rank.settings import HetLoRASettings
 from wirelessfl.algorithms.hetero_rank.tail_penalty import kept_rank, tail_norm, tail_penalty
 from wirelessfl.algorithms.message import Message
-from wirelessfl.algorithms.state_ops import add_zero_padded
 from wirelessfl.plans import ClientPlan, RoundPlan
 from wirelessfl.training.rank_padding import truncate_rank
 
@@ -51,23 +49,20 @@ class HetLoRA(FederatedAlgorithm):
     """Truncated broadcast, zero-padded weighted sum of the updates (module docstring)."""
 
     Settings = HetLoRASettings
+    CostModel = HetLoRACost
     METRICS = {
         "mean_rank": "mean rank of the arrived clients' updates",
         "pruned_clients": "clients whose self-pruned rank is below their assigned r_i",
     }
 
-    def __init__(self, settings: Any, *, scenario: Any) -> None:
-        super().__init__(settings, scenario=scenario)
-        self.ratios = client_ratios(settings, scenario)  # (N,) r_i / r, fixed for the run
-        self.pruned: dict[int, int] = {}  # client -> its rank after self-pruning
+    @property
+    def pruned(self) -> dict[int, int]:
+        """Client -> the rank it pruned itself to (the cost model's, so controllers see it)."""
+        cost = self.cost_or_fail()
+        assert isinstance(cost, HetLoRACost)
+        return cost.pruned
 
-    # ---- 1. plan ---------------------------------------------------------------------------
-    def plan(self, round_plan: RoundPlan) -> list[ClientPlan]:
-        """Rank r_i per client, capped by the rank it pruned itself to."""
-        return [
-            replace(p, rank=min(p.rank, self.pruned.get(p.client, p.rank)))
-            for p in hetero_rank_plans(self, round_plan, self.ratios)
-        ]
+    # ---- 1. plan: the cost model's, r_i capped by a client's pruned rank ------------------------
 
     # ---- 2. broadcast: the default, the global state cut to r_i ------------------------------
 
@@ -89,7 +84,7 @@ class HetLoRA(FederatedAlgorithm):
         results = []
         for plan, start in zip(plans, starts, strict=True):
             with tail_penalty(runtime, s.pruning_strength, kept_rank(plan.rank, s.pruning_decay)):
-                results += runtime.train(
+                results += super().train(
                     [plan], [start], private, record_grad_norms=record_grad_norms
                 )
         return results
@@ -98,15 +93,17 @@ class HetLoRA(FederatedAlgorithm):
     def client_message(
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
-        """The dense update at the client's rank (cut to the kept rank if it self-pruned)."""
+        """The dense update at the client's rank (cut to the kept rank if it self-pruned: it
+        then sends fewer values than the controller planned this round, and is planned at the
+        kept rank from the next)."""
         runtime = self.runtime_or_fail()
         layers = runtime.state.layers
         begin, local = start.shared, result.local
         rank = self._rank_after_pruning(plan, begin, local)
-        delta = {name: local[name] - value for name, value in begin.items()}
+        message = super().client_message(plan, start, result, private)
         if rank < plan.rank:
-            delta, local = truncate_rank(delta, layers, rank), truncate_rank(local, layers, rank)
-        message = Message(shared=delta)
+            message.shared = truncate_rank(message.shared, layers, rank)
+            local = truncate_rank(local, layers, rank)
         message.diagnostics["rank"] = rank
         if self.settings.aggregation_weights == "norm":  # the server could compute it: no bits
             scale = {layer.name: layer_scaling(runtime.model, layer, plan.rank) for layer in layers}
@@ -130,23 +127,9 @@ class HetLoRA(FederatedAlgorithm):
         self.pruned[plan.client] = keep
         return keep
 
-    # ---- 5. aggregation -----------------------------------------------------------------------
-    def aggregate(
-        self,
-        global_state: State,
-        messages: dict[int, Message],
-        plans: dict[int, ClientPlan],
-        round_plan: RoundPlan,
-    ) -> State:
-        """theta <- theta + sum_i w_i pad_r(Delta_i)."""
-        ids = list(messages)
-        updates = [messages[c].shared for c in ids]
-        layers = self.runtime_or_fail().state.layers
-        add_zero_padded(global_state, updates, layers, self._weights(ids, messages, round_plan))
-        return global_state
-
-    def _weights(
-        self, ids: list[int], messages: dict[int, Message], round_plan: RoundPlan
+    # ---- 5. aggregation: the default, theta <- theta + sum_i w_i pad_r(Delta_i) ----------------
+    def client_weights(
+        self, ids: Sequence[int], messages: dict[int, Message], round_plan: RoundPlan
     ) -> list[float]:
         """Data weights, or the norms normalised (data weights if every norm is 0)."""
         if self.settings.aggregation_weights == "norm":
@@ -166,11 +149,3 @@ class HetLoRA(FederatedAlgorithm):
             "mean_rank": sum(ranks) / len(ranks) if ranks else math.nan,
             "pruned_clients": float(len(self.pruned)),
         }
-
-    # ---- persistence -----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """The clients' self-pruned ranks."""
-        return {"pruned": dict(self.pruned)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.pruned = {int(c): int(r) for c, r in state.get("pruned", {}).items()}

@@ -1,5 +1,5 @@
-"""Round metrics of LoRA algorithms: the covariance term (eq. 12), orthogonality (Fig. 2),
-error-memory size. Pure functions of tensors, each tested on its own."""
+"""Round metrics of SOFT: the covariance term (eq. 12) and orthogonality (Fig. 2). Pure
+functions of tensors, each tested on its own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from wirelessfl.lora_math import covariance_norm, orthogonality_residual
 from wirelessfl.training.lora_state import TrainableState
 
-__all__ = ["covariance_norm_over", "memory_norm", "orthogonality_of"]
+__all__ = ["covariance_norm_over", "orthogonality_of"]
 
 Factors = Sequence[tuple[torch.Tensor, torch.Tensor]]  # per layer: (theta_B (d, r), theta_A (r, l))
 
@@ -55,13 +55,3 @@ def orthogonality_of(global_state: dict[str, torch.Tensor], state: TrainableStat
         orthogonality_residual(*state.paper_factors(global_state, layer)) for layer in state.layers
     ]
     return float(np.mean(values)) if values else math.nan
-
-
-def memory_norm(memories: Sequence[dict[str, tuple[torch.Tensor, torch.Tensor]] | None]) -> float:
-    """Mean over the given error memories of ||m||_F (all layers); NaN if there are none."""
-    norms = [
-        math.sqrt(sum(float(t.double().square().sum()) for pair in m.values() for t in pair))
-        for m in memories
-        if m is not None
-    ]
-    return float(np.mean(norms)) if norms else math.nan

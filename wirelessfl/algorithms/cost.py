@@ -1,0 +1,320 @@
+"""An algorithm's cost model: what each client sends and what a round costs convergence, as
+functions of the controller's decision. No torch: network-only runs and the controllers use it.
+
+Every algorithm publishes one (``CostModel`` on its spec or class). The controllers (TSFA's
+offline search, the Lyapunov online step, the sketch and fixed controllers) plan with it and
+with nothing else; the network-only learner sizes its messages with it; the real algorithm
+plans its clients with it (:meth:`CostModel.plan`), so the plan a controller costs is the plan
+that trains. Its sizes are size-only :class:`~wirelessfl.algorithms.message.Message` objects
+counted by :meth:`Message.payload`, like the real messages (tests hold the two equal).
+
+The decision a controller makes is in the algorithm's own knobs (:attr:`CostModel.knobs`):
+
+- ``ratio``: the fraction O^t of the compression stage (when the stage follows the controller,
+  :mod:`wirelessfl.algorithms.compression`); the upload is affine in O
+  (:meth:`CostModel.affine_upload`) and the penalty is eq. (14)'s form
+  ``offset + a (1 - O)^2 / O^4`` (:meth:`CostModel.ratio_penalty_parts`);
+- ``rank``: the rank each client trains and sends, capped by the controller (a per-round rank
+  r^t <= r, or a per-client k_i); the cost model maps the cap to each client's rank.
+
+An algorithm with neither (FLoRAL, H2Tune: their payload is fixed by their settings) runs
+under the ``fixed`` controller only; the others refuse it in one line.
+
+The default model here is a LoRA algorithm that trains and sends its factors (or their update)
+at the controller's rank, dense unless the compression stage sparsifies them, plus the values
+trained in full (the task head) dense; its download is the dense rank-r_k LoRA and the head.
+Its penalty is Theorem 1's gamma (eq. 14) at each client's rank and sent fraction, the bound
+SOFT derives for sparsified LoRA updates ("the dense bound at the sent fraction"): an algorithm
+with a bound of its own (FSLoRA's Theorem 4.4) overrides :meth:`CostModel.client_penalty`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from optim import BoundConstants, convergence_bound
+from optim.bound import scalar_bound_parts
+from wirelessfl.algorithms.compression import Compression, StageDefaults, resolve_compression
+from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.errors import ConfigError
+from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan
+
+if TYPE_CHECKING:
+    from wirelessfl.config.scenario import Scenario
+
+__all__ = ["RANK", "RATIO", "CostModel", "UploadSplit"]
+
+#: Knob names (:attr:`CostModel.knobs`).
+RATIO = "ratio"
+RANK = "rank"
+
+
+class UploadSplit(tuple):
+    """``(ratio_values, fixed_values, side_bits)`` of one client's upload at ratio 1: the
+    values the stage's ratio scales, those always sent, and side bits (index sets)."""
+
+    __slots__ = ()
+
+    def __new__(cls, ratio_values: float, fixed_values: float, side_bits: float = 0.0):
+        return super().__new__(cls, (float(ratio_values), float(fixed_values), float(side_bits)))
+
+    @property
+    def ratio_values(self) -> float:
+        return self[0]
+
+    @property
+    def fixed_values(self) -> float:
+        return self[1]
+
+    @property
+    def side_bits(self) -> float:
+        return self[2]
+
+
+class CostModel:
+    """Sizes, plans and penalty of an algorithm (see the module docstring).
+
+    Args:
+        settings: the algorithm's settings (its ``strategy`` table).
+        scenario: the whole scenario (N, K, seed, payload, compression, devices).
+        geometry: the model's sizes (adapted layers, values trained in full, base size).
+
+    Class attributes a subclass sets:
+        OWN_STAGE: the algorithm's own compression stage (``compression.* = null``).
+        COMPRESSES: what the stage acts on, ``"updates"`` (error feedback applies),
+            ``"factors"`` (trained factors: no error feedback) or ``None`` (the message
+            cannot take a stage; refused in one line).
+        TAKES_RANK: whether clients train at the controller's rank (the ``rank`` knob).
+    """
+
+    OWN_STAGE: ClassVar[StageDefaults] = StageDefaults()
+    COMPRESSES: ClassVar[str | None] = "updates"
+    TAKES_RANK: ClassVar[bool] = True
+    #: Why the message takes no stage (the refusal's reason, when ``COMPRESSES`` is None).
+    NO_STAGE_REASON: ClassVar[str] = "its message has no LoRA factors to sparsify"
+    #: Whether each adapted layer's message holds both factors (a B-only message cannot take
+    #: SOFT's importance sparsifier, which weighs the rank components of pairs).
+    SENDS_PAIRS: ClassVar[bool] = True
+    #: Whether the message carries the client's local factors (``compression.importance:
+    #: factors`` computes eq. (3)'s weights from them).
+    CARRIES_FACTORS: ClassVar[bool] = False
+    #: Whether the penalty depends on the model rank r (TSFA's offline search trades r by it).
+    PENALTY_DEPENDS_ON_RANK: ClassVar[bool] = True
+    #: What the penalty is, in words (for the refusal when it does not depend on r).
+    PENALTY_TEXT: ClassVar[str] = "eq. (14)'s gamma at the client's rank and sent fraction"
+
+    def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
+        self.settings = settings
+        self.scenario = scenario
+        self.geometry = geometry
+        self.name = scenario.algorithm.name
+        self.model_rank: int | None = None
+        self.compression = resolve_compression(
+            getattr(scenario, "compression", None), self.OWN_STAGE
+        )
+        self._check_compression(self.compression)
+
+    # ---- the stage --------------------------------------------------------------------------
+    def _check_compression(self, stage: Compression) -> None:
+        """One line for a stage this algorithm's message cannot take."""
+        if not stage.active:
+            return
+        if self.COMPRESSES is None:
+            raise ConfigError(
+                f"compression.sparsifier: algorithm {self.name!r} cannot take a compression "
+                f"stage ({self.NO_STAGE_REASON}); use sparsifier: none"
+            )
+        if stage.sparsifier == "soft" and not self.SENDS_PAIRS:
+            raise ConfigError(
+                f"compression.sparsifier: soft weighs each rank component by ||B_i||^2 ||A_i||^2 "
+                f"of the pair it sends, and algorithm {self.name!r} sends B alone; use topk, "
+                "random or structured"
+            )
+        if (
+            stage.importance == "factors"
+            and stage.sparsifier == "soft"
+            and not self.CARRIES_FACTORS
+        ):
+            raise ConfigError(
+                f"compression.importance: factors takes eq. (3)'s weights from the client's local "
+                f"factors, which algorithm {self.name!r}'s message does not carry; use update"
+            )
+        if self.COMPRESSES == "factors" and stage.error_feedback:
+            raise ConfigError(
+                f"compression.error_feedback: algorithm {self.name!r} sends its trained factors, "
+                "not an update, so a memory of unsent values has nothing to add to; set "
+                "compression.error_feedback: false"
+            )
+
+    # ---- knobs ------------------------------------------------------------------------------
+    @property
+    def knobs(self) -> frozenset[str]:
+        """What a controller may decide for this algorithm: ``ratio``, ``rank``, both, none."""
+        knobs = set()
+        if self.compression.follows_controller:
+            knobs.add(RATIO)
+        if self.TAKES_RANK:
+            knobs.add(RANK)
+        return frozenset(knobs)
+
+    # ---- 1. plan ----------------------------------------------------------------------------
+    def start(self, *, rank: int) -> None:
+        """The run's model rank r (the largest rank any client gets), before round 0."""
+        self.model_rank = int(rank)
+
+    def rank_of(self, round_plan: RoundPlan, model_rank: int | None) -> int:
+        """The model rank to plan with: ``model_rank``, the run's, or the round's largest."""
+        if model_rank is not None:
+            return int(model_rank)
+        if getattr(self, "model_rank", None) is not None:
+            return int(self.model_rank)
+        return int(round_plan.ranks.max()) if len(round_plan.ranks) else 1
+
+    def plan(self, round_plan: RoundPlan, *, model_rank: int | None = None) -> list[ClientPlan]:
+        """One plan per client that trains: the controller's rank, the stage's ratio.
+
+        ``model_rank`` is the rank r of the model the clients' ranks are cut from (the
+        controller's candidate; default: the run's, :meth:`start`)."""
+        t, rp, stage = round_plan.round_index, round_plan, self.compression
+        columns = (rp.clients.tolist(), rp.ranks.tolist(), rp.ratios.tolist())
+        return [
+            ClientPlan(c, t, int(r), stage.ratio_for(o)) for c, r, o in zip(*columns, strict=True)
+        ]
+
+    def client_profile(self, client: int) -> Any:
+        """What makes ``client``'s plans differ from another's under the same decision (clients
+        with equal profiles cost the same); default: nothing, every client alike."""
+        return 0
+
+    def size_key(self, plan: ClientPlan) -> Any:
+        """A hashable key such that plans of equal keys have equal sizes (for caching)."""
+        return (type(plan), plan.rank, plan.ratio, self.client_profile(plan.client))
+
+    def download_key(self, plan: ClientPlan) -> Any:
+        """A hashable key such that plans of equal keys download equal sizes (default: the
+        upload's :meth:`size_key`)."""
+        return self.size_key(plan)
+
+    def knob_text(self) -> str:
+        """The algorithm's knobs in words (for one-line refusals)."""
+        knobs = self.knobs
+        if not knobs:
+            return "its payload is fixed by its settings"
+        words = {RATIO: "the compression ratio O^t", RANK: "the clients' rank"}
+        return "it has " + " and ".join(words[k] for k in sorted(knobs))
+
+    # ---- sizes ------------------------------------------------------------------------------
+    def check_network_only(self) -> None:  # noqa: B027 - optional hook
+        """One line when network-only runs cannot size this algorithm's messages (from
+        ``learner.shape``); they can by default."""
+
+    @property
+    def lora_shapes(self) -> Sequence[tuple[int, int]]:
+        """(d, l) per adapted layer: values per rank component d + l."""
+        return self.geometry.layer_shapes
+
+    @property
+    def dense_values(self) -> int:
+        """Values trained in full and sent dense both ways (the task head)."""
+        return int(self.geometry.fixed_values)
+
+    def lora_groups(self, plan: ClientPlan) -> Counter[int]:
+        """Sizes of the tensor groups the stage sparsifies one by one, with their counts:
+        one group of r_k (d + l) values per adapted layer."""
+        return Counter(plan.rank * (d + ell) for d, ell in self.lora_shapes)
+
+    def upload(self, plan: ClientPlan) -> Message:
+        """The upload of ``plan`` as sizes only: each LoRA group sparsified by the stage (one
+        index space per group), the dense values as one dense space."""
+        stage = self.compression
+        spaces = [
+            IndexSpace((), stage.kept(plan.ratio, n), n, copies)
+            for n, copies in self.lora_groups(plan).items()
+        ]
+        if self.dense_values:
+            spaces.append(IndexSpace((), self.dense_values, self.dense_values))
+        return Message(sparse=spaces)
+
+    def download(self, plan: ClientPlan) -> Message:
+        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA and the head."""
+        n = plan.rank * sum(d + ell for d, ell in self.lora_shapes) + self.dense_values
+        return Message(sparse=[IndexSpace((), n, n)])
+
+    def affine_upload(self, plan: ClientPlan) -> UploadSplit:
+        """``plan``'s upload as values the stage's ratio scales plus values always sent (the
+        linear delay model the ratio knob is optimised with; exact counts: :meth:`upload`)."""
+        lora = sum(n * copies for n, copies in self.lora_groups(plan).items())
+        if self.compression.follows_controller:
+            return UploadSplit(lora, self.dense_values)
+        sent = self.upload(replace(plan, ratio=self.compression.ratio_for(plan.ratio)))
+        payload = sent.payload(bits_per_value=1, count_index=False)
+        return UploadSplit(0, payload.n_values, payload.side_bits)
+
+    def upload_bits(self, plan: ClientPlan) -> float:
+        """Uplink bits of ``plan`` [bit], counted as the simulator counts a real message."""
+        payload = self.scenario.payload
+        return self.upload(plan).bits(
+            bits_per_value=payload.bits_per_value, count_index=payload.index_overhead
+        )
+
+    # ---- penalty ----------------------------------------------------------------------------
+    def client_penalty(
+        self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
+    ) -> float:
+        """The convergence penalty of ``plan`` in a round of ``n_scheduled`` clients: gamma of
+        eq. (14) at the client's rank and ratio."""
+        return float(
+            convergence_bound(
+                rank=plan.rank,
+                sparsification=plan.ratio,
+                n_scheduled=n_scheduled,
+                n_clients=self.scenario.n_clients,
+                constants=constants,
+            )
+        )
+
+    def penalty(
+        self, plans: Sequence[ClientPlan], *, n_scheduled: int, constants: BoundConstants
+    ) -> float:
+        """The round's penalty: the mean of its clients' (the clients' common value when all
+        plans are alike)."""
+        if not plans:
+            return float("nan")
+        keys = {(p.rank, p.ratio, self.client_profile(p.client)) for p in plans}
+        if len(keys) == 1:
+            return self.client_penalty(plans[0], n_scheduled=n_scheduled, constants=constants)
+        values = [
+            self.client_penalty(p, n_scheduled=n_scheduled, constants=constants) for p in plans
+        ]
+        return float(sum(values) / len(values))
+
+    def ratio_penalty_parts(
+        self, plans: Sequence[ClientPlan], *, n_scheduled: int, constants: BoundConstants
+    ) -> tuple[float, float]:
+        """``(offset, a)`` with the round's penalty = offset + a (1 - O)^2 / O^4 in the
+        stage's ratio O: eq. (14) at the clients' mean rank (both parts are linear in r)."""
+        ranks = [p.rank for p in plans]
+        rank = ranks[0] if len(set(ranks)) == 1 else sum(ranks) / len(ranks)
+        return scalar_bound_parts(
+            rank=rank,
+            n_scheduled=n_scheduled,
+            n_clients=self.scenario.n_clients,
+            constants=constants,
+        )
+
+    # ---- bookkeeping ------------------------------------------------------------------------
+    def downloaded(self, plan: ClientPlan) -> None:  # noqa: B027 - optional hook
+        """``plan.client`` received its download (what the next one holds may depend on it)."""
+
+    def aggregated(self, round_index: int, plans: dict[int, ClientPlan]) -> None:  # noqa: B027
+        """The server aggregated the arrived clients' messages (their ``plans``)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Bookkeeping to checkpoint (nothing by default)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Restore :meth:`state_dict`."""
