@@ -1,9 +1,10 @@
 """A federated algorithm defined outside the package, for the plug-in tests.
 
 ``HalfRankPersonalHead``: clients with an odd id train at half the model rank (per-client
-plans); every client keeps its own task head (private state: never sent, never averaged) and
-sends its dense LoRA update; the server zero-pads the half-rank updates to the global rank and
-takes their data-weighted mean (shape-changing aggregation).
+plans, in its cost model, so the controllers cost what trains); every client keeps its own
+task head (private state: never sent, never averaged) and sends its dense LoRA update; the
+server zero-pads the half-rank updates to the global rank and takes their data-weighted mean
+(shape-changing aggregation).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from wirelessfl.algorithms import FederatedAlgorithm, Message
+from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.state_ops import add_weighted
 from wirelessfl.config.schema import option
 from wirelessfl.training.rank_padding import truncate_rank, zero_pad_rank
@@ -25,18 +27,30 @@ class HalfRankSettings:
     min_rank: int = option(1, ge=1, doc="lowest rank a client trains at")
 
 
-class HalfRankPersonalHead(FederatedAlgorithm):
-    """Per-client ranks, private heads, zero-padded mean of the LoRA updates."""
+class HalfRankCost(CostModel):
+    """Odd clients at half the controller's rank; the head never travels (it is private)."""
 
-    Settings = HalfRankSettings
-    METRICS = {"mean_rank": "mean rank of the arrived clients"}
+    def client_profile(self, client):
+        return client % 2
 
-    def plan(self, round_plan):
-        plans = super().plan(round_plan)
+    def plan(self, round_plan, *, model_rank=None):
+        plans = super().plan(round_plan, model_rank=model_rank)
         return [
             replace(p, rank=max(self.settings.min_rank, p.rank // 2)) if p.client % 2 else p
             for p in plans
         ]
+
+    @property
+    def dense_values(self):
+        return 0
+
+
+class HalfRankPersonalHead(FederatedAlgorithm):
+    """Per-client ranks, private heads, zero-padded mean of the LoRA updates."""
+
+    Settings = HalfRankSettings
+    CostModel = HalfRankCost
+    METRICS = {"mean_rank": "mean rank of the arrived clients"}
 
     def broadcast(self, plan, global_state):
         layers = self.runtime.state.layers

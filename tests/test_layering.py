@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from wirelessfl.registries import ALGORITHMS
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("channels", "optim", "wirelessfl")
 
@@ -225,32 +227,37 @@ def test_network_only_run_needs_no_torch(tmp_path):
 
 
 def test_every_registered_algorithm_spec_imports_without_torch():
-    """The schema reads an algorithm's Settings on a base install: every family's settings.py
-    and every registered spec (its family's __init__.py) import without torch; the
-    implementations may import it, except those the network-only learner builds."""
+    """The schema reads an algorithm's Settings and network-only runs its cost model on a base
+    install: every family's settings.py and cost.py and every registered spec (its family's
+    __init__.py) import without torch, and every cost model plans and sizes a round; the
+    implementations may import torch."""
     families = sorted(p.parent.name for p in (ROOT / "wirelessfl/algorithms").glob("*/settings.py"))
     proc = _run(
         {"torch", "peft", "transformers"},
         "import dataclasses, importlib\n"
         "from wirelessfl.algorithms import AlgorithmSpec, algorithm_class\n"
+        "from wirelessfl.algorithms.cost import CostModel\n"
         "from wirelessfl.registries import ALGORITHMS\n"
         f"for family in {families!r}:\n"
         "    importlib.import_module(f'wirelessfl.algorithms.{family}.settings')\n"
+        "    importlib.import_module(f'wirelessfl.algorithms.{family}.cost')\n"
         "for name in ALGORITHMS:\n"
         "    spec = ALGORITHMS.load(name)\n"
         "    assert isinstance(spec, AlgorithmSpec), name\n"
         "    assert dataclasses.is_dataclass(spec.Settings), name\n"
-        "    print(name, spec.Settings.__name__)\n"
-        "for name in ('soft', 'fedit', 'fedit_topk', 'fslora'):  # sized_message: network-only\n"
-        "    print(name, algorithm_class(name).__name__)\n"
+        "    assert issubclass(spec.CostModel, CostModel), name\n"
+        "    print(name, spec.Settings.__name__, spec.CostModel.__name__)\n"
         "try:\n"
-        "    algorithm_class('hetlora')\n"
+        "    algorithm_class('soft')\n"
         "except ImportError:\n"
-        "    print('hetlora needs torch')\n",
+        "    print('soft needs torch')\n",
     )
     assert proc.returncode == 0, proc.stderr
-    assert {"fedit", "floral", "fslora", "h2tune", "hetero_rank", "soft"} <= set(families)
+    assert {"fedit", "ffa_lora", "floral", "fslora", "h2tune", "hetero_rank", "soft"} <= set(
+        families
+    )
     lines = proc.stdout.splitlines()
-    assert "soft SoftSettings" in lines and "h2tune_hetlora HeteroHetLoRASettings" in lines
-    assert {"soft SoftFamily", "fedit FedIT", "fedit_topk FedITTopK", "fslora FSLoRA"} <= set(lines)
-    assert lines[-1] == "hetlora needs torch"  # the blocker blocks: the check can fail
+    assert "soft SoftSettings SoftCost" in lines
+    assert "h2tune_hetlora HeteroHetLoRASettings FederatedLoRAGroupsCost" in lines
+    assert len(lines) == len(list(ALGORITHMS)) + 1
+    assert lines[-1] == "soft needs torch"  # the blocker blocks: the check can fail

@@ -103,10 +103,17 @@ def test_entry_point_group_registers_an_installed_plugin(tmp_path, monkeypatch):
     assert registry.load("my_algo") is HalfRankPersonalHead
 
 
-def test_network_only_run_refuses_an_algorithm_without_a_payload_model(registered, tmp_path):
+def test_network_only_run_plans_and_sizes_with_the_plugins_cost_model(registered, tmp_path):
+    """No training: the surrogate plans the clients and sizes their messages with the plug-in's
+    cost model (odd clients at half rank, the private head not sent), and the controller plans
+    the delay the simulator then measures."""
     from scenario_helpers import small_scenario
 
-    with pytest.raises(ConfigError) as err:
-        Run(small_scenario(**{"algorithm.name": "half_rank_personal"}), tmp_path / "run")
-    assert str(err.value).startswith("learner.kind: 'surrogate' needs a network-only payload")
-    assert "HalfRankPersonalHead" in str(err.value) and "\n" not in str(err.value)
+    controller = {"name": "fixed", "rank": 8, "sparsification": 1.0, "r_max": 16}
+    sc = small_scenario(rounds=3, controller=controller, **{"algorithm.name": "half_rank_personal"})
+    result = run_scenario(sc, tmp_path / "run")
+    trained = result.clients[result.clients.status == "arrived"]
+    ranks = np.where(trained.client % 2 == 1, 4, 8)
+    assert (trained["rank"] == ranks).all()
+    assert (trained.bits == 32 * ranks * (64 + 64 + 64 + 32)).all()
+    np.testing.assert_allclose(result.rounds.planned_delay_s, result.rounds.delay_s, rtol=1e-9)

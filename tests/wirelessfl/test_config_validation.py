@@ -38,7 +38,14 @@ from wirelessfl.errors import ConfigError, UserError
         ({"learner": {"model": "hub:"}}, "learner.model: must be one of"),
         ({"learner": {"dataset": "cifar1000"}}, "learner.dataset: must be one of 'digits', "),
         ({"learner": {"partition": "zipf"}}, "learner.partition: must be one of 'iid', "),
-        ({"strategy": {"sparsifier": "magic"}}, "strategy.sparsifier: must be one of 'soft', "),
+        (
+            {"compression": {"sparsifier": "magic"}},
+            "compression.sparsifier: must be one of 'soft', ",
+        ),
+        (
+            {"strategy": {"sparsifier": "topk"}},
+            "strategy.sparsifier: moved to compression.sparsifier",
+        ),
         ({"strategy": {"aggregation": "median"}}, "strategy.aggregation: must be one of 'weight"),
         ({"strategy": {"sparsifiers": "soft"}}, "strategy.sparsifiers: unknown key"),
         ({"algorithm": {"name": "fedmagic"}}, "algorithm.name: must be one of 'soft'"),
@@ -117,10 +124,20 @@ def test_cli_reports_one_line_without_traceback(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("key", ["sketch_ratio", "ratio_choices", "sparsifier"])
+@pytest.mark.parametrize("key", ["sketch_ratio", "ratio_choices"])
 def test_algorithm_settings_under_algorithm_point_to_strategy(key):
     with pytest.raises(ConfigError) as err:
         scenario_from_dict({"algorithm": {"name": "fslora", key: 0.5}})
     assert str(err.value) == (
-        f"algorithm.{key}: use strategy.{key} (an algorithm's settings are the strategy section)"
+        f"algorithm.{key}: use strategy.<algorithm>.{key} (an algorithm's settings are its "
+        "table of the strategy section)"
+    )
+
+
+def test_a_sparsifier_under_algorithm_points_to_the_compression_section():
+    with pytest.raises(ConfigError) as err:
+        scenario_from_dict({"algorithm": {"name": "soft", "sparsifier": "topk"}})
+    assert str(err.value) == (
+        "algorithm.sparsifier: use compression.sparsifier (the compression stage is a section "
+        "of its own)"
     )

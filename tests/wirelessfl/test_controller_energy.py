@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from optim import BoundConstants, EnergyQueues, solve_slot
+from wirelessfl.algorithms.soft.cost import SoftCost
+from wirelessfl.config import scenario_from_dict
 from wirelessfl.config.scenario import ControllerConfig
 from wirelessfl.controllers import ControllerContext, make_controller
 from wirelessfl.controllers.fixed import Fixed
@@ -16,9 +18,17 @@ from wirelessfl.controllers.lyapunov import OnlineLyapunov
 from wirelessfl.controllers.sketch import SketchRatio
 from wirelessfl.controllers.tsfa import TwoStage
 from wirelessfl.errors import ConfigError
+from wirelessfl.plans import ModelGeometry
 
 N = 20
 P_PER_RANK = 64 + 64 + 64 + 32  # sum of (d + l) over two adapted layers
+
+
+def _cost() -> SoftCost:
+    """SOFT's cost model of a 20-client scenario on two layers (64, 64) and (64, 32)."""
+    scenario = scenario_from_dict({"n_clients": N, "n_scheduled": 5})
+    geometry = ModelGeometry(((64, 64), (64, 32)), base_params=0, batch_size=16, seq_len=1)
+    return SoftCost(scenario.strategy, scenario=scenario, geometry=geometry)
 
 
 def _ctx(name: str, budget=None, **over) -> ControllerContext:
@@ -37,6 +47,7 @@ def _ctx(name: str, budget=None, **over) -> ControllerContext:
         constants=BoundConstants(r_max=16),
         settings=settings,
         energy_budget_j=None if budget is None else np.asarray(budget, dtype=float),
+        cost=_cost(),
     )
 
 

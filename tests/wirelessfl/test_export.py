@@ -47,6 +47,7 @@ CASES = {
         "learner.lora_dropout": 0.1,
         "learner.model_options": {"hidden": 24},
     },
+    "ffa_lora": {"algorithm.name": "ffa_lora"},  # A frozen, B trained: A comes from the seed
 }
 
 
@@ -134,7 +135,7 @@ def test_a_damaged_checkpoint_is_refused_before_anything_is_written(exported, tm
 
 def test_exportable_algorithms_are_those_on_the_runtimes_peft_model():
     names = set(exportable_algorithms())
-    assert {"soft", "fedit", "fedit_topk", "fslora", "hetlora", "flexlora"} <= names
+    assert {"soft", "fedit", "fedit_topk", "fslora", "hetlora", "flexlora", "ffa_lora"} <= names
     own_state = {"fedstack", "floral", "floral_local", "ensemble", "fedavg_full", "h2tune"}
     assert not names & (own_state | {"h2tune_local", "fllm", "h2tune_hetlora"})
     assert names < set(ALGORITHMS.names())

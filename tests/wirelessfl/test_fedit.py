@@ -15,6 +15,7 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 torch = pytest.importorskip("torch")
 
 from wirelessfl.algorithms import Message, make_algorithm  # noqa: E402
+from wirelessfl.algorithms.compression_stage import compress_message  # noqa: E402
 from wirelessfl.sim import run_scenario  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
@@ -40,7 +41,9 @@ def _bound(name, strategy=None):
 
 def test_topk_with_ratio_one_is_fedit(tmp_path):
     dense = run_scenario(_scenario("fedit", rounds=3), tmp_path / "dense")
-    topk = run_scenario(_scenario("fedit_topk", {"topk_ratio": 1.0}, rounds=3), tmp_path / "topk")
+    topk = run_scenario(
+        _scenario("fedit_topk", rounds=3, **{"compression.ratio": 1.0}), tmp_path / "topk"
+    )
     pd.testing.assert_frame_equal(
         dense.rounds.drop(columns="wall_s"), topk.rounds.drop(columns="wall_s")
     )
@@ -53,10 +56,13 @@ def test_topk_with_ratio_one_is_fedit(tmp_path):
 
 def test_topk_upload_keeps_the_largest_entries_of_each_layer():
     algorithm, runtime = _bound("fedit_topk")
-    assert algorithm.settings.topk_ratio == 0.5  # App. C.2's compression ratio by default
+    stage = algorithm.cost.compression  # App. C.2's: top-k of half, no error feedback
+    assert (stage.sparsifier, stage.ratio, stage.error_feedback) == ("topk", 0.5, False)
     g = torch.Generator().manual_seed(0)
     delta = {n: torch.randn(v.shape, generator=g) for n, v in runtime.initial_state().items()}
-    message = algorithm.upload(ClientPlan(0, 0, 4, 0.5), delta)
+    plan = ClientPlan(0, 0, 4, 0.5)
+    message = Message(shared=dict(delta), lora=algorithm.lora_tensors(plan))
+    compress_message(message, stage=stage, ratio=0.5, model_rank=4, memory=None, generator=None)
     keep = round(0.5 * LAYER)
     for layer in runtime.state.layers:
         names = (layer.a_param, layer.b_param)
@@ -71,10 +77,13 @@ def test_topk_upload_keeps_the_largest_entries_of_each_layer():
     payload = message.payload(bits_per_value=V, count_index=True)
     assert payload.n_values == 2 * keep + HEAD and payload.n_total == 2 * LAYER + HEAD
     assert payload.index_bits == 2 * min(LAYER, keep * math.ceil(math.log2(LAYER)))
+    assert "memory" not in message.private or message.private["memory"] is None
 
 
 def test_topk_run_counts_values_and_index_bits(tmp_path):
-    sc = _scenario("fedit_topk", {"topk_ratio": 0.25}, rounds=2, **{"payload.index_overhead": True})
+    sc = _scenario(
+        "fedit_topk", rounds=2, **{"payload.index_overhead": True, "compression.ratio": 0.25}
+    )
     result = run_scenario(sc, tmp_path / "run")
     trained = result.clients[result.clients.status == "arrived"]
     keep = round(0.25 * LAYER)

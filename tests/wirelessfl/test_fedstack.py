@@ -95,6 +95,7 @@ def test_stacking_adds_the_weighted_effective_products(runtime):
     p = np.array([runtime.data_fractions[c] for c in ranks])
     w = p / p.sum()
     glob = alg.aggregate(glob, messages, plans, rp)
+    alg.cost.aggregated(3, plans)  # what the learner tells the cost model after aggregating
     for x in layers:
         want = before[delta_name(x)] + sum(
             wc
@@ -110,7 +111,7 @@ def test_stacking_adds_the_weighted_effective_products(runtime):
             wc * _np(messages[c].shared[n]) for wc, c in zip(w, ranks, strict=True)
         )
         np.testing.assert_allclose(_np(glob[n]), want, rtol=1e-5, atol=1e-6)
-    assert alg.stack_ranks == {3: 7}
+    assert alg.stacks.stack_ranks == {3: 7}
     assert alg.metrics(glob, messages, rp)["stack_rank"] == 7
 
 
@@ -176,15 +177,20 @@ def test_download_is_the_unmerged_stacks_capped_at_the_dense_sum(runtime):
     assert stack_download(33, 64, 64) == (4096, 4096.0)  # the dense sum is smaller
     alg = _algorithm(runtime)
     glob = alg.initial_state()
-    alg.stack_ranks = {0: 10, 1: 12, 3: 15}
-    alg.synced = {4: 1}
+    alg.stacks.stack_ranks = {0: 10, 1: 12, 3: 15}
+    alg.stacks.synced = {4: 1}
 
     def bits(client, t):
-        message = alg.broadcast(ClientPlan(client, t, 2, 1.0), glob)
+        plan = ClientPlan(client, t, 2, 1.0)
+        message = alg.broadcast(plan, glob)
+        assert alg.cost.download(plan).bits(bits_per_value=32, count_index=False) == (
+            message.bits(bits_per_value=32, count_index=False)  # the cost model's size
+        )
+        alg.cost.downloaded(plan)  # as the learner does after each broadcast
         return message.bits(bits_per_value=32, count_index=False)
 
     assert bits(4, 4) == 32 * (2 * 27 * 128 + HEAD)  # rounds 1..3 since its download at 1
-    assert alg.synced[4] == 4 and bits(4, 4) == 32 * HEAD  # nothing new
+    assert alg.stacks.synced[4] == 4 and bits(4, 4) == 32 * HEAD  # nothing new
     assert bits(6, 4) == 32 * (2 * 4096 + HEAD)  # never synced: 37 x 128 > 4096
     assert bits(7, 1) == 32 * (2 * 10 * 128 + HEAD)
     steps = runtime.flops_per_step_at(2) * runtime.steps_for(7)

@@ -17,9 +17,9 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+from wirelessfl.algorithms.floral.cost import adaptor_rank, conv_adaptor_rank  # noqa: E402
 from wirelessfl.algorithms.floral.lora_precondition import precondition_gradients  # noqa: E402
 from wirelessfl.algorithms.floral.mixture_aggregation import component_weights, mixture_average  # noqa: E402
-from wirelessfl.algorithms.floral.cost import adaptor_rank, conv_adaptor_rank  # noqa: E402
 from wirelessfl.algorithms.floral.mixture_layers import (  # noqa: E402
     MixingWeights,
     MixtureConv2d,

@@ -187,7 +187,7 @@ def test_aggregate_is_eq5_by_hand(aggregation):
             delta[layer.b_param] = torch.randn((b.shape[0], 2), generator=g)
         for name in runtime.state.full_names:
             delta[name] = torch.randn(global_state[name].shape, generator=g)
-        messages[c] = Message(shared=delta)
+        messages[c] = Message(shared=delta, lora=algorithm.lora_tensors(plans[c]))
     p = {c: float(runtime.data_fractions[c]) for c in sets}
     n_clients, n_scheduled = 8, 3  # one scheduled client did not arrive
     if aggregation == "weighted_mean":
@@ -210,7 +210,10 @@ def test_aggregate_is_eq5_by_hand(aggregation):
 
 # ---- whole runs --------------------------------------------------------------------------------
 def _algo_free(frame):
-    return frame.drop(columns=[c for c in frame.columns if c.startswith("algo.") or c == "wall_s"])
+    """The columns that do not depend on the algorithm (its penalty, ``bound``, does)."""
+    return frame.drop(
+        columns=[c for c in frame.columns if c.startswith("algo.") or c in ("wall_s", "bound")]
+    )
 
 
 def test_fslora_without_sketching_is_fedit_bit_for_bit(tmp_path):
@@ -219,6 +222,7 @@ def test_fslora_without_sketching_is_fedit_bit_for_bit(tmp_path):
     pd.testing.assert_frame_equal(_algo_free(fs.rounds), _algo_free(fi.rounds))
     pd.testing.assert_frame_equal(fs.clients, fi.clients)
     assert (fs.rounds["algo.sketch_penalty"] == 1.0).all()
+    assert (fs.rounds["bound"] == 1.0).all()  # Theorem 4.4's mean r^2 / k_i^2
     assert fs.rounds["accuracy"].notna().any()
 
 
@@ -260,8 +264,9 @@ def test_per_layer_index_sets_send_one_set_per_layer(tmp_path):
 
 
 def test_topk_on_the_uploaded_slices(tmp_path):
-    strategy = {"sketch_ratio": 0.5, "topk_ratio": 0.25}
-    result = run_scenario(_scenario(strategy, rounds=2), tmp_path / "run")
+    topk = {"sparsifier": "topk", "ratio": 0.25, "error_feedback": False}  # App. C.2's, at 0.25
+    sc = _scenario({"sketch_ratio": 0.5}, rounds=2, compression=topk)
+    result = run_scenario(sc, tmp_path / "run")
     trained = result.clients[result.clients.status == "arrived"]
     kept = 2 * round(0.25 * 2 * 128)  # per layer round(topk k (d + l)), k = 2
     assert (trained.bits == V * (kept + HEAD)).all()
@@ -340,7 +345,7 @@ def test_ratio_by_device_class(tmp_path):
         ({"ratio_choices": [2]}, r"^strategy\.ratio_choices\[0\]: expected a ratio in \(0, 1\]"),
         ({"download": "half"}, r"^strategy\.download: must be one of 'full', 'sketch'"),
         ({"index_sets": "layer"}, r"^strategy\.index_sets: must be one of"),
-        ({"topk_ratio": 1.5}, r"^strategy\.topk_ratio: must be > 0"),
+        ({"topk_ratio": 0.5}, r"^strategy\.topk_ratio: moved to compression\.ratio"),
     ],
 )
 def test_bad_settings_are_one_line_errors_naming_the_key(strategy, message):

@@ -35,7 +35,7 @@ CASES = {
         str(SCENARIOS / "paper" / "fig3ab_sparsifiers.yaml"),
         [
             "rounds=2",
-            "strategy.sparsifier=topk",
+            "compression.sparsifier=topk",
             "output.clients=true",
             "output.events=true",
         ],

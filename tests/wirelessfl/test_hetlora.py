@@ -108,7 +108,7 @@ def test_norm_weights_are_the_clients_effective_product_norms(runtime):
     assert messages[2].diagnostics["norm"] == pytest.approx(norms[2], rel=1e-5)
     rp = RoundPlan(0, np.array([2, 3]), 4, 1.0, 0.0, 2)
     total = norms[2] + norms[3]
-    assert alg._weights([2, 3], messages, rp) == pytest.approx(
+    assert alg.client_weights([2, 3], messages, rp) == pytest.approx(
         [norms[2] / total, norms[3] / total], rel=1e-5
     )
     with pytest.raises(ConfigError, match="^strategy.aggregation_weights: norm"):

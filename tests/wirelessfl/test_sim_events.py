@@ -103,6 +103,6 @@ def test_surrogate_payload_is_the_soft_budget_per_client(make_scenario):
         assert rep.bits_up == 32 * sum(k) + index and rep.bits_down == 32 * sum(n)
         assert (rep.rank, rep.ratio) == (r, o)
 
-    dense = SurrogateLearner.from_scenario(make_scenario(**{"strategy.sparsifier": "none"}))
+    dense = SurrogateLearner.from_scenario(make_scenario(**{"compression.sparsifier": "none"}))
     report = dense.local_round(RoundPlan(0, [3], 4, 0.25, 1.0, 1))[3]
     assert report.n_values == report.n_total and report.ratio == 1.0  # ILoRA sends it all

@@ -1,7 +1,8 @@
 """controller.name: sketch, end to end on network-only scenarios (learner.kind: surrogate).
 
-The surrogate with algorithm soft treats the per-client ranks as LoRA ranks: client i uploads
-v k_i P bits and computes the FLOPs of rank k_i, which is the sketch controller's latency model.
+The surrogate with algorithm fslora (every client's sketching ratio 1) gives client i the
+controller's k_i: it uploads v k_i P bits and computes the FLOPs of rank k_i, which is the
+sketch controller's latency model, and its penalty is Theorem 4.4's r^2 / k_i^2.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ R = 8
 def _sketch(**overrides):
     return small_scenario(
         **{
+            "algorithm.name": "fslora",
             "controller.name": "sketch",
             "controller.rank": R,
             "controller.V": 1.0e-3,

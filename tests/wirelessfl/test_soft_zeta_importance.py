@@ -1,5 +1,5 @@
 """zeta (eq. 2) is a SOFT setting, and SOFT's importance weights (eq. 3) come from the update
-or from the local factors (``strategy.importance``).
+or from the local factors (``compression.importance``).
 
 Budgets are checked against a direct numpy computation of eq. (3): o_i close to
 n_keep * w_i / sum_j w_j with w_i = ||B[:, i]||^2 ||A[i, :]||^2 of the chosen matrices, summing
@@ -28,9 +28,9 @@ FIG3AB = SCENARIO_DIR / "paper" / "fig3ab_sparsifiers.yaml"
     [("soft", SOFT_ZETA), ("topk", 0.0), ("random", 0.0), ("structured", 0.0), ("none", 0.0)],
 )
 def test_null_zeta_is_the_papers_reading_and_written_as_a_number(sparsifier, zeta):
-    sc = load_scenario(FIG3AB, [f"strategy.sparsifier={sparsifier}"])
+    sc = load_scenario(FIG3AB, [f"compression.sparsifier={sparsifier}"])
     assert sc.strategy.zeta == zeta
-    written = yaml.safe_load(scenario_yaml(sc))["strategy"]["zeta"]
+    written = yaml.safe_load(scenario_yaml(sc))["strategy"]["soft"]["zeta"]
     assert isinstance(written, float) and written == zeta
     assert SoftFamily(sc.strategy, scenario=sc).orthogonality_weight() == zeta
     again = scenario_from_dict(yaml.safe_load(scenario_yaml(sc)))  # config.yaml reads back
@@ -42,7 +42,7 @@ def test_soft_default_is_the_shipped_value():
 
 
 def test_an_explicit_zeta_applies_to_any_sparsifier():
-    sc = load_scenario(FIG3AB, ["strategy.sparsifier=topk", "strategy.zeta=0.02"])
+    sc = load_scenario(FIG3AB, ["compression.sparsifier=topk", "strategy.zeta=0.02"])
     assert SoftFamily(sc.strategy, scenario=sc).orthogonality_weight() == 0.02
     sc = load_scenario(FIG3AB, ["strategy.zeta=0"])
     assert SoftFamily(sc.strategy, scenario=sc).orthogonality_weight() == 0.0
@@ -65,12 +65,16 @@ class _Recorder:
 
 @pytest.mark.parametrize("sparsifier", ["soft", "topk"])
 def test_the_algorithm_passes_its_zeta_to_the_runtime(sparsifier):
-    sc = load_scenario(FIG3AB, [f"strategy.sparsifier={sparsifier}"])
+    sc = load_scenario(FIG3AB, [f"compression.sparsifier={sparsifier}"])
     algo = SoftFamily(sc.strategy, scenario=sc)
     algo.runtime = _Recorder()  # type: ignore[assignment]
     algo.train([], [], None)  # type: ignore[arg-type]
     assert algo.runtime.calls == [
-        {"zeta": SOFT_ZETA if sparsifier == "soft" else 0.0, "record_grad_norms": False}
+        {
+            "zeta": SOFT_ZETA if sparsifier == "soft" else 0.0,
+            "frozen": frozenset(),
+            "record_grad_norms": False,
+        }
     ]
 
 
@@ -194,8 +198,8 @@ def test_error_feedback_holds_with_factor_weights():
     ("overrides", "zeta"),
     [
         ({"strategy.zeta": None}, SOFT_ZETA),
-        ({"strategy.zeta": None, "strategy.sparsifier": "topk"}, 0.0),
-        ({"strategy.importance": "factors"}, 0.01),
+        ({"strategy.zeta": None, "compression.sparsifier": "topk"}, 0.0),
+        ({"compression.importance": "factors"}, 0.01),
     ],
 )
 def test_a_run_trains_with_the_algorithms_zeta(overrides, zeta, tmp_path, monkeypatch):
@@ -213,6 +217,6 @@ def test_a_run_trains_with_the_algorithms_zeta(overrides, zeta, tmp_path, monkey
     sc = digits_scenario(rounds=2, eval_every=2, **{"output.checkpoint_every": 0, **overrides})
     result = run_scenario(sc, tmp_path / "run")
     assert result.finished and seen == [zeta, zeta]
-    written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["strategy"]
+    written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["strategy"]["soft"]
     assert written["zeta"] == zeta
     assert np.allclose(result.rounds["algo.sent_fraction"], 0.5, atol=0.01)

@@ -74,7 +74,7 @@ def test_sparsifier_panels_are_drawn_against_round_and_time(tmp_path):
                 "controller.name": "fixed",
                 "controller.rank": rank,
                 "controller.sparsification": ratio,
-                "strategy.sparsifier": sparsifier,
+                "compression.sparsifier": sparsifier,
             },
         )
         runs.append(run_scenario(sc, tmp_path / f"{sparsifier}{ratio}"))

@@ -246,10 +246,14 @@ class FederatedAlgorithm(ABC):
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
         """Step 4 as it goes over the air: :meth:`client_message`, then the run's compression
-        stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`)."""
+        stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`). A message
+        with a non-finite value is returned as it is (the learner stops the round, naming it)."""
         from wirelessfl.algorithms.compression_stage import MEMORY, compress_message
+        from wirelessfl.algorithms.finite import non_finite
 
         message = self.client_message(plan, start, result, private)
+        if non_finite(message.shared) is not None:
+            return message
         runtime = self.runtime_or_fail()
         compress_message(
             message,

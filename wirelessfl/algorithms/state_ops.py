@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from wirelessfl.algorithms.message import Message
+from wirelessfl.algorithms.message import LoraTensors, Message
 from wirelessfl.training.lora_state import LoraLayer
 from wirelessfl.training.rank_padding import lora_rank
 
@@ -31,10 +31,18 @@ def add_weighted(state: State, updates: Sequence[State], weights: Sequence[float
 def at_global_rank(message: Message, global_state: State, layers: Iterable[LoraLayer]) -> State:
     """``message.shared`` with every LoRA factor of :attr:`Message.lora` placed at its rank
     components of the global factors, zeros elsewhere (a lower rank zero-padded, FSLoRA's
-    slices scattered; eq. (5)); the other tensors as they are."""
+    slices scattered; eq. (5)); a layer's factors the message shares without naming them in
+    :attr:`Message.lora` are its first components; the other tensors as they are."""
+    layers = list(layers)
     rank = lora_rank(global_state, layers)
     out = dict(message.shared)
-    for group in message.lora:
+    named = {group.layer for group in message.lora}
+    groups = list(message.lora) + [
+        LoraTensors(layer.name, layer.b_param, layer.a_param if layer.a_param in out else None)
+        for layer in layers
+        if layer.name not in named and layer.b_param in out
+    ]
+    for group in groups:
         for name, dim in ((group.a, 0), (group.b, 1)):
             if name is None:
                 continue

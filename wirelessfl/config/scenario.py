@@ -417,8 +417,12 @@ class AlgorithmConfig:
     """The federated algorithm (``wirelessfl.algorithms``); its settings are ``strategy.*``."""
 
     MOVED_KEYS: ClassVar[dict[str, str]] = {
-        key: f"use strategy.{key} (an algorithm's settings are the strategy section)"
-        for key in ("sketch_ratio", "ratio_choices", "ratio_by_class", "zeta", "sparsifier")
+        **{
+            key: f"use strategy.<algorithm>.{key} (an algorithm's settings are its table of "
+            "the strategy section)"
+            for key in ("sketch_ratio", "ratio_choices", "ratio_by_class", "zeta")
+        },
+        "sparsifier": "use compression.sparsifier (the compression stage is a section of its own)",
     }
 
     name: str = option("soft", choices=ALGORITHMS, doc="an algorithm registry name")
