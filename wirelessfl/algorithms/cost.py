@@ -30,6 +30,8 @@ with a bound of its own (FSLoRA's Theorem 4.4) overrides :meth:`CostModel.client
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -45,7 +47,7 @@ from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan
 if TYPE_CHECKING:
     from wirelessfl.config.scenario import Scenario
 
-__all__ = ["RANK", "RATIO", "CostModel", "UploadSplit"]
+__all__ = ["RANK", "RATIO", "CostModel", "FixedPayloadCost", "UploadSplit"]
 
 #: Knob names (:attr:`CostModel.knobs`).
 RATIO = "ratio"
@@ -101,10 +103,9 @@ class CostModel:
     #: Whether the message carries the client's local factors (``compression.importance:
     #: factors`` computes eq. (3)'s weights from them).
     CARRIES_FACTORS: ClassVar[bool] = False
-    #: Whether the penalty depends on the model rank r (TSFA's offline search trades r by it).
+    #: Whether the penalty depends on the model rank r (TSFA's offline search trades r by it;
+    #: without, it takes the largest feasible rank).
     PENALTY_DEPENDS_ON_RANK: ClassVar[bool] = True
-    #: What the penalty is, in words (for the refusal when it does not depend on r).
-    PENALTY_TEXT: ClassVar[str] = "eq. (14)'s gamma at the client's rank and sent fraction"
 
     def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
         self.settings = settings
@@ -224,7 +225,10 @@ class CostModel:
     def lora_groups(self, plan: ClientPlan) -> Counter[int]:
         """Sizes of the tensor groups the stage sparsifies one by one, with their counts:
         one group of r_k (d + l) values per adapted layer."""
-        return Counter(plan.rank * (d + ell) for d, ell in self.lora_shapes)
+        groups = self.__dict__.setdefault("_groups_at", {})
+        if plan.rank not in groups:
+            groups[plan.rank] = Counter(plan.rank * (d + ell) for d, ell in self.lora_shapes)
+        return groups[plan.rank]
 
     def upload(self, plan: ClientPlan) -> Message:
         """The upload of ``plan`` as sizes only: each LoRA group sparsified by the stage (one
@@ -318,3 +322,39 @@ class CostModel:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Restore :meth:`state_dict`."""
+
+
+class FixedPayloadCost(CostModel, ABC):
+    """A payload fixed by the algorithm's settings, dense both ways (FLoRAL's and H2Tune's
+    families): no knob for a controller, no LoRA factors for a compression stage, no known
+    bound (the penalty is NaN)."""
+
+    COMPRESSES = None
+    TAKES_RANK = False
+    PENALTY_DEPENDS_ON_RANK = False
+
+    @abstractmethod
+    def up_values(self, plan: ClientPlan) -> int:
+        """Values ``plan.client`` sends this round."""
+
+    def down_values(self, plan: ClientPlan) -> int:
+        """Values ``plan.client`` receives this round (default: as many as it sends)."""
+        return self.up_values(plan)
+
+    def upload(self, plan: ClientPlan) -> Message:
+        n = self.up_values(plan)
+        return Message(sparse=[IndexSpace((), n, n)] if n else [])
+
+    def download(self, plan: ClientPlan) -> Message:
+        n = self.down_values(plan)
+        return Message(sparse=[IndexSpace((), n, n)] if n else [])
+
+    def client_penalty(
+        self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
+    ) -> float:
+        return math.nan
+
+    def ratio_penalty_parts(
+        self, plans: Sequence[ClientPlan], *, n_scheduled: int, constants: BoundConstants
+    ) -> tuple[float, float]:
+        return math.nan, 0.0

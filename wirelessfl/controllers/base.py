@@ -37,7 +37,7 @@ import numpy as np
 
 from channels.fdma import full_band_upload_s
 from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
-from wirelessfl.algorithms.cost import CostModel
+from wirelessfl.algorithms.cost import CostModel, UploadSplit
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -310,6 +310,17 @@ class Controller(ABC):
             if key not in cache:
                 cache[key] = cost.upload_bits(plan)
             out[i] = cache[key]
+        return out
+
+    def affine_uploads(self, plans: list[ClientPlan]) -> list[UploadSplit]:
+        """Each plan's upload as values the stage's ratio scales and values always sent."""
+        cache = self.__dict__.setdefault("_affine_cache", {})
+        cost, out = self.ctx.cost, []
+        for plan in plans:
+            key = cost.size_key(plan)
+            if key not in cache:
+                cache[key] = cost.affine_upload(plan)
+            out.append(cache[key])
         return out
 
     def penalty(self, plans: list[ClientPlan]) -> float:

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from channels import equal_delay_shares, rate_bps
+from channels import equal_delay_shares, full_band_upload_s
 
 __all__ = ["finish_together_shares", "planned_upload_s"]
 
@@ -40,7 +40,8 @@ def planned_upload_s(
     bits = np.asarray(bits, dtype=float)
     if bits.size == 0:
         return 0.0
-    rate = np.asarray(rate_bps(shares, bandwidth_hz, snr), dtype=float)
-    upload = np.divide(bits, rate, out=np.full(bits.size, math.inf), where=rate > 0)
+    shares = np.asarray(shares, dtype=float)
+    full_band = full_band_upload_s(bits, bandwidth_hz, snr)  # bits / (B log2(1 + SNR))
+    upload = np.divide(full_band, shares, out=np.full(bits.size, math.inf), where=shares > 0)
     upload[bits == 0.0] = 0.0
     return float(upload.max())

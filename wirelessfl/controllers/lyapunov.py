@@ -74,7 +74,7 @@ class OnlineLyapunov(Controller):
     def _decide_ratio(self, snr: np.ndarray) -> Decision:
         c, s = self.ctx, self.ctx.settings
         dense = self.round_plans(snr, self.rank, 1.0)
-        splits = [c.cost.affine_upload(p) for p in dense]
+        splits = self.affine_uploads(dense)
         v, bw = float(c.bits_per_value), float(c.bandwidth_hz)
         inv = 1.0 / spectral_efficiency(snr)
         if len(set(splits)) == 1:  # equal payloads: eq. (31) and the paper's D^t = c O

@@ -15,8 +15,10 @@ above the outage threshold ``faults.outage_snr_db``, or above each client's
 ``controller.offline_outage_prob`` quantile when there is none; ``optim.offline`` and
 docs/solvers.md, "The offline stage").
 
-An algorithm whose penalty does not depend on the rank (FSLoRA: Theorem 4.4 sees only k_i / r)
-gives the offline stage nothing to trade: it is refused in one line (use osfa).
+An algorithm whose penalty does not depend on the rank r (FSLoRA: Theorem 4.4 sees only
+k_i / r) makes every feasible rank tie; the offline stage then takes the largest feasible one
+(a client's cost is its sketch k_i, not r: a large global rank is what sketching is for; the
+paper's r = 64) instead of the paper's smaller-rank tie rule, which would give r = 1.
 """
 
 from __future__ import annotations
@@ -65,13 +67,6 @@ class TwoStage(OnlineLyapunov):
         )
 
     def choose_rank(self) -> int:
-        c = self.ctx
-        if not c.cost.PENALTY_DEPENDS_ON_RANK:
-            raise ConfigError(
-                f"controller.name: tsfa chooses the rank offline by the convergence penalty, and "
-                f"algorithm {c.cost.name!r}'s penalty does not depend on the rank "
-                f"({c.cost.PENALTY_TEXT}); use osfa (controller.rank) or sketch"
-            )
         w = self._inverse_efficiency()
         self.planning_w_mean = float(np.mean(w)) if w is not None else None
         groups = self._client_groups()
@@ -186,7 +181,9 @@ class TwoStage(OnlineLyapunov):
                 for p in plans
             ]
             bounds[i] = float(np.dot(values, counts) / counts.sum())
-        best = int(np.argmin(bounds))
+        best = int(np.argmin(bounds))  # ties: the smaller rank (Algorithm 2)
+        if not c.cost.PENALTY_DEPENDS_ON_RANK:  # every feasible rank ties: the largest
+            best = int(np.flatnonzero(feasible)[-1])
         delays = fixed + slope * o
         self.fixed_average_delay_s = float(fixed[best])
         self.offline = SimpleNamespace(
@@ -207,6 +204,11 @@ class TwoStage(OnlineLyapunov):
             "offline_fixed_delay_s": self.fixed_average_delay_s,
             "offline_bounds": [float(b) for b in o.bounds],
             "offline_sparsifications": [float(x) for x in o.sparsifications],
+            "offline_tie_rule": (
+                "smaller rank (Algorithm 2)"
+                if self.ctx.cost.PENALTY_DEPENDS_ON_RANK
+                else "largest feasible rank (the penalty does not depend on r)"
+            ),
             "online_knob": self.knob,
         }
         if self.planning_w_mean is not None:  # keys only for expected_rate: meta.json unchanged

@@ -17,8 +17,12 @@ ROUND_COLUMNS: dict[str, str] = {
     "completion_s": "t_end_s - t_start_s: downlink + compute + upload (+ waiting for a deadline)",
     "queue": "Q^t: virtual queue at the start of the round, before its update (eq. 21)",
     "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0)",
-    "sparsification": "O^t chosen for the round",
-    "rank": "LoRA rank r of the round (the largest client rank when ranks differ)",
+    "sparsification": "O^t: the fraction of their LoRA factors the clients send (the ratio the "
+    "controller chose for a compression stage that follows it, a stage's fixed ratio, or 1 "
+    "without a stage)",
+    "rank": "LoRA rank r of the model (the largest rank a client can get)",
+    "mean_client_rank": "mean rank the clients that trained trained at (the controller's rank "
+    "knob, capped by each client's own rank); NaN when nobody trained",
     "n_scheduled": "clients scheduled (K^t)",
     "n_arrived": "clients whose update reached the server and was aggregated",
     "n_dropped": "scheduled clients that dropped out after the broadcast",
@@ -37,7 +41,9 @@ ROUND_COLUMNS: dict[str, str] = {
     "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
     "(controller.energy_budget_j; NaN without a budget)",
     "planned_delay_s": "D^t the controller planned with its shares (before faults)",
-    "bound": "gamma^t: the per-round convergence-bound term (Theorem 1)",
+    "bound": "the algorithm's convergence penalty of the round: gamma^t of Theorem 1 (SOFT and "
+    "the LoRA algorithms without a bound of their own), FSLoRA's mean r^2 / k_i^2 (Theorem "
+    "4.4); NaN when none is known (FLoRAL, H2Tune)",
     "solver_fallback": "P3 solver fallbacks in the round: solvers that failed before one "
     "answered (0: the first; controller.method = cvxpy: 1 if SCS rescued CLARABEL, 2 if both "
     "failed and the exact solver answered)",

@@ -510,6 +510,11 @@ class Simulator:
             "queue_after": queue_after,
             "sparsification": r.sparsification,
             "rank": self.rank,
+            "mean_client_rank": (
+                float(np.mean([report.rank for report in r.reports.values()]))
+                if r.reports
+                else math.nan
+            ),
             "n_scheduled": len(r.scheduled),
             "index_bits": float(sum(r.reports[c].index_bits for c in arrived_set)),
             "bits_down": float(sum(report.bits_down for report in r.reports.values())),

@@ -26,7 +26,10 @@ class FFALoRACost(CostModel):
 
     def lora_groups(self, plan: ClientPlan) -> Counter[int]:
         """One group of r_k l values (B) per adapted layer."""
-        return Counter(plan.rank * ell for _, ell in self.lora_shapes)
+        groups = self.__dict__.setdefault("_b_groups_at", {})
+        if plan.rank not in groups:
+            groups[plan.rank] = Counter(plan.rank * ell for _, ell in self.lora_shapes)
+        return groups[plan.rank]
 
     def download(self, plan: ClientPlan) -> Message:
         n = plan.rank * sum(ell for _, ell in self.lora_shapes) + self.dense_values

@@ -23,9 +23,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from optim import BoundConstants
-from wirelessfl.algorithms.cost import CostModel
-from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.algorithms.cost import FixedPayloadCost
 from wirelessfl.plans import ClientPlan
 
 __all__ = [
@@ -51,17 +49,13 @@ def conv_adaptor_rank(c_in: int, c_out: int, kernel: int, rho: float) -> int:
     return adaptor_rank(c_in * kernel, c_out * kernel, rho)
 
 
-class RoutedCost(CostModel, ABC):
+class RoutedCost(FixedPayloadCost, ABC):
     """A fixed dense payload, measured or from ``learner.shape`` (module docstring)."""
 
-    COMPRESSES = None
-    TAKES_RANK = False
     NO_STAGE_REASON = (
         "the server averages its tensors by Algorithm 1's mixture weights, not as sparse LoRA "
         "updates"
     )
-    PENALTY_DEPENDS_ON_RANK = False
-    PENALTY_TEXT = "no bound is known for its payload"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
@@ -83,22 +77,13 @@ class RoutedCost(CostModel, ABC):
     def federated_values(self) -> int:
         return self.sent_values if self.sent_values is not None else self.shaped_values()
 
-    def upload(self, plan: ClientPlan) -> Message:
+    def up_values(self, plan: ClientPlan) -> int:
+        """The federated tensors, and the C mixture weights when C > 1."""
         weights = self.n_components if self.n_components > 1 else 0
-        n = self.federated_values() + weights
-        return Message(sparse=[IndexSpace((), n, n)] if n else [])
+        return self.federated_values() + weights
 
-    def download(self, plan: ClientPlan) -> Message:
-        n = self.federated_values()
-        return Message(sparse=[IndexSpace((), n, n)] if n else [])
-
-    def client_penalty(
-        self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
-    ) -> float:
-        return math.nan
-
-    def ratio_penalty_parts(self, plans, *, n_scheduled, constants) -> tuple[float, float]:
-        return math.nan, 0.0
+    def down_values(self, plan: ClientPlan) -> int:
+        return self.federated_values()
 
 
 class FloralCost(RoutedCost):

@@ -15,7 +15,7 @@ Penalty: Theorem 4.4's smoothness factor r^2 / k_i^2 per client (the round's is 
 L~ / L), plus, when the stage thins the upload, eq. (14)'s sparsification term at rank k_i,
 4 N (1 - O)^2 r S^2 W^4 / (K O^4) (SOFT's analysis of sparsified LoRA updates, the closest
 bound there is). It does not depend on the global rank r itself, only on k_i / r, so TSFA's
-offline rank search has nothing to trade and refuses FSLoRA.
+offline rank search takes the largest rank the budget allows (every rank ties).
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ class FSLoRACost(CostModel):
     """FSLoRA (module docstring)."""
 
     PENALTY_DEPENDS_ON_RANK = False
-    PENALTY_TEXT = "Theorem 4.4's (1/N) sum_i r^2 / k_i^2 sees only the ratios k_i / r"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)

@@ -20,26 +20,19 @@ built, so a network-only run is refused in one line. Penalty: NaN (no bound here
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from optim import BoundConstants
-from wirelessfl.algorithms.cost import CostModel
-from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.algorithms.cost import FixedPayloadCost
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan
 
 __all__ = ["FederatedLoRAGroupsCost", "GroupCost", "H2TuneCost", "LocalGroupsCost"]
 
 
-class GroupCost(CostModel):
+class GroupCost(FixedPayloadCost):
     """A dense payload per client, measured or from ``learner.shape`` (module docstring)."""
 
-    COMPRESSES = None
-    TAKES_RANK = False
     NO_STAGE_REASON = "its shared tensors are averaged whole, not as sparse LoRA updates"
-    PENALTY_DEPENDS_ON_RANK = False
-    PENALTY_TEXT = "no bound is known for its payload"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
@@ -70,20 +63,8 @@ class GroupCost(CostModel):
         """What every client federates on ``learner.shape`` (network-only, no groups)."""
         return 0
 
-    def upload(self, plan: ClientPlan) -> Message:
-        n = self.values(plan.client)
-        return Message(sparse=[IndexSpace((), n, n)] if n else [])
-
-    def download(self, plan: ClientPlan) -> Message:
-        return self.upload(plan)
-
-    def client_penalty(
-        self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
-    ) -> float:
-        return math.nan
-
-    def ratio_penalty_parts(self, plans, *, n_scheduled, constants) -> tuple[float, float]:
-        return math.nan, 0.0
+    def up_values(self, plan: ClientPlan) -> int:
+        return self.values(plan.client)
 
 
 class LocalGroupsCost(GroupCost):
