@@ -3,7 +3,7 @@
 FSLoRA gives client i a sketch of k_i of the global rank r (its *sketching ratio* k_i / r);
 the paper gives every baseline client the same rank r_i = k_i ("the same rank configuration",
 Tables 5.1/5.2). One setting therefore drives all of them, so that one grid compares them at the
-same ratios. Exactly one of three ways sets a client's ratio (``strategy.*``):
+same ratios. Exactly one of three ways sets a client's ratio (``strategy.<name>.*``):
 
 - ``sketch_ratio``: one ratio for every client (default 1: the full rank);
 - ``ratio_choices``: each client draws its ratio once, uniformly from the list, and keeps it for
@@ -36,7 +36,7 @@ __all__ = ["HeteroRankSettings", "client_rank", "client_ratios"]
 
 @dataclass
 class HeteroRankSettings:
-    """How each client's ratio k_i / r is set (see the module docstring); ``strategy.*``."""
+    """How each client's ratio k_i / r is set (see the module docstring); ``strategy.<name>.*``."""
 
     sketch_ratio: float = option(
         1.0,

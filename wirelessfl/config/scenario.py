@@ -414,7 +414,7 @@ class PayloadConfig:
 
 @dataclass
 class AlgorithmConfig:
-    """The federated algorithm (``wirelessfl.algorithms``); its settings are ``strategy.*``."""
+    """The federated algorithm (``wirelessfl.algorithms``); its settings: ``strategy.<name>``."""
 
     MOVED_KEYS: ClassVar[dict[str, str]] = {
         **{

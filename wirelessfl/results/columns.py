@@ -40,7 +40,9 @@ ROUND_COLUMNS: dict[str, str] = {
     "(a cut upload: up to the deadline)",
     "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
     "(controller.energy_budget_j; NaN without a budget)",
-    "planned_delay_s": "D^t the controller planned with its shares (before faults)",
+    "planned_delay_s": "D^t the controller planned: the longest upload of the clients' "
+    "messages as the algorithm's cost model sizes them, with the decided shares (before "
+    "faults; the sketch controller adds compute); on a known channel without faults, D^t",
     "bound": "the algorithm's convergence penalty of the round: gamma^t of Theorem 1 (SOFT and "
     "the LoRA algorithms without a bound of their own), FSLoRA's mean r^2 / k_i^2 (Theorem "
     "4.4); NaN when none is known (FLoRAL, H2Tune)",

@@ -1,6 +1,6 @@
 """FLoRAL and its baselines: models of their own, mixed by private routers.
 
-- ``settings.py``: the ``strategy.*`` of ``floral``, ``floral_local``, ``ensemble`` and
+- ``settings.py``: the ``strategy.<name>`` tables of ``floral``, ``floral_local``, ``ensemble`` and
   ``fedavg_full`` (:class:`FloralSettings`, :class:`LocalAdaptorSettings`,
   :class:`EnsembleSettings`, :class:`FedAvgSettings`; the shared :class:`RouterSettings`);
   no torch;

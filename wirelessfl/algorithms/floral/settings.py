@@ -1,5 +1,5 @@
-"""The settings of FLoRAL and its baselines (``strategy.*`` for ``floral``, ``floral_local``,
-``ensemble``, ``fedavg_full``); no torch."""
+"""The settings of FLoRAL and its baselines (the ``strategy.<name>`` tables of ``floral``,
+``floral_local``, ``ensemble``, ``fedavg_full``); no torch."""
 
 from __future__ import annotations
 
@@ -57,19 +57,20 @@ class AdaptorSettings:
 
 @dataclass
 class FloralSettings(RouterSettings, AdaptorSettings):
-    """FLoRAL (``strategy.*``): C adaptors per layer, their budget, the private router."""
+    """FLoRAL (``strategy.floral``): C adaptors per layer, their budget, the private router."""
 
     n_adaptors: int = option(4, ge=1, doc="C: adaptors per adapted layer")
 
 
 @dataclass
 class LocalAdaptorSettings(AdaptorSettings):
-    """Local Adaptor (``strategy.*``): one private adaptor per client, the base federated."""
+    """Local Adaptor (``strategy.floral_local``): one private adaptor per client, the base
+    federated."""
 
 
 @dataclass
 class EnsembleSettings(RouterSettings):
-    """Ensemble (``strategy.*``): C full models mixed by the private router."""
+    """Ensemble (``strategy.ensemble``): C full models mixed by the private router."""
 
     n_members: int = option(4, ge=1, doc="C: full copies of the model")
     router_floor: float = option(
@@ -83,4 +84,4 @@ class EnsembleSettings(RouterSettings):
 
 @dataclass
 class FedAvgSettings:
-    """FedAvg of the full model (``strategy.*``): no settings of its own."""
+    """FedAvg of the full model (``strategy.fedavg_full``): no settings of its own."""

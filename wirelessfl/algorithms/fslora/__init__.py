@@ -1,6 +1,6 @@
 """FSLoRA (``algorithm.name: fslora``): each client trains a random-k sketch of the global LoRA.
 
-- ``settings.py``: :class:`FSLoRASettings` (``strategy.*``); no torch;
+- ``settings.py``: :class:`FSLoRASettings` (``strategy.fslora``); no torch;
 - ``algorithm.py``: :class:`~wirelessfl.algorithms.fslora.algorithm.FSLoRA` (FedIT's steps
   on sketched slices) and its per-client plan ``SketchPlan``;
 - ``sketch.py``: the index sets I (random-k, Def. 3.1) and their side bits; no torch;

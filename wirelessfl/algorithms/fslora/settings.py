@@ -1,8 +1,9 @@
-"""FSLoRA's settings (``strategy.*`` for ``algorithm.name: fslora``); no torch.
+"""FSLoRA's settings (``strategy.fslora``); no torch.
 
 The clients' sketching ratios come from :class:`~wirelessfl.algorithms.client_ranks.
-HeteroRankSettings` (shared with the heterogeneous-rank baselines), the aggregation and top-k
-ratio from :class:`~wirelessfl.algorithms.fedit.settings.FedITSettings`.
+HeteroRankSettings` (shared with the heterogeneous-rank baselines), the aggregation from
+:class:`~wirelessfl.algorithms.fedit.settings.FedITSettings` (whose moved ``topk_ratio`` is
+refused here too: App. C.2's top-k is the compression stage).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["FSLoRASettings"]
 
 @dataclass
 class FSLoRASettings(HeteroRankSettings, FedITSettings):
-    """FSLoRA: the clients' sketching ratios, the download, the index sets (``strategy.*``)."""
+    """FSLoRA: the clients' sketching ratios, the download, the index sets (``strategy.fslora``)."""
 
     download: str = option(
         "full",

@@ -1,6 +1,6 @@
 """H2Tune and its baselines: clients with different base models, tasks and resource ranks.
 
-- ``settings.py``: the ``strategy.*`` of ``h2tune``, ``h2tune_local``, ``fllm`` and
+- ``settings.py``: the ``strategy.<name>`` tables of ``h2tune``, ``h2tune_local``, ``fllm`` and
   ``h2tune_hetlora`` (:class:`H2TuneSettings`, the baselines', the shared
   :class:`HeteroSettings` and its :class:`ClientGroup`); no torch;
 - ``hetero.py``: the steps they share (one model per distinct base model, private adapters

@@ -1,6 +1,6 @@
-"""The settings of H2Tune and its baselines (``strategy.*`` for ``h2tune``, ``h2tune_local``,
-``fllm``, ``h2tune_hetlora``): the client groups (base model, task, resource rank) and
-H2Tune's own; no torch."""
+"""The settings of H2Tune and its baselines (the ``strategy.<name>`` tables of ``h2tune``,
+``h2tune_local``, ``fllm``, ``h2tune_hetlora``): the client groups (base model, task,
+resource rank) and H2Tune's own; no torch."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class HeteroSettings:
 
 @dataclass
 class H2TuneSettings(HeteroSettings):
-    """H2Tune (``strategy.*``): global rank and layers, the two losses, the local start."""
+    """H2Tune (``strategy.h2tune``): global rank and layers, the two losses, the local start."""
 
     global_rank: int = option(8, ge=1, doc="r_g: width of A, B and R on every client")
     global_layers: int | None = option(
@@ -88,14 +88,14 @@ class H2TuneSettings(HeteroSettings):
 
 @dataclass
 class HeteroLocalSettings(HeteroSettings):
-    """LOCAL (``strategy.*``): the client groups only."""
+    """LOCAL (``strategy.h2tune_local``): the client groups only."""
 
 
 @dataclass
 class FLLMSettings(HeteroSettings):
-    """FLLM (``strategy.*``): the client groups only."""
+    """FLLM (``strategy.fllm``): the client groups only."""
 
 
 @dataclass
 class HeteroHetLoRASettings(HeteroSettings):
-    """HetLoRA on heterogeneous clients (``strategy.*``): the client groups only."""
+    """HetLoRA on heterogeneous clients (``strategy.h2tune_hetlora``): the client groups only."""

@@ -4,7 +4,7 @@ Client i trains at its own rank r_i (the ratios of :mod:`wirelessfl.algorithms.c
 shared with FSLoRA's sketches); they differ in how the server brings the ranks together.
 
 - ``settings.py``: :class:`HetLoRASettings`, :class:`FlexLoRASettings`,
-  :class:`FedStackSettings` (``strategy.*``); no torch;
+  :class:`FedStackSettings` (``strategy.<name>`` tables); no torch;
 - ``hetlora.py``: truncation and zero padding, with HetLoRA's self-pruning
   (``tail_penalty.py``: the tail-norm penalty and the kept rank);
 - ``flexlora.py``: the mean of the effective products, redistributed by truncated SVD

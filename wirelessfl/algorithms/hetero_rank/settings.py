@@ -1,5 +1,5 @@
-"""The heterogeneous-rank baselines' settings (``strategy.*`` for ``hetlora``, ``flexlora``,
-``fedstack``); no torch.
+"""The heterogeneous-rank baselines' settings (the ``strategy.<name>`` tables of ``hetlora``,
+``flexlora``, ``fedstack``); no torch.
 
 Every one sets the clients' ratios r_i / r like FSLoRA's sketching ratios
 (:class:`~wirelessfl.algorithms.client_ranks.HeteroRankSettings`), so one grid compares them.
@@ -19,7 +19,7 @@ __all__ = ["FedStackSettings", "FlexLoRASettings", "HetLoRASettings"]
 
 @dataclass
 class HetLoRASettings(HeteroRankSettings):
-    """HetLoRA (``strategy.*``): the clients' ratios r_i / r, aggregation and self-pruning."""
+    """HetLoRA (``strategy.hetlora``): the clients' ratios r_i / r, aggregation and self-pruning."""
 
     aggregation: str = aggregation_option("data weights")
     aggregation_weights: str = option(
@@ -47,13 +47,13 @@ class HetLoRASettings(HeteroRankSettings):
 
 @dataclass
 class FlexLoRASettings(HeteroRankSettings):
-    """FlexLoRA (``strategy.*``): the clients' ratios r_i / r and the aggregation weights."""
+    """FlexLoRA (``strategy.flexlora``): the clients' ratios r_i / r and the aggregation weights."""
 
     aggregation: str = aggregation_option("weights of the products")
 
 
 @dataclass
 class FedStackSettings(HeteroRankSettings):
-    """FedStack (``strategy.*``): the clients' ratios r_i / r and the stacking weights."""
+    """FedStack (``strategy.fedstack``): the clients' ratios r_i / r and the stacking weights."""
 
     aggregation: str = aggregation_option("stacking weights")
