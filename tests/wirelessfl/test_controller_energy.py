@@ -42,7 +42,6 @@ def _ctx(name: str, budget=None, **over) -> ControllerContext:
         mean_snr=np.full(N, 10.0),
         params_per_rank=P_PER_RANK,
         bits_per_value=32,
-        fixed_values=0,
         bandwidth_hz=1.0e6,
         constants=BoundConstants(r_max=16),
         settings=settings,

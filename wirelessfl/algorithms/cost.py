@@ -170,7 +170,7 @@ class CostModel:
         """The model rank to plan with: ``model_rank``, the run's, or the round's largest."""
         if model_rank is not None:
             return int(model_rank)
-        if getattr(self, "model_rank", None) is not None:
+        if self.model_rank is not None:
             return int(self.model_rank)
         return int(round_plan.ranks.max()) if len(round_plan.ranks) else 1
 

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from channels.fdma import full_band_upload_s
 from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
 from wirelessfl.algorithms.cost import CostModel, UploadSplit
 from wirelessfl.errors import ConfigError
@@ -51,7 +50,6 @@ class ControllerContext:
     mean_snr: np.ndarray  # (N,) average linear SNR (the offline stage's "average channel")
     params_per_rank: int  # sum over adapted layers of (d + l)
     bits_per_value: int  # v
-    fixed_values: int  # values every client sends dense each round (task head), 0 in the paper
     bandwidth_hz: float  # B
     constants: BoundConstants
     settings: Any  # the scenario's ControllerConfig
@@ -326,16 +324,3 @@ class Controller(ABC):
     def penalty(self, plans: list[ClientPlan]) -> float:
         """The algorithm's convergence penalty of ``plans`` in a round of K' = len(plans)."""
         return self.ctx.cost.penalty(plans, n_scheduled=len(plans), constants=self.ctx.constants)
-
-    def fixed_delay_s(self, snr: np.ndarray) -> float:
-        """Upload time of the fixed (dense) values with eq. (31) shares [s].
-
-        With equal payloads and eq. (31) shares every client finishes together, so a fixed part
-        adds c0 = v * h * sum_j 1 / (B log2(1 + SNR_j)) to D^t(O). That is a constant in P3's
-        objective Q D^t(O) + V gamma^t(O): the optimal O^t is unchanged, only D^t shifts.
-        """
-        c = self.ctx
-        if c.fixed_values == 0:
-            return 0.0
-        dense_bits = c.bits_per_value * c.fixed_values
-        return float(full_band_upload_s(dense_bits, c.bandwidth_hz, np.asarray(snr)).sum())

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from channels.fdma import full_band_upload_s
 from optim import offline_rank_search
 from optim.offline import affine_offline_ratio, planning_inverse_efficiency
 from wirelessfl.algorithms.cost import RATIO
@@ -141,8 +142,6 @@ class TwoStage(OnlineLyapunov):
         c = self.ctx
         if dense == 0:
             return 0.0
-        from channels.fdma import full_band_upload_s
-
         bits = c.bits_per_value * dense
         return float(full_band_upload_s(bits, c.bandwidth_hz, np.asarray(snr)).sum())
 

@@ -171,7 +171,6 @@ class Simulator:
             mean_snr=np.asarray(self.cell.mean_snr, dtype=float),
             params_per_rank=self.params_per_rank,
             bits_per_value=scenario.payload.bits_per_value,
-            fixed_values=geometry.fixed_values,
             bandwidth_hz=scenario.channel.bandwidth_hz,
             constants=bound_constants(scenario),
             settings=scenario.controller,
