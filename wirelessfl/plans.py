@@ -37,7 +37,9 @@ class RoundPlan:
         object.__setattr__(self, "clients", clients)
         for name, dtype in (("ranks", int), ("ratios", float)):
             value = np.asarray(getattr(self, name), dtype=dtype)
-            if value.shape != (n,):
+            if value.ndim == 0:  # a scalar: np.full is several times cheaper than broadcasting
+                value = np.full(n, value, dtype=dtype)
+            elif value.shape != (n,):
                 value = np.broadcast_to(value, (n,))
             object.__setattr__(self, name, value)
 

@@ -180,10 +180,9 @@ class CostModel:
         ``model_rank`` is the rank r of the model the clients' ranks are cut from (the
         controller's candidate; default: the run's, :meth:`start`)."""
         t, rp, stage = round_plan.round_index, round_plan, self.compression
+        sent = {o: stage.ratio_for(o) for o in set(rp.ratios.tolist())}
         columns = (rp.clients.tolist(), rp.ranks.tolist(), rp.ratios.tolist())
-        return [
-            ClientPlan(c, t, int(r), stage.ratio_for(o)) for c, r, o in zip(*columns, strict=True)
-        ]
+        return [ClientPlan(c, t, r, sent[o]) for c, r, o in zip(*columns, strict=True)]
 
     def client_profile(self, client: int) -> Any:
         """What makes ``client``'s plans differ from another's under the same decision (clients

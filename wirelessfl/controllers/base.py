@@ -40,6 +40,9 @@ from wirelessfl.algorithms.cost import CostModel, UploadSplit
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
+#: Sizes a controller remembers per kind (bits, affine splits) before it forgets them all.
+_SIZE_CACHE_ENTRIES = 4096
+
 
 @dataclass(frozen=True)
 class ControllerContext:
@@ -294,31 +297,55 @@ class Controller(ABC):
 
     def round_plans(self, snr: np.ndarray, ranks: Any, ratio: float) -> list[ClientPlan]:
         """The algorithm's plans of this round's clients (one per entry of ``snr``) when the
-        controller decides ``ranks`` (a scalar or (K',)) and the ratio ``ratio``."""
-        clients = self._clients(len(snr))
-        plan = RoundPlan(self.round_index, clients, ranks, ratio, float("nan"), len(clients))
-        return self.ctx.cost.plan(plan, model_rank=self.rank)
+        controller decides ``ranks`` (a scalar or (K',)) and the ratio ``ratio``.
+
+        Clients of equal rank and cost profile (``CostModel.client_profile``) upload alike, so
+        one of them is planned and its plan stands for the others (the same object): at
+        K' = 1,000 this is most of a round's planning time."""
+        cost, clients = self.ctx.cost, self._clients(len(snr))
+        rank_of_client = np.broadcast_to(np.asarray(ranks, dtype=int), clients.shape).tolist()
+        keys = [
+            (rank, cost.client_profile(c))
+            for c, rank in zip(clients.tolist(), rank_of_client, strict=True)
+        ]
+        first: dict[Any, int] = {}  # key -> index of the first client with it
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
+        rows = list(first.values())
+        plan = RoundPlan(
+            self.round_index,
+            clients[rows],
+            [rank_of_client[i] for i in rows],
+            ratio,
+            float("nan"),
+            len(clients),
+        )
+        planned = dict(zip(first, cost.plan(plan, model_rank=self.rank), strict=True))
+        return [planned[key] for key in keys]
 
     def upload_bits(self, plans: list[ClientPlan]) -> np.ndarray:
         """(K',) exact upload bits of ``plans`` [bit], as the simulator counts them."""
-        cache = self.__dict__.setdefault("_bits_cache", {})
-        cost, out = self.ctx.cost, np.empty(len(plans))
-        for i, plan in enumerate(plans):
-            key = cost.size_key(plan)
-            if key not in cache:
-                cache[key] = cost.upload_bits(plan)
-            out[i] = cache[key]
-        return out
+        return np.array(self._per_size(plans, "_bits_cache", self.ctx.cost.upload_bits))
 
     def affine_uploads(self, plans: list[ClientPlan]) -> list[UploadSplit]:
         """Each plan's upload as values the stage's ratio scales and values always sent."""
-        cache = self.__dict__.setdefault("_affine_cache", {})
-        cost, out = self.ctx.cost, []
+        return self._per_size(plans, "_affine_cache", self.ctx.cost.affine_upload)
+
+    def _per_size(self, plans: list[ClientPlan], cache_name: str, compute: Any) -> list:
+        """``compute(plan)`` per plan: once per size key (a bounded cache) and once per plan
+        object in the call (:meth:`round_plans` shares one among clients of a profile)."""
+        cache = self.__dict__.setdefault(cache_name, {})
+        if len(cache) > _SIZE_CACHE_ENTRIES:  # keys hold O^t, new almost every round
+            cache.clear()
+        size_key, seen, out = self.ctx.cost.size_key, {}, []
         for plan in plans:
-            key = cost.size_key(plan)
-            if key not in cache:
-                cache[key] = cost.affine_upload(plan)
-            out.append(cache[key])
+            value = seen.get(id(plan))
+            if value is None:
+                key = size_key(plan)
+                if key not in cache:
+                    cache[key] = compute(plan)
+                value = seen[id(plan)] = cache[key]
+            out.append(value)
         return out
 
     def penalty(self, plans: list[ClientPlan]) -> float:
