@@ -29,23 +29,21 @@ STRATEGY = {
     "h2tune": {"global_layers": 2, "global_rank": 4},
     "fslora": {"ratio_choices": [0.5, 1.0]},
 }
+#: The algorithms whose payload their settings fix (FLoRAL's and H2Tune's families).
+FIXED_PAYLOAD_ALGORITHMS = (
+    "floral",
+    "floral_local",
+    "ensemble",
+    "fedavg_full",
+    "h2tune",
+    "h2tune_local",
+    "fllm",
+    "h2tune_hetlora",
+)
 #: (algorithm, controller) pairs refused, and a phrase of the one-line reason.
 NO_KNOB = "has no such knob"
 REFUSED_CONTROLLERS = {
-    **{
-        (name, ctl): NO_KNOB
-        for name in (
-            "floral",
-            "floral_local",
-            "ensemble",
-            "fedavg_full",
-            "h2tune",
-            "h2tune_local",
-            "fllm",
-            "h2tune_hetlora",
-        )
-        for ctl in ("tsfa", "osfa", "sketch")
-    },
+    (name, ctl): NO_KNOB for name in FIXED_PAYLOAD_ALGORITHMS for ctl in ("tsfa", "osfa", "sketch")
 }
 
 
@@ -273,19 +271,7 @@ def _small_group(clients: int, rank: int, dataset: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_torch_thread")
-@pytest.mark.parametrize(
-    "algorithm",
-    [
-        "floral",
-        "floral_local",
-        "ensemble",
-        "fedavg_full",
-        "h2tune",
-        "h2tune_local",
-        "fllm",
-        "h2tune_hetlora",
-    ],
-)
+@pytest.mark.parametrize("algorithm", FIXED_PAYLOAD_ALGORITHMS)
 def test_fixed_payloads_of_built_models_are_what_the_controller_planned(
     tmp_path, algorithm: str
 ) -> None:

@@ -238,13 +238,13 @@ class CostModel:
             for n, copies in self.lora_groups(plan).items()
         ]
         if self.dense_values:
-            spaces.append(IndexSpace((), self.dense_values, self.dense_values))
+            spaces.append(IndexSpace.dense(self.dense_values))
         return Message(sparse=spaces)
 
     def download(self, plan: ClientPlan) -> Message:
         """The download of ``plan`` as sizes only: the dense rank-r_k LoRA and the head."""
         n = plan.rank * sum(d + ell for d, ell in self.lora_shapes) + self.dense_values
-        return Message(sparse=[IndexSpace((), n, n)])
+        return Message(sparse=[IndexSpace.dense(n)])
 
     def affine_upload(self, plan: ClientPlan) -> UploadSplit:
         """``plan``'s upload as values the stage's ratio scales plus values always sent (the
@@ -342,11 +342,11 @@ class FixedPayloadCost(CostModel, ABC):
 
     def upload(self, plan: ClientPlan) -> Message:
         n = self.up_values(plan)
-        return Message(sparse=[IndexSpace((), n, n)] if n else [])
+        return Message(sparse=[IndexSpace.dense(n)] if n else [])
 
     def download(self, plan: ClientPlan) -> Message:
         n = self.down_values(plan)
-        return Message(sparse=[IndexSpace((), n, n)] if n else [])
+        return Message(sparse=[IndexSpace.dense(n)] if n else [])
 
     def client_penalty(
         self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants

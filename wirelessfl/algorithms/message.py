@@ -57,6 +57,11 @@ class IndexSpace:
                 f"{self.n_total}, {self.copies}"
             )
 
+    @classmethod
+    def dense(cls, n_values: int) -> IndexSpace:
+        """A size-only space of ``n_values`` values all sent (no index)."""
+        return cls((), n_values, n_values)
+
     @property
     def index_bits(self) -> int:
         """min(bitmask, coordinate list) [bit] per copy, times ``copies``; 0 when dense."""

@@ -348,6 +348,17 @@ class Controller(ABC):
             out.append(value)
         return out
 
+    def client_penalties(self, plans: list[ClientPlan]) -> np.ndarray:
+        """(K',) each plan's penalty in a round of K' = len(plans) clients, once per plan
+        object (clients of a profile share one, :meth:`round_plans`)."""
+        c, seen = self.ctx, {}
+        for plan in plans:
+            if id(plan) not in seen:
+                seen[id(plan)] = c.cost.client_penalty(
+                    plan, n_scheduled=len(plans), constants=c.constants
+                )
+        return np.array([seen[id(plan)] for plan in plans])
+
     def penalty(self, plans: list[ClientPlan]) -> float:
         """The algorithm's convergence penalty of ``plans`` in a round of K' = len(plans)."""
         return self.ctx.cost.penalty(plans, n_scheduled=len(plans), constants=self.ctx.constants)

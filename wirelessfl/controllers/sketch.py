@@ -88,15 +88,7 @@ class SketchRatio(Controller):
         table = [self.round_plans(snr, int(k), 1.0) for k in ks]  # table[j][i]: client i at k_j
         bits = np.stack([self.upload_bits(plans) for plans in table], axis=1)  # (K', m)
         affine = self._affine_payload(bits, ks)
-        penalties = np.array(
-            [
-                [
-                    c.cost.client_penalty(p, n_scheduled=len(snr), constants=c.constants)
-                    for p in plans
-                ]
-                for plans in table
-            ]
-        ).T
+        penalties = np.stack([self.client_penalties(plans) for plans in table], axis=1)
         if affine is not None and np.array_equal(penalties, self._sketch_penalty(ks, len(snr))):
             per_rank, dense = affine
             sol = solve_sketch_ratios(

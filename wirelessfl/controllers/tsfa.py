@@ -24,13 +24,12 @@ paper's r = 64) instead of the paper's smaller-rank tie rule, which would give r
 from __future__ import annotations
 
 from collections import defaultdict
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from channels.fdma import full_band_upload_s
-from optim import offline_rank_search
+from optim import OfflineResult, offline_rank_search
 from optim.offline import affine_offline_ratio, planning_inverse_efficiency
 from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.lyapunov import OnlineLyapunov
@@ -185,11 +184,15 @@ class TwoStage(OnlineLyapunov):
             best = int(np.flatnonzero(feasible)[-1])
         delays = fixed + slope * o
         self.fixed_average_delay_s = float(fixed[best])
-        self.offline = SimpleNamespace(
+        self.offline = OfflineResult(
             rank=int(ranks[best]),
             sparsification=float(o[best]),
+            bound=float(bounds[best]),
+            delay_s=float(delays[best]),
+            ranks=ranks,
             bounds=bounds,
             sparsifications=o,
+            feasible=feasible,
             delays_s=delays,
         )
         return int(ranks[best])

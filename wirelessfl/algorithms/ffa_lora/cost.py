@@ -33,4 +33,4 @@ class FFALoRACost(CostModel):
 
     def download(self, plan: ClientPlan) -> Message:
         n = plan.rank * sum(ell for _, ell in self.lora_shapes) + self.dense_values
-        return Message(sparse=[IndexSpace((), n, n)])
+        return Message(sparse=[IndexSpace.dense(n)])

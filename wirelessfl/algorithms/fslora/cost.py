@@ -96,7 +96,7 @@ class FSLoRACost(CostModel):
         rank = plan.model_rank if self.settings.download == "full" else plan.rank
         n = rank * sum(d + ell for d, ell in self.lora_shapes) + self.dense_values
         side = self.n_sets() * sketch_side_bits(plan.rank, plan.model_rank)
-        return Message(sparse=[IndexSpace((), n, n)], side_bits=side)
+        return Message(sparse=[IndexSpace.dense(n)], side_bits=side)
 
     # ---- penalty ----------------------------------------------------------------------------
     def client_penalty(

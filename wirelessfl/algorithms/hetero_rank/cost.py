@@ -113,10 +113,10 @@ class FedStackCost(HeteroRankCost):
         """The head (dense) and the unmerged stacks (counted by size)."""
         spaces = []
         if self.dense_values:
-            spaces.append(IndexSpace((), self.dense_values, self.dense_values))
+            spaces.append(IndexSpace.dense(self.dense_values))
         values = sum(n for n, _ in self.stack_sizes(plan))
         if values:
-            spaces.append(IndexSpace((), values, values))
+            spaces.append(IndexSpace.dense(values))
         return Message(sparse=spaces)
 
     def download_key(self, plan: ClientPlan) -> Any:

@@ -99,7 +99,7 @@ class FedStack(FederatedAlgorithm):
         message = Message(shared={name: global_state[name] for name in runtime.state.full_names})
         values = sum(n for n, _ in sizes)
         if values:
-            message.sparse.append(IndexSpace((), values, values))
+            message.sparse.append(IndexSpace.dense(values))
         return message
 
     # ---- 3. train --------------------------------------------------------------------------
