@@ -303,6 +303,46 @@ def test_phi_density_is_fixed_and_r_stays_zero_off_the_mask(h2, monkeypatch):
         assert algorithm.phi(c).sum(dim=(1, 2)).tolist() == [5.0] * blocks[c]
 
 
+def test_every_client_trains_a_and_b_of_width_r_g_and_every_kept_entry_of_r(h2):
+    """§4.2: A and B are r_g wide on every client; r_k acts through Phi's density only. One
+    forward-backward of client 0 (r_k 2 < r_g 4) from nonzero values: every column of A and row
+    of B gets gradient, and R gets it exactly where Phi keeps it."""
+    algorithm = h2.algorithm
+    client = 0
+    g = algorithm.group(client)
+    assert g.rank == 2 < R_G
+    adapters = algorithm.adapters[g.model_key]
+    gen = torch.Generator().manual_seed(21)
+    values = {
+        k: torch.randn(v.shape, generator=gen, dtype=v.dtype) * 0.1
+        for k, v in algorithm.initial_values(client).items()
+    }
+    values["omega"] = algorithm.initial_values(client)["omega"]
+    algorithm.load_client(client, values)
+    params = algorithm.trainable(client)
+    for p in params:
+        p.requires_grad_(True)
+        p.grad = None
+    try:
+        batch = g.train.batch(torch.arange(8))
+        out = g.bundle.model(input_ids=batch["x"], attention_mask=batch["attention_mask"])
+        logits = out.logits if hasattr(out, "logits") else out
+        F.cross_entropy(logits, batch["y"]).backward()
+        for a in adapters.A:
+            assert (a.grad.abs().sum(dim=0) > 0).all()  # every one of the r_g columns
+        for b in adapters.B:
+            assert (b.grad.abs().sum(dim=1) > 0).all()  # every one of the r_g rows
+        phi = algorithm.phi(client)
+        assert int(phi.sum()) == adapters.n_layers * math.ceil(2 / R_G * R_G * R_G)
+        assert (adapters.R.grad[phi == 1] != 0).all()
+        assert (adapters.R.grad[phi == 0] == 0).all()
+    finally:
+        for p in params:
+            p.requires_grad_(False)
+            p.grad = None
+        g.bundle.model.zero_grad(set_to_none=True)
+
+
 # ---- 4. per-client compute -----------------------------------------------------------------------
 def _count_step_flops(algorithm, client: int, shared: bool) -> float:
     """FLOPs of one forward + backward of ``client``'s group model on a batch of 8 training

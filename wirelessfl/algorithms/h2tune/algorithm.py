@@ -82,6 +82,11 @@ class H2Tune(HeteroAlgorithm):
     def global_layers(self, layer_counts: list[int]) -> int:
         return int(self.settings.global_layers or max(layer_counts))
 
+    def client_width(self, client: int) -> int:
+        """r_g: every client's A and B are r_g wide (§4.2); r_k acts through Phi_k's density
+        beta_k alone (eq. (3))."""
+        return int(self.settings.global_rank)
+
     def federated_values(self, client: int) -> int:
         """L_g r_g^2: the aligned stack up, R_g down."""
         return int(self.n_global * self.settings.global_rank**2)

@@ -210,6 +210,11 @@ class HeteroAlgorithm(FederatedAlgorithm):
         device = adapters.R.device
         return {k: v.to(device) for k, v in {**values, **head}.items()}
 
+    def client_width(self, client: int) -> int:
+        """The columns of A and rows of B ``client`` uses (default: its resource rank r_k, so
+        the baselines train plain LoRA of rank r_k)."""
+        return int(self.group(client).rank)
+
     def phi(self, client: int) -> torch.Tensor:
         """Client ``client``'s fixed sparsity mask Phi_k (all ones but for H2Tune)."""
         adapters = self.adapters[self.group(client).model_key]
@@ -219,7 +224,7 @@ class HeteroAlgorithm(FederatedAlgorithm):
         """Put ``client``'s values (adapters and head) into its group's shared model."""
         g = self.group(client)
         adapters = self.adapters[g.model_key]
-        adapters.set_client(self.phi(client), g.rank)
+        adapters.set_client(self.phi(client), self.client_width(client))
         adapters.load_values({k: v for k, v in values.items() if not k.startswith("head.")})
         head = g.heads.use(g.n_classes)
         with torch.no_grad():

@@ -12,8 +12,10 @@ that block) and Phi a fixed 0/1 mask of the client (``sparsity_mask``: beta_k of
 entries kept; the paper's Hadamard sparsification, project reading I1). Entries of R where
 Phi == 0 get zero gradient through the product; nothing else masks them.
 
-A client of rank r_k < r_g uses the first r_k columns of A and rows of B only: the rank mask
-is applied to x A and again after the R path, so R acts through its top-left r_k x r_k block.
+The rank mask ``set_client(phi, width)`` keeps the first ``width`` columns of A and rows of B
+(x A diag(mask) (I + Phi o R) diag(mask) B). H2Tune sets width = r_g for every client (§4.2:
+A and B are r_g wide; the client's resource rank r_k acts through Phi's density beta_k alone);
+its baselines, which train plain LoRA of rank r_k (``use_shared`` False), set width = r_k.
 
 One model object serves every client: ``install_trilora`` wraps the targets once and returns
 the ``TriLoRAAdapters`` container, into which a client's values (``load_values``) and its
@@ -77,9 +79,9 @@ class TriLoRAAdapters(nn.Module):
     Parameters: ``A`` (one (d_in, r_g) per target, in target order), ``B`` (one (r_g, d_out)
     per target), ``R`` (L, r_g, r_g) with L the number of distinct blocks among the targets
     (block indices in increasing order), ``omega`` (L, n_global_layers) the relation matrix
-    Omega_k. Buffers: ``phi`` (L, r_g, r_g) 0/1 and ``rank_mask`` (r_g,) 0/1 (first r_k ones);
-    both all ones until ``set_client``. ``use_shared`` False turns the R path off (plain LoRA
-    x A diag(rank_mask) B). Built with ``initial_values`` of a seed-0 generator.
+    Omega_k. Buffers: ``phi`` (L, r_g, r_g) 0/1 and ``rank_mask`` (r_g,) 0/1 (the first
+    ``width`` ones); both all ones until ``set_client``. ``use_shared`` False turns the R path
+    off (plain LoRA x A diag(rank_mask) B). Built with ``initial_values`` of a seed-0 generator.
     """
 
     def __init__(
@@ -154,7 +156,8 @@ class TriLoRAAdapters(nn.Module):
                 p.copy_(values[key])
 
     def set_client(self, phi: torch.Tensor, rank: int) -> None:
-        """Load a client's mask Phi ``(L, r_g, r_g)`` (0/1) and rank r_k (1 <= r_k <= r_g)."""
+        """Load a client's mask Phi ``(L, r_g, r_g)`` (0/1) and the width of A and B it uses
+        (1 <= ``rank`` <= r_g; the first ``rank`` columns of A and rows of B)."""
         if tuple(phi.shape) != tuple(self.phi.shape):
             raise ValueError(f"phi has shape {tuple(phi.shape)}, expected {tuple(self.phi.shape)}")
         if not 1 <= rank <= self.r_g:
