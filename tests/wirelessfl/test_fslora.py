@@ -27,6 +27,7 @@ from wirelessfl.sim.runner import Run  # noqa: E402
 from wirelessfl.training.batch_schedule import batch_schedule  # noqa: E402
 from wirelessfl.training.private_state import PrivateState  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
+from wirelessfl.training.stacked_ranks import rank_multiplier  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -147,6 +148,85 @@ def test_slice_training_takes_the_sketched_gradient_step(index_sets):
                 assert float(g.abs().max()) > 0.0
         for name in runtime.state.full_names:
             torch.testing.assert_close((state[name] - result.local[name]) / lr, want[name], **TOL)
+
+
+def _hand_sketched_gradients_rslora(runtime, state, plan, batch, alpha):
+    """Autograd, in float64, of tiny_mlp's loss written out by hand with every adapted layer's
+    weight ``W0 + (alpha / sqrt(r)) B S A`` (eq. (2) under rsLoRA): no peft module and none of
+    the runtime's scalings in the forward; the full B, A and the head are the leaves."""
+    r, k = plan.model_rank, plan.rank
+    leaves = {n: v.detach().double().clone().requires_grad_(True) for n, v in state.items()}
+    h = batch["x"].double().flatten(1)
+    layers = runtime.state.layers
+    assert [layer.name.rsplit(".", 1)[1] for layer in layers] == ["fc1", "fc2"]
+    for layer, indices in zip(layers, plan.layer_sets(2), strict=True):
+        base = runtime.model.get_submodule(layer.name).base_layer
+        s = torch.zeros(r, dtype=torch.float64)
+        s[list(indices)] = r / k  # S = (r/k) sum_{j in I} e_j e_j^T (Def. 3.1)
+        b, a = leaves[layer.b_param], leaves[layer.a_param]
+        w = base.weight.detach().double() + alpha / math.sqrt(r) * b @ (s[:, None] * a)
+        h = torch.relu(h @ w.T + base.bias.detach().double())
+    (head_w,) = [n for n in runtime.state.full_names if n.endswith(".weight")]
+    (head_b,) = [n for n in runtime.state.full_names if n.endswith(".bias")]
+    logits = h @ leaves[head_w].T + leaves[head_b]
+    loss = torch.nn.functional.cross_entropy(logits, batch["y"])
+    grads = torch.autograd.grad(loss, list(leaves.values()))
+    return dict(zip(leaves, grads, strict=True))
+
+
+@pytest.mark.parametrize("trainer", ["sequential", "batched"])
+def test_rslora_slice_training_takes_the_step_of_eq2_scaled_alpha_over_sqrt_r(trainer):
+    """With rsLoRA the model's scaling at rank r is alpha/sqrt(r), so eq. (2) scales the rank-k
+    slice (alpha/sqrt(r))(r/k), not a rank-k rsLoRA's alpha/sqrt(k): one client's one-step
+    update, under both trainers, against the hand-written sketched loss."""
+    lr, alpha = 0.5, 16.0
+    algorithm, runtime = _bound(
+        {"sketch_ratio": 0.5},
+        **{
+            "learner.optimizer": "sgd",
+            "learner.local_steps": 1,
+            "learner.lr": lr,
+            "learner.use_rslora": True,
+            "learner.lora_alpha": alpha,
+            "learner.trainer": trainer,
+        },
+    )
+    assert (runtime.batched is not None) == (trainer == "batched")
+    state = _random_b(runtime.initial_state(), runtime)
+    plans = algorithm.plan(_round([2, 5], 4))
+    starts = [algorithm.broadcast(p, state).shared for p in plans]
+    results = algorithm.train(plans, starts, PrivateState())
+    for plan, result in zip(plans, results, strict=True):
+        assert plan.rank == 2 and plan.model_rank == 4
+        data = runtime.train_data.subset(runtime.partition.indices[plan.client])
+        gen = torch_generator(runtime.seed, "batches", plan.client, plan.round_index)
+        (idx,) = batch_schedule(len(data), 1, runtime.settings.batch_size, gen)
+        want = _hand_sketched_gradients_rslora(runtime, state, plan, data.batch(idx), alpha)
+        got, expected = {}, {}
+        for layer, indices in zip(runtime.state.layers, plan.layer_sets(2), strict=True):
+            cols = torch.tensor(list(indices))
+            for name, dim in ((layer.a_param, 0), (layer.b_param, 1)):
+                got[name] = state[name].index_select(dim, cols).double() - result.local[name]
+                expected[name] = lr * want[name].index_select(dim, cols)
+        for name in runtime.state.full_names:
+            got[name] = state[name].double() - result.local[name].double()
+            expected[name] = lr * want[name]
+        for name in got:  # the update of each tensor, to 1e-5 of its norm
+            err = float(torch.linalg.vector_norm(got[name] - expected[name]))
+            size = float(torch.linalg.vector_norm(expected[name]))
+            assert size > 0.0 and err <= 1e-5 * size, (name, err, size)
+
+
+def test_rank_multiplier_closed_forms():
+    """Relative to the model's scaling at r: own rank r/k (sqrt(r/k) rsLoRA), sketch r/k."""
+    r, k = 8, 2
+    assert rank_multiplier(r, k, rslora=False) == r / k
+    assert rank_multiplier(r, k, rslora=True) == pytest.approx(math.sqrt(r / k))
+    for rslora in (False, True):
+        assert rank_multiplier(r, k, rslora=rslora, rank_scaling="sketch") == r / k
+    assert rank_multiplier(r, r, rslora=True, rank_scaling="sketch") == 1.0
+    with pytest.raises(ValueError, match="rank_scaling must be one of"):
+        rank_multiplier(r, k, rslora=True, rank_scaling="sketched")  # type: ignore[arg-type]
 
 
 def test_a_round_moves_only_the_sketched_columns_and_rows():

@@ -19,8 +19,11 @@ torch = pytest.importorskip("torch")
 
 from wirelessfl.algorithms.hetero_rank.tail_penalty import kept_rank, tail_norm  # noqa: E402
 from wirelessfl.algorithms.message import Message  # noqa: E402
+from wirelessfl.models.rng import torch_generator  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
+from wirelessfl.training.batch_schedule import batch_schedule  # noqa: E402
 from wirelessfl.training.local import LocalResult  # noqa: E402
+from wirelessfl.training.private_state import PrivateState  # noqa: E402
 from wirelessfl.training.rank_padding import truncate_rank  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
@@ -199,3 +202,56 @@ def test_self_pruning_run_uploads_the_kept_rank_and_keeps_it(tmp_path):
         rows = trained[trained.client == c]
         pruned_at = rows[rows.bits < 32 * (PER_RANK * rows["rank"] + HEAD)]["round"].min()
         assert (rows[rows["round"] > pruned_at]["rank"] <= kept).all()
+
+
+@pytest.mark.parametrize("trainer", ["sequential", "batched"])
+def test_rslora_client_trains_its_own_rank_k_lora_at_alpha_over_sqrt_k(trainer):
+    """HetLoRA's clients train their own rank-k LoRA ("own_rank", not FSLoRA's sketch): under
+    rsLoRA the rank-2 client's one-step update, under both trainers, is that of the hand-written
+    loss of W0 + (alpha / sqrt(k)) B_k A_k."""
+    lr, k = 0.5, 2
+    sc = digits_scenario(
+        **{
+            "algorithm.name": "hetlora",
+            "strategy": {"ratio_choices": [0.5]},  # every client at rank 2 of 4
+            "learner.optimizer": "sgd",
+            "learner.local_steps": 1,
+            "learner.lr": lr,
+            "learner.use_rslora": True,
+            "learner.trainer": trainer,
+        }
+    )
+    rt = Runtime(sc)
+    rt.start(rank=4, seed=sc.seed)
+    assert (rt.batched is not None) == (trainer == "batched")
+    alg = make_algorithm(sc)
+    alg.bind(rt)
+    assert alg.RANK_SCALING == "own_rank"
+    gen = torch.Generator().manual_seed(2)
+    state = {n: 0.1 * torch.randn(v.shape, generator=gen) for n, v in rt.initial_state().items()}
+    (plan,) = alg.plan(RoundPlan(0, np.array([3]), 4, 1.0, 0.0, 1))
+    assert plan.rank == k
+    start = alg.broadcast(plan, state).shared
+    (result,) = alg.train([plan], [start], PrivateState())
+    data = rt.train_data.subset(rt.partition.indices[plan.client])
+    order = torch_generator(rt.seed, "batches", plan.client, plan.round_index)
+    (idx,) = batch_schedule(len(data), 1, rt.settings.batch_size, order)
+    batch = data.batch(idx)
+    # the hand-written loss, float64, at the closed-form scaling alpha / sqrt(k)
+    leaves = {n: v.detach().double().clone().requires_grad_(True) for n, v in start.items()}
+    h = batch["x"].double().flatten(1)
+    assert [x.name.rsplit(".", 1)[1] for x in rt.state.layers] == ["fc1", "fc2"]
+    for layer in rt.state.layers:
+        base = rt.model.get_submodule(layer.name).base_layer
+        b, a = leaves[layer.b_param], leaves[layer.a_param]  # (64, k), (k, 64)
+        w = base.weight.detach().double() + ALPHA / np.sqrt(k) * b @ a
+        h = torch.relu(h @ w.T + base.bias.detach().double())
+    (head_w,) = [n for n in rt.state.full_names if n.endswith(".weight")]
+    (head_b,) = [n for n in rt.state.full_names if n.endswith(".bias")]
+    loss = torch.nn.functional.cross_entropy(h @ leaves[head_w].T + leaves[head_b], batch["y"])
+    grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values())), strict=True))
+    for name, g in grads.items():
+        got = start[name].double() - result.local[name].double()
+        err = float(torch.linalg.vector_norm(got - lr * g))
+        size = float(torch.linalg.vector_norm(lr * g))
+        assert size > 0.0 and err <= 1e-5 * size, (name, err, size)

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
     from wirelessfl.training.runtime import Runtime
+    from wirelessfl.training.stacked_ranks import RankScaling
 
 __all__ = ["ClientPlan", "FederatedAlgorithm", "RoundPlan", "State"]
 
@@ -100,6 +101,13 @@ class FederatedAlgorithm(ABC):
     METRICS: ClassVar[dict[str, str]] = {}
     #: Whether the global state is the runtime's peft adapter (``wirelessfl export`` writes it).
     EXPORTABLE: ClassVar[bool] = True
+    #: How a client's LoRA scaling follows its rank k below the model rank r, relative to the
+    #: model's scaling at r (:func:`~wirelessfl.training.stacked_ranks.rank_multiplier`, both
+    #: trainers): ``"own_rank"`` (default), the client trains its own rank-k LoRA, scaled
+    #: ``alpha / k`` (``alpha / sqrt(k)`` with rsLoRA); ``"sketch"`` (FSLoRA), it trains a
+    #: sketch of the rank-r LoRA, scaled ``(r / k)`` times the model's scaling (eq. (2) of
+    #: arXiv:2501.19389: ``alpha / k`` plain, ``(alpha / sqrt(r)) (r / k)`` with rsLoRA).
+    RANK_SCALING: ClassVar[RankScaling] = "own_rank"
 
     def __init__(self, settings: Any, *, scenario: Scenario) -> None:
         self.settings = settings
@@ -203,7 +211,8 @@ class FederatedAlgorithm(ABC):
     ) -> list[LocalResult]:
         """Local training of every planned client from :meth:`client_start` of what it
         downloaded (the runtime's trainers), with the loss task + :meth:`orthogonality_weight`
-        x eq. (2) and :meth:`frozen_names` left untrained."""
+        x eq. (2), :meth:`frozen_names` left untrained and a lower-rank client's LoRA scaled as
+        :attr:`RANK_SCALING` says."""
         return self.runtime_or_fail().train(
             plans,
             [self.client_start(p, s) for p, s in zip(plans, starts, strict=True)],
@@ -211,6 +220,7 @@ class FederatedAlgorithm(ABC):
             zeta=self.orthogonality_weight(),
             frozen=self.frozen_names(),
             record_grad_norms=record_grad_norms,
+            rank_scaling=self.RANK_SCALING,
         )
 
     # ---- 4. client message ------------------------------------------------------------------

@@ -76,7 +76,12 @@ from wirelessfl.training.sample_loss import (
     cross_entropy_per_sample,
 )
 from wirelessfl.training.stacked_optim import StackedAdam, adam_defaults, sgd_step
-from wirelessfl.training.stacked_ranks import rank_factors, zero_padding
+from wirelessfl.training.stacked_ranks import (
+    RANK_SCALINGS,
+    RankScaling,
+    rank_factors,
+    zero_padding,
+)
 
 
 class BatchedTrainer:
@@ -137,6 +142,7 @@ class BatchedTrainer:
         model_seeds: Sequence[int] | None = None,
         zeta: float | None = None,
         frozen: frozenset[str] = frozenset(),
+        rank_scaling: RankScaling = "own_rank",
     ) -> list[LocalResult]:
         """Train K clients from their start states; result k equals ``LocalTrainer.train``'s.
 
@@ -163,6 +169,9 @@ class BatchedTrainer:
                 trainer's ``zeta``).
             frozen: trainable parameters that get no gradient and keep their start values
                 (their stacks are not leaves of the backward pass; both optimizers skip them).
+            rank_scaling: how a lower-rank client's LoRA scaling follows its rank
+                (:func:`~wirelessfl.training.stacked_ranks.rank_multiplier`): ``"own_rank"``
+                (default, a rank-r_k LoRA's) or ``"sketch"`` (FSLoRA's eq. (2)).
 
         Returns:
             K :class:`LocalResult`: ``local`` (peft names and shapes, detached), ``mean_loss``
@@ -179,6 +188,8 @@ class BatchedTrainer:
             raise ValueError(f"got {len(optimizer_states)} optimizer states for {k_all} clients")
         if ranks is not None and len(ranks) != k_all:
             raise ValueError(f"got {len(ranks)} ranks for {k_all} clients")
+        if rank_scaling not in RANK_SCALINGS:
+            raise ValueError(f"rank_scaling must be one of {RANK_SCALINGS}, got {rank_scaling!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if any(int(s) < 0 for s in steps):
@@ -206,6 +217,7 @@ class BatchedTrainer:
                 record_grad_norms,
                 self.zeta if zeta is None else float(zeta),
                 frozen,
+                rank_scaling,
             )
 
     def _train_many(
@@ -220,6 +232,7 @@ class BatchedTrainer:
         record_grad_norms: bool,
         zeta: float,
         frozen: frozenset[str],
+        rank_scaling: RankScaling,
     ) -> list[LocalResult]:
         """:meth:`train_many` after validation, in the caller's RNG scope."""
         k_all = len(datasets)
@@ -234,7 +247,7 @@ class BatchedTrainer:
         ref = next(iter(self.state.params.values()))
         sites = self._patch.lora_sites
         stacks = self._init_stacks(starts, order, ranks, frozen)
-        factors = rank_factors(sites, order, ranks, ref.device)
+        factors = rank_factors(sites, order, ranks, ref.device, rank_scaling=rank_scaling)
         adam = self.optimizer == "adam"
         opt = (
             StackedAdam(stacks.values(), order, optimizer_states, self._adam_group)

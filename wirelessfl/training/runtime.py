@@ -5,7 +5,10 @@ client gets) and never copied per client; the data set and its client partition;
 sequential and batched trainers; device placement; FLOP counting; evaluation of any state. A
 client of a lower rank r_k trains on the same wrapped model: its factors are zero-padded to the
 model rank and its LoRA output is scaled by alpha / r_k instead of alpha / r (so it trains as
-its unpadded self; the padded components get exactly zero gradients and stay zero).
+its unpadded self; the padded components get exactly zero gradients and stay zero). With
+rsLoRA that is alpha / sqrt(r_k), unless the algorithm's clients train a sketch of the rank-r
+LoRA (FSLoRA: (alpha / sqrt(r)) (r / r_k), eq. (2)); see
+:func:`~wirelessfl.training.stacked_ranks.rank_multiplier`.
 
 Randomness is addressed by (seed, client, round) through ``channels.streams``: batch order,
 random masks and stochastic layers do not depend on which clients trained before, so results
@@ -33,6 +36,7 @@ from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_fl
 from wirelessfl.training.lora_state import TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
 from wirelessfl.training.rank_padding import lora_rank, truncate_rank, zero_pad_rank
+from wirelessfl.training.stacked_ranks import RANK_SCALINGS, RankScaling, rank_multiplier
 
 if TYPE_CHECKING:
     from wirelessfl.config.scenario import Scenario
@@ -315,12 +319,15 @@ class Runtime:
         zeta: float = 0.0,
         frozen: frozenset[str] = frozenset(),
         record_grad_norms: bool = False,
+        rank_scaling: RankScaling = "own_rank",
     ) -> list[LocalResult]:
         """Local training of every planned client from its start state.
 
         The loss is the task loss plus ``zeta`` times eq. (2)'s orthogonality regularizer: the
         algorithm's weight (``FederatedAlgorithm.orthogonality_weight``; 0: the task alone).
         The trainable tensors named in ``frozen`` keep their start values (both trainers).
+        A client below the model rank is scaled as ``rank_scaling`` says (the algorithm's
+        ``FederatedAlgorithm.RANK_SCALING``; :meth:`client_rank`).
 
         Batch order comes from CPU generators addressed by (seed, client, round), so it is the
         same on every device and for both trainers. With ``learner.keep_optimizer_state`` the
@@ -352,6 +359,7 @@ class Runtime:
                 model_seeds=seeds,
                 zeta=zeta,
                 frozen=frozen,
+                rank_scaling=rank_scaling,
             )
             results = [self._at_rank(r, rank) for r, rank in zip(results, ranks, strict=True)]
         else:
@@ -359,7 +367,7 @@ class Runtime:
             for i, (start, data, n, gen) in enumerate(
                 zip(starts, subsets, steps, gens, strict=True)
             ):
-                with self.client_rank(ranks[i]):
+                with self.client_rank(ranks[i], rank_scaling=rank_scaling):
                     result = self.trainer.train(
                         self.padded(start),
                         data,
@@ -392,8 +400,15 @@ class Runtime:
         return result
 
     @contextlib.contextmanager
-    def client_rank(self, rank: int) -> Iterator[None]:
-        """Scale every LoRA layer by alpha / ``rank`` (alpha / sqrt(rank) with rsLoRA) inside."""
+    def client_rank(self, rank: int, *, rank_scaling: RankScaling = "own_rank") -> Iterator[None]:
+        """Inside, every LoRA layer is scaled for a client of rank ``rank``: the model's scaling
+        at its rank r (alpha / r, alpha / sqrt(r) with rsLoRA) times
+        :func:`~wirelessfl.training.stacked_ranks.rank_multiplier`. ``"own_rank"`` (default):
+        alpha / ``rank`` (alpha / sqrt(rank) with rsLoRA); ``"sketch"`` (FSLoRA, eq. (2)):
+        (alpha / r) (r / ``rank``) = alpha / ``rank``, (alpha / sqrt(r)) (r / ``rank``) with
+        rsLoRA."""
+        if rank_scaling not in RANK_SCALINGS:
+            raise ValueError(f"rank_scaling must be one of {RANK_SCALINGS}, got {rank_scaling!r}")
         if rank == self.rank:
             yield
             return
@@ -406,7 +421,10 @@ class Runtime:
             rslora = bool(getattr(module, "use_rslora", {}).get(adapter, False))
             saved.append((module, adapter, module.scaling[adapter]))
             alpha = module.lora_alpha[adapter]
-            module.scaling[adapter] = alpha / math.sqrt(rank) if rslora else alpha / rank
+            at_r = alpha / math.sqrt(self.rank) if rslora else alpha / self.rank
+            module.scaling[adapter] = at_r * rank_multiplier(
+                self.rank, rank, rslora=rslora, rank_scaling=rank_scaling
+            )
         try:
             yield
         finally:

@@ -1,8 +1,9 @@
 """Clients of different LoRA ranks in one set of stacks, by zero padding to the model's rank.
 
 Client k starts from the global state truncated to its first ``r_k`` components (the rest
-zeroed), and its LoRA output is rescaled so that it uses ``lora_alpha / r_k`` (or
-``/ sqrt(r_k)`` with rsLoRA), i.e. it trains as its unpadded self. The padded components
+zeroed), and its LoRA output is rescaled by :func:`rank_multiplier`: by default so that it
+uses ``lora_alpha / r_k`` (or ``/ sqrt(r_k)`` with rsLoRA), i.e. it trains as its unpadded
+self; for FSLoRA's sketch, by ``r / r_k`` in both cases. The padded components
 receive exactly zero gradients (``dA[j] = s B[:, j]^T (...)`` and ``dB[:, j] = s (...)
 A[j]^T``, and eq. (2)'s Gram off-diagonals involving a zero row vanish), so they stay exactly
 zero under SGD and Adam (zero moments give a zero step); results come out padded to the
@@ -13,10 +14,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 
 from wirelessfl.training.forward_patch import LoraSite
+
+#: How a client's LoRA scaling follows its rank k (``FederatedAlgorithm.RANK_SCALING``):
+#: ``"own_rank"``, the client trains its own rank-k LoRA (HetLoRA, FlexLoRA, FedStack, ...);
+#: ``"sketch"``, the client trains FSLoRA's random-k sketch of the rank-r LoRA.
+RankScaling = Literal["own_rank", "sketch"]
+RANK_SCALINGS: tuple[RankScaling, ...] = ("own_rank", "sketch")
+
+
+def rank_multiplier(
+    model_rank: int, rank: int, *, rslora: bool, rank_scaling: RankScaling = "own_rank"
+) -> float:
+    """The factor turning the model's LoRA scaling at rank r = ``model_rank`` (``alpha / r``,
+    or ``alpha / sqrt(r)`` with rsLoRA) into a rank-k = ``rank`` client's; both trainers use it.
+
+    * ``"own_rank"``: the scaling of a rank-k LoRA, ``alpha / k`` (``alpha / sqrt(k)``): the
+      factor ``r / k`` (``sqrt(r / k)`` with rsLoRA).
+    * ``"sketch"``: FSLoRA (arXiv:2501.19389) eq. (2), ``l(W0 + s_r B S A)`` with ``S = (r/k)
+      sum_{j in I} e_j e_j^T`` and ``s_r`` the model's scaling at rank r; the rank-k slice
+      trained alone is scaled ``s_r r / k``: the factor ``r / k`` with or without rsLoRA
+      (``alpha / k`` plain, ``(alpha / sqrt(r)) (r / k)`` with rsLoRA).
+
+    Raises:
+        ValueError: an unknown ``rank_scaling``.
+    """
+    ratio = model_rank / rank
+    if rank_scaling == "own_rank":
+        return math.sqrt(ratio) if rslora else ratio
+    if rank_scaling == "sketch":  # eq. (2): s_r * (r / k), whatever s_r is
+        return ratio
+    raise ValueError(f"rank_scaling must be one of {RANK_SCALINGS}, got {rank_scaling!r}")
 
 
 def zero_padding(
@@ -50,17 +82,24 @@ def zero_padding(
 
 
 def rank_factors(
-    sites: list[LoraSite], order: list[int], ranks: Sequence[int] | None, device: torch.device
+    sites: list[LoraSite],
+    order: list[int],
+    ranks: Sequence[int] | None,
+    device: torch.device,
+    *,
+    rank_scaling: RankScaling = "own_rank",
 ) -> dict[str, torch.Tensor | None]:
     """Per LoRA layer, ``(K, 1, 1)`` float64 multipliers (by position) turning the model's
-    scaling into each client's own (``r / r_k``, or ``sqrt(r / r_k)`` for rsLoRA); ``None``
-    if all are 1."""
+    scaling into each client's (:func:`rank_multiplier`: ``r / r_k``, or ``sqrt(r / r_k)``
+    for rsLoRA with ``"own_rank"``); ``None`` if all are 1."""
     out: dict[str, torch.Tensor | None] = {}
     for site in sites:
         if ranks is None or all(int(ranks[k]) == site.rank for k in order):
             out[site.name] = None
             continue
-        ratios = [site.rank / int(ranks[k]) for k in order]
-        vals = [math.sqrt(x) if site.rslora else x for x in ratios]
+        vals = [
+            rank_multiplier(site.rank, int(ranks[k]), rslora=site.rslora, rank_scaling=rank_scaling)
+            for k in order
+        ]
         out[site.name] = torch.tensor(vals, dtype=torch.float64, device=device).reshape(-1, 1, 1)
     return out

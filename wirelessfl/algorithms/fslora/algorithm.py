@@ -11,8 +11,12 @@ rank). Each round client i gets a random-k sketch ``S_i = (r/k_i) sum_{j in I_i}
 (eq. 2). Since S is diagonal and zero outside I, that loss depends on ``B[:, I]`` and ``A[I, :]``
 only and its gradients (eq. 3) vanish elsewhere, so the client trains the rank-k_i slice as a
 rank-k_i LoRA whose output the runtime scales by ``alpha/k_i = (alpha/r)(r/k_i)``: the same
-forward, the same gradients and the same local steps (eq. 4), exactly. Columns of B and rows of
-A outside I cannot move, whatever the optimizer.
+forward, the same gradients and the same local steps (eq. 4), exactly. With rsLoRA
+(``learner.use_rslora``) the model's scaling at rank r is ``alpha/sqrt(r)`` and eq. (2) gives
+the slice ``(alpha/sqrt(r))(r/k_i)``, not a rank-k_i rsLoRA's ``alpha/sqrt(k_i)``:
+:attr:`FSLoRA.RANK_SCALING` is ``"sketch"``, which both trainers honour
+(:func:`wirelessfl.training.stacked_ranks.rank_multiplier`). Columns of B and rows of A outside
+I cannot move, whatever the optimizer.
 
 Up: the update of the k_i columns of B and k_i rows of A per layer (``k_i (d + l)`` values;
 the server drew I, so no index is sent; the run's compression stage may thin it, e.g. App.
@@ -52,6 +56,9 @@ class FSLoRA(FederatedAlgorithm):
 
     Settings = FSLoRASettings
     CostModel = FSLoRACost
+    # eq. (2): the client minimises l(W0 + s_r B S A), S = (r/k_i) sum_{j in I} e_j e_j^T, s_r
+    # the model's scaling at rank r; its rank-k_i slice is scaled s_r (r/k_i), with rsLoRA too.
+    RANK_SCALING = "sketch"
     METRICS = {
         "mean_k": "mean sketch size k_i of the arrived clients",
         "mean_r_over_k": "mean r/k_i of the arrived clients (L-bar/L, Theorem 4.4)",
@@ -113,7 +120,8 @@ class FSLoRA(FederatedAlgorithm):
     # ---- 3. train --------------------------------------------------------------------------
     def client_start(self, plan: ClientPlan, downloaded: State) -> State:
         """The rank-k_i slices ``B[:, I]``, ``A[I, :]`` (and the head) of what was sent: the
-        client trains them as a rank-k_i LoRA scaled alpha/k_i (eqs. 2-4)."""
+        client trains them as a rank-k_i LoRA scaled alpha/k_i, (alpha/sqrt(r))(r/k_i) with
+        rsLoRA (eqs. 2-4, :attr:`RANK_SCALING`)."""
         if self.settings.download == "sketch":
             return downloaded
         return gather_slices(downloaded, self.runtime_or_fail().state.layers, self._sets(plan))
