@@ -7,6 +7,12 @@ The default scale finishes on a 2-core CPU in minutes per run (each scenario fil
 scale); ``--full`` switches to the paper's N = 100, K = 10 and more rounds. Finished runs are
 skipped and unfinished ones resumed, as for any sweep. What each figure shows against the
 paper's claim is discussed in ``docs/results.md``.
+
+Where the reproduction names a reference method, every run is compared with the reference run
+at the same seed and context (:mod:`wirelessfl.study.paired`, docs/statistics.md):
+``summary.csv`` gains ``reference_run`` and ``<metric>_vs_reference`` per run, and
+``paired.csv`` holds one row per (metric, method, context) with the mean paired difference,
+its 95 % t-interval and the verdict. Both are recomputed from the finished runs every time.
 """
 
 from __future__ import annotations
@@ -36,12 +42,18 @@ def reproduce(
     executor: str = "local",
     ray_address: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or finish) one reproduction; returns its studies, summary table and figure paths.
+    """Run (or finish) one reproduction; returns its studies, summary table, paired table and
+    figure paths.
 
     ``summary.csv`` holds each run's index row plus, where the reproduction states a target
     accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
-    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it. ``executor``
-    and ``ray_address`` say where the runs go, as for :func:`~wirelessfl.study.sweep.run_sweep`.
+    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it. Where it names a
+    reference method (``Reproduction.reference``), ``summary.csv`` also holds
+    ``reference_run`` and ``<metric>_vs_reference`` and ``paired.csv`` the paired differences
+    per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
+    result's ``paired``, None without a reference, and ``paired_problem``, why no table was
+    made). ``executor`` and ``ray_address`` say where the runs go, as for
+    :func:`~wirelessfl.study.sweep.run_sweep`.
     """
     import pandas as pd
 
@@ -84,9 +96,19 @@ def reproduce(
     target = spec.target_accuracy if target_accuracy is None else target_accuracy
     if target is not None:
         table = _with_time_to_target(table, out, target)
+    paired, problem = None, None
+    if spec.reference is not None:
+        table, paired, problem = _with_paired(table, out, spec.reference, sweeps, full)
     table.to_csv(out / "summary.csv", index=False)
     figures = spec.draw(out, runs) if spec.draw else []
-    return {"folder": out, "summary": table, "figures": figures, "claim": spec.claim}
+    return {
+        "folder": out,
+        "summary": table,
+        "paired": paired,
+        "paired_problem": problem,
+        "figures": figures,
+        "claim": spec.claim,
+    }
 
 
 def unit_fraction(text: str) -> float:
@@ -113,6 +135,63 @@ def _with_time_to_target(table, out: Path, target: float):
         rounds = load(folder).rounds if (folder / "rounds.csv").is_file() else None
         rows.append(time_to_target(rounds, target))
     return pd.concat([table.assign(target_accuracy=target), pd.DataFrame(rows)], axis=1)
+
+
+def _with_final_test_loss(table, out: Path):
+    """``table`` with ``final_test_loss``: each run's last evaluated ``test_loss``."""
+    import pandas as pd
+
+    values = []
+    for sweep, run in zip(table["sweep"], table["run"], strict=True):
+        path = out / sweep / run / "rounds.csv"
+        rounds = pd.read_csv(path) if path.is_file() else None
+        losses = (
+            rounds["test_loss"].dropna()
+            if rounds is not None and "test_loss" in rounds
+            else pd.Series(dtype=float)
+        )
+        values.append(float(losses.iloc[-1]) if len(losses) else math.nan)
+    return table.assign(final_test_loss=values)
+
+
+def _with_paired(table, out: Path, reference, sweeps: dict[str, dict], full: bool):
+    """``table`` with the per-run paired columns, the paired table (written to
+    ``paired.csv``) and None; or ``table`` unchanged, None and why no table could be made."""
+    from wirelessfl.study.paired import (
+        paired_differences,
+        paired_table_text,
+        per_run_differences,
+    )
+
+    if "final_test_loss" in reference.metrics:
+        table = _with_final_test_loss(table, out)
+    metrics = [m for m in reference.metrics if m in table.columns]
+    stale = out / "paired.csv"
+    if not metrics:
+        stale.unlink(missing_ok=True)
+        return table, None, f"no column {', '.join(reference.metrics)} to compare"
+    method_keys = reference.method_keys
+    grid_keys = list(dict.fromkeys(k for grid in sweeps.values() for k in grid))
+    context_keys = [k for k in grid_keys if k not in method_keys and k in table.columns]
+    # a grid value None reads back from index.csv as NaN, which pairing takes for "this sweep
+    # does not set the key" (matches any value): mark the sweeps' explicit None as "null"
+    marked = table.copy()
+    for name, grid in sweeps.items():
+        for key, values in grid.items():
+            if key in marked.columns and any(v is None for v in values):
+                rows = (marked["sweep"] == name) & marked[key].isna()
+                marked[key] = marked[key].astype(object).where(~rows, "null")
+    options = {"metrics": metrics, "context_keys": context_keys}
+    try:
+        paired = paired_differences(marked, method_keys, reference.at(full), **options)
+        per_run = per_run_differences(marked, method_keys, reference.at(full), **options)
+    except ValueError as err:
+        stale.unlink(missing_ok=True)
+        return table, None, str(err)
+    added = ["reference_run", *(f"{m}_vs_reference" for m in metrics)]
+    table = table.assign(**{c: per_run[c].to_numpy() for c in added})
+    paired_table_text(paired).to_csv(out / "paired.csv", index=False)
+    return table, paired, None
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -143,13 +222,40 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                 "rank",
                 "time_to_target_s",
                 "bits_to_target",
+                "final_test_loss",
+                "final_accuracy_vs_reference",
             )
         ]
         print(f"{figure}: {result['claim']}")
         print(result["summary"][["sweep", *cols]].to_string(index=False))
+        if result["paired"] is not None:
+            label = REPRODUCTIONS[figure].reference.label
+            against = result["paired"].reference.iloc[0] if len(result["paired"]) else ""
+            against = f"{label} ({against})" if label and against else label or against
+            print(
+                f"paired differences against {against}, 95 % t-interval "
+                f"(paired.csv in {result['folder']}):"
+            )
+            print(_paired_text(result["paired"]))
+        elif result["paired_problem"]:
+            print(f"paired differences: none ({result['paired_problem']})")
         for path in result["figures"]:
             print(f"figure     {path}")
     return 0
+
+
+def _paired_text(paired) -> str:
+    """The paired table for the terminal: metric, method, context, n, mean, interval, verdict."""
+    shown = paired.assign(
+        interval=[
+            f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(paired.ci_low, paired.ci_high, strict=True)
+        ],
+        mean_diff=[f"{m:.4g}" for m in paired.mean_diff],
+    )
+    cols = ["metric", "method", "context", "n", "mean_diff", "interval", "verdict", "reason"]
+    if not shown["context"].astype(bool).any():
+        cols.remove("context")
+    return shown[cols].to_string(index=False)
 
 
 def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:

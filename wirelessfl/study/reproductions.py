@@ -9,6 +9,8 @@ Every accuracy figure is drawn twice, against the round index (``<stem>.png``, a
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
 a larger rank or a denser payload makes each round longer). ``target_accuracy`` is the stated
 accuracy whose time-to-target (virtual seconds and uplink bits) goes into ``summary.csv``.
+``reference`` names the method every other run is compared with, seed by seed
+(:mod:`wirelessfl.study.paired`: ``paired.csv``, docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from wirelessfl.study.figures import (
 )
 from wirelessfl.study.floral_figures import draw_adaptors, draw_methods, draw_synthetic
 from wirelessfl.study.h2tune_figures import draw_ablation, draw_comparison
+from wirelessfl.study.paired import Reference
 
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
 SPARSIFIERS = ["soft", "topk", "random", "structured"]
@@ -101,7 +104,8 @@ class Reproduction:
     """A figure: its scenario, its sweeps (name -> grid) and how to draw it.
 
     ``target_accuracy`` is None where accuracy is not a claim (network-only runs, whose accuracy
-    is the surrogate's).
+    is the surrogate's). ``reference`` is the method the claim compares the others with
+    (paired differences per seed, ``paired.csv``); None where there is no such claim.
     """
 
     scenario: str  # path under SCENARIO_DIR (wirelessfl/scenarios/)
@@ -112,6 +116,21 @@ class Reproduction:
     full: list[str] = field(default_factory=lambda: list(FULL_TRAINING))
     full_sweeps: dict[str, dict[str, list]] | None = None
     draw: Callable[[Path, list], list[Path]] | None = None
+    reference: Reference | None = None
+
+
+#: the sparsifier figures: every sparsifier (and dense ILoRA) against SOFT at the same rank
+#: and sparsification (ILoRA, which has none, against SOFT at each)
+SOFT_REFERENCE = Reference({"compression.sparsifier": "soft"}, label="SOFT")
+#: Table 1's methods against FedAvg on the same task
+FEDAVG_REFERENCE = Reference({"algorithm.name": "fedavg_full"}, keys=("strategy",), label="FedAvg")
+#: the synthetic tasks' claims are about the test loss (``final_test_loss``: lower is better)
+FEDAVG_SYNTHETIC = Reference(
+    {"algorithm.name": "fedavg_full"},
+    keys=("strategy",),
+    metrics=("final_test_loss",),
+    label="FedAvg",
+)
 
 
 def _sparsifier_panels(tag: str = "") -> Callable[[Path, list], list[Path]]:
@@ -231,6 +250,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="SOFT keeps higher accuracy than TLoRA, SLoRA and RLoRA at O = 0.5; ILoRA bounds it",
         target_accuracy=0.7,
         draw=_sparsifier_panels(),
+        reference=SOFT_REFERENCE,
     ),
     "fig3ab_frozen": Reproduction(
         scenario="paper/fig3ab_frozen_head.yaml",
@@ -239,6 +259,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         "ILoRA bounds it",
         target_accuracy=0.6,
         draw=_sparsifier_panels("_frozen"),
+        reference=SOFT_REFERENCE,
     ),
     "fig3ab_verbalizer": Reproduction(
         scenario="paper/fig3ab_verbalizer.yaml",
@@ -249,6 +270,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[*FULL_TRAINING, "learner.local_steps=4", "learner.dataset_options.max_test=500"],
         draw=_sparsifier_panels("_verbalizer"),
+        reference=SOFT_REFERENCE,
     ),
     "fig3c": Reproduction(
         scenario="paper/fig3c_tsfa_osfa.yaml",
@@ -259,6 +281,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="TSFA's offline rank beats OSFA with too small (1, 2, 4) or too large (16-64) ranks",
         target_accuracy=0.75,
         draw=_draw_fig3c,
+        # each OSFA rank is a method of its own, compared with TSFA at the same seed
+        reference=Reference({"controller.name": "tsfa"}, keys=("controller.rank",), label="TSFA"),
     ),
     "fig45": Reproduction(
         scenario="paper/fig45_shards.yaml",
@@ -267,6 +291,12 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="more shards (closer to IID) give a smaller Cov norm and a higher accuracy",
         target_accuracy=0.5,
         draw=_draw_fig45,
+        # the fewest shards (the least IID partition) of the grid
+        reference=Reference(
+            {"learner.partition_options.n_shards": 20},
+            full_value={"learner.partition_options.n_shards": 100},
+            label="fewest shards",
+        ),
     ),
     "dpp": Reproduction(
         scenario="paper/drift_plus_penalty.yaml",
@@ -291,6 +321,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=FSLORA_FULL,
         draw=draw_hetero,
+        reference=Reference({"algorithm.name": "fslora"}, label="FSLoRA"),
     ),
     "fslora-ratios": Reproduction(
         scenario="fslora/minilm_rotten_tomatoes.yaml",
@@ -308,6 +339,13 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=FSLORA_FULL,
         draw=draw_ratios,
+        # (iv) compares every fixed ratio with the controller, in accuracy and in time
+        reference=Reference(
+            {"controller.name": "sketch"},
+            keys=("strategy.sketch_ratio",),
+            metrics=("final_accuracy", "time_to_target_s"),
+            label="sketch controller",
+        ),
     ),
     "floral-synthetic-linear": Reproduction(
         scenario="floral/synthetic_linear.yaml",
@@ -318,6 +356,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_synthetic,
+        reference=FEDAVG_SYNTHETIC,
     ),
     "floral-synthetic-mlp": Reproduction(
         scenario="floral/synthetic_mlp.yaml",
@@ -327,6 +366,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_synthetic,
+        reference=FEDAVG_SYNTHETIC,
     ),
     "floral-mnist": Reproduction(
         scenario="floral/mnist.yaml",
@@ -337,6 +377,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_methods,
+        reference=FEDAVG_REFERENCE,
     ),
     "floral-mnist-reduced": Reproduction(
         scenario="floral/mnist_reduced.yaml",
@@ -347,6 +388,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_methods,
+        reference=FEDAVG_REFERENCE,
     ),
     "floral-adaptors": Reproduction(
         scenario="floral/mnist.yaml",
@@ -363,6 +405,11 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_adaptors,
+        reference=Reference(
+            {"strategy": {"n_adaptors": 4, "rho": 0.1}},
+            metrics=("final_accuracy", "time_to_target_s", "total_bits_up"),
+            label="C = 4",
+        ),
     ),
     "h2tune-hybrid": Reproduction(
         scenario="h2tune/hybrid.yaml",
@@ -373,6 +420,12 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_comparison,
+        # paired within the same devices (large-model clients slow or fast)
+        reference=Reference(
+            {"algorithm.name": "h2tune"},
+            metrics=("final_accuracy", "time_to_target_s"),
+            label="H2Tune",
+        ),
     ),
     "h2tune-ablation": Reproduction(
         scenario="h2tune/hybrid.yaml",
@@ -388,5 +441,9 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_ablation,
+        # r_g = 8 at the default density (beta_k = r_k / r_g); the density runs are at r_g = 8
+        reference=Reference(
+            {"strategy.global_rank": 8}, keys=("strategy.density",), label="r_g = 8"
+        ),
     ),
 }
