@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.results.summary import SUMMARY_COLUMNS
 from wirelessfl.study.grid import format_value, plain
 
 if TYPE_CHECKING:
@@ -62,14 +63,7 @@ NOT_CONFIG = (
     "finished",
     "status",
     "error",
-    "rounds_done",
-    "final_accuracy",
-    "mean_delay_s",
-    "mean_sparsification",
-    "total_bits_up",
-    "virtual_time_s",
-    "final_queue",
-    "rank",
+    *SUMMARY_COLUMNS,
     "target_accuracy",
     "time_to_target_s",
     "bits_to_target",
