@@ -47,7 +47,13 @@ def _close(a, b) -> None:
 
 
 def _evaluated(run) -> pd.DataFrame:
-    return run.rounds[run.rounds["accuracy"].notna()]
+    """The run's evaluations: the initial state's (``round`` -1 at t = 0: eval_every 5 turns
+    ``eval_initial`` on), then the rounds with an accuracy."""
+    first = pd.DataFrame(
+        {"round": [-1], "t_end_s": [0.0], "accuracy": [run.meta["initial_evaluation"]["accuracy"]]}
+    )
+    rounds = run.rounds[run.rounds["accuracy"].notna()][["round", "t_end_s", "accuracy"]]
+    return pd.concat([first, rounds], ignore_index=True)
 
 
 # -- accuracy -----------------------------------------------------------------------------------
@@ -56,9 +62,10 @@ def test_accuracy_vs_round_of_one_run(run):
     assert isinstance(fig, Figure)
     (ax,) = fig.axes
     (line,) = ax.lines
-    _close(line.get_xdata(), _evaluated(run)["round"])
+    _close(line.get_xdata(), _evaluated(run)["round"] + 1)  # rounds completed, 0 first
     _close(line.get_ydata(), _evaluated(run)["accuracy"])
     assert not ax.collections  # one seed: no spread
+    assert ax.get_xlabel() == "rounds completed"
 
 
 def test_accuracy_curves_average_the_seeds(study):

@@ -21,7 +21,9 @@ virtual clock decide who that is and who arrives):
   ``loss`` is the same weighted mean of the fits' ``metrics["loss"]`` (or ``"train_loss"``);
 - **evaluate**: every client evaluates the global parameters; ``test_loss`` and ``accuracy``
   are the ``num_examples``-weighted means of their losses and ``metrics["accuracy"]`` (NaN when
-  a client reports no accuracy).
+  a client reports no accuracy). ``server-round`` is t + 1 after round t, and 0 for the initial
+  parameters before round 0 (``eval_initial``), as Flower's server numbers its evaluation of
+  the initial parameters.
 
 The model is one list of dense arrays with no LoRA rank, so the controller plans its payload as
 the whole list (:class:`FlowerCost`, ``ModelGeometry.fixed_values``): only ``controller.name:

@@ -664,6 +664,11 @@ class Scenario:
     n_scheduled: int = option(10, ge=1, doc="K scheduled per round")
     rounds: int = option(1000, ge=1, le=MAX_ROUNDS, doc="T")
     eval_every: int = option(10, ge=1, doc="evaluate every this many rounds (and the last)")
+    eval_initial: bool | None = option(
+        None,
+        doc="also evaluate the global state before round 0 (virtual time 0), into meta.json's "
+        "initial_evaluation; null: when eval_every > 1",
+    )
     channel: ChannelConfig = field(default_factory=ChannelConfig)
     devices: DevicesConfig = field(default_factory=DevicesConfig)
     mobility: MobilityConfig = field(default_factory=MobilityConfig)
@@ -687,6 +692,12 @@ class Scenario:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     faults: FaultsConfig = field(default_factory=FaultsConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+
+    @property
+    def evaluates_initial(self) -> bool:
+        """Whether the run evaluates the global state before round 0 (``eval_initial``; null:
+        when ``eval_every`` > 1, where the first evaluated round is not round 0)."""
+        return self.eval_every > 1 if self.eval_initial is None else bool(self.eval_initial)
 
     def validate(self, prefix: str) -> None:
         values = self.n_clients * self.channel.block_rounds

@@ -4,9 +4,10 @@ The simulator owns virtual time; a :class:`Learner` owns the model. Per round th
 calls :meth:`Learner.local_round` once with the round's :class:`~wirelessfl.plans.RoundPlan`
 (wall time only; the virtual compute, download and upload times come from the returned
 :class:`ClientReport`), then :meth:`Learner.aggregate` with the clients whose uploads arrived,
-and :meth:`Learner.evaluate` every ``eval_every`` rounds. Both learners run the scenario's
-federated algorithm (``wirelessfl.algorithms``): the real one trains through it, the
-network-only one asks it for sizes.
+and :meth:`Learner.evaluate` every ``eval_every`` rounds (and, with ``eval_initial``, once
+before round 0). Both learners run the scenario's federated algorithm
+(``wirelessfl.algorithms``): the real one trains through it, the network-only one asks it for
+sizes.
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ class Learner(ABC):
 
     @abstractmethod
     def evaluate(self, round_index: int) -> dict[str, float]:
-        """Held-out metrics of the global state: ``accuracy`` and ``test_loss``."""
+        """Held-out metrics of the global state: ``accuracy`` and ``test_loss``.
+
+        ``round_index`` is the round just aggregated, or -1 for the initial state, before round
+        0 (``eval_initial``): no client has trained yet, and private state is empty."""
 
     @abstractmethod
     def save_state(self, folder: Path) -> None:

@@ -3,7 +3,8 @@
 Layout::
 
     OUT/config.yaml                the resolved scenario (written once, atomically)
-    OUT/meta.json                  versions, seed, times, the config's SHA-256 (atomic rewrites)
+    OUT/meta.json                  versions, seed, times, the config's SHA-256 (atomic rewrites),
+                                   the initial_evaluation before round 0 (eval_initial)
     OUT/rounds.csv, events.csv, clients.csv   append-only tables
     OUT/state.json                 names the current checkpoint (atomic)
     OUT/checkpoints/<n>/           state after round n - 1, with manifest.json
@@ -21,6 +22,7 @@ the rename and ``state.json`` leaves); with no checkpoint at all the run starts 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -35,6 +37,8 @@ from wirelessfl.results.table_writer import TableMark
 
 CONFIG = "config.yaml"
 META = "meta.json"
+#: The ``meta.json`` key of the evaluation of the global state before round 0 (``eval_initial``).
+INITIAL_EVALUATION = "initial_evaluation"
 STATE = "state.json"
 CHECKPOINTS = "checkpoints"
 MANIFEST = "manifest.json"
@@ -237,3 +241,24 @@ def verify_checkpoint(out: Path, checkpoint: Checkpoint, config_hash: str, round
 def run_again(out: Path) -> str:
     """The advice for a folder that cannot be continued: the same scenario, a new folder."""
     return f"run the scenario again into a new folder: wirelessfl run {out / CONFIG} --out NEW"
+
+
+def json_evaluation(evaluation: Mapping[str, float]) -> dict[str, float | None]:
+    """An evaluation (metric -> number) as JSON holds it: NaN (not measured) as null."""
+    return {k: (None if math.isnan(v) else float(v)) for k, v in evaluation.items()}
+
+
+def read_evaluation(value: Any) -> dict[str, float] | None:
+    """What :func:`json_evaluation` wrote (null as NaN); None for anything else (absent, or
+    not a table of numbers)."""
+    if not isinstance(value, Mapping) or "accuracy" not in value or "test_loss" not in value:
+        return None
+    out = {}
+    for k, v in value.items():
+        if v is None:
+            out[str(k)] = math.nan
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            out[str(k)] = float(v)
+        else:
+            return None
+    return out

@@ -1,7 +1,8 @@
 """Loading run folders: the tables straight into pandas, with the scenario and the meta data.
 
 A run folder holds ``config.yaml`` (the resolved scenario), ``meta.json`` (versions, seed, git
-revision, device, times), ``rounds.csv`` (one row per round), optionally ``events.csv`` and
+revision, device, times, and with ``eval_initial`` the ``initial_evaluation`` of the global
+state before round 0), ``rounds.csv`` (one row per round), optionally ``events.csv`` and
 ``clients.csv``, and what ``--resume`` needs (``state.json``, ``checkpoints/``): see
 ``wirelessfl.results.run_folder`` for how they are written and checked.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import yaml
 
 from wirelessfl.errors import UserError
 from wirelessfl.results.files import atomic_write_text
+from wirelessfl.results.run_folder import INITIAL_EVALUATION, read_evaluation
 
 __all__ = ["RunResult", "atomic_write_text", "load"]
 
@@ -37,6 +40,19 @@ class RunResult:
     @property
     def finished(self) -> bool:
         return bool(self.meta.get("finished", False))
+
+    @property
+    def initial_evaluation(self) -> dict[str, float] | None:
+        """``meta.json``'s ``initial_evaluation``: ``accuracy`` (NaN: not measured) and
+        ``test_loss`` of the global state before round 0, at virtual time 0; None when the run
+        has none (``eval_initial``)."""
+        return read_evaluation(self.meta.get(INITIAL_EVALUATION))
+
+    @property
+    def initial_accuracy(self) -> float:
+        """The initial evaluation's accuracy; NaN when the run has none or did not measure it."""
+        initial = self.initial_evaluation
+        return math.nan if initial is None else initial.get("accuracy", math.nan)
 
 
 def load(path: str | Path) -> RunResult:

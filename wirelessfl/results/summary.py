@@ -27,13 +27,21 @@ def final_accuracy(rounds: pd.DataFrame) -> float:
     return float(evaluated.iloc[-1]) if len(evaluated) else math.nan
 
 
-def time_to_target(rounds: pd.DataFrame | None, target_accuracy: float) -> dict[str, float]:
+def time_to_target(
+    rounds: pd.DataFrame | None, target_accuracy: float, *, initial_accuracy: float = math.nan
+) -> dict[str, float]:
     """Virtual time and uplink traffic to reach ``target_accuracy``.
 
-    The first evaluated round whose ``accuracy`` is at least the target: ``time_to_target_s``
-    is its ``t_end_s`` [s] and ``bits_to_target`` the sum of ``bits_up`` [bit] over the rounds up
-    to and including it. Both NaN if no evaluated round reaches the target.
+    The first evaluation whose ``accuracy`` is at least the target. ``initial_accuracy`` is the
+    run's evaluation before round 0 (``RunResult.initial_accuracy``; NaN: none): when it
+    reaches the target, the untrained model already does, and both numbers are 0 (it was
+    measured at virtual time 0, before anything was sent). Otherwise the first evaluated round
+    at or above the target: ``time_to_target_s`` is its ``t_end_s`` [s] and ``bits_to_target``
+    the sum of ``bits_up`` [bit] over the rounds up to and including it. Both NaN if no
+    evaluation reaches the target.
     """
+    if initial_accuracy >= target_accuracy:  # NaN (no initial evaluation) is False
+        return {"time_to_target_s": 0.0, "bits_to_target": 0.0}
     missing = {"time_to_target_s": math.nan, "bits_to_target": math.nan}
     if rounds is None or len(rounds) == 0:
         return missing

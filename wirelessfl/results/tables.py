@@ -34,19 +34,32 @@ FRONTIER_ALIASES = {
 }
 #: the columns of ``frontier_table`` before the groups' varying parameters
 FRONTIER_COLUMNS = ("label", "x", "accuracy", "acc_min", "acc_max", "n")
-_CURVE_COLUMNS = ["round", "t_end_s", "accuracy", "acc_min", "acc_max", "n"]
+_CURVE_COLUMNS = ["round", "rounds_done", "t_end_s", "accuracy", "acc_min", "acc_max", "n"]
 _OFFLINE_COLUMNS = ["curve", "label", "r", "bound", "sparsification", "chosen_rank"]
+#: ``round`` of the evaluation before round 0 (``meta.json``'s ``initial_evaluation``)
+INITIAL_ROUND = -1
 
 
 # -- accuracy -----------------------------------------------------------------------------------
+def evaluated_rounds(run: RunResult) -> pd.DataFrame:
+    """A run's evaluations: ``round`` (the round just trained), ``t_end_s`` and ``accuracy``;
+    first, when the run has one, the evaluation before round 0 (``round`` -1, ``t_end_s`` 0:
+    ``meta.json``'s ``initial_evaluation``), then every round with an accuracy."""
+    rounds = run.rounds.loc[run.rounds["accuracy"].notna(), ["round", "t_end_s", "accuracy"]]
+    initial = run.initial_accuracy
+    if math.isnan(initial):
+        return rounds.reset_index(drop=True)
+    first = pd.DataFrame({"round": [INITIAL_ROUND], "t_end_s": [0.0], "accuracy": [initial]})
+    return pd.concat([first, rounds], ignore_index=True)
+
+
 def accuracy_curve(group: RunGroup) -> pd.DataFrame:
-    """Evaluated rounds of a group aggregated by round: ``round``, ``t_end_s`` (mean),
-    ``accuracy`` (mean), ``acc_min``, ``acc_max``, ``n`` (runs evaluated at that round)."""
-    frames = [
-        run.rounds.loc[run.rounds["accuracy"].notna(), ["round", "t_end_s", "accuracy"]]
-        for run in group.runs
-    ]
-    both = pd.concat(frames, ignore_index=True)
+    """Evaluations of a group aggregated by round: ``round`` (-1: before round 0),
+    ``rounds_done`` (``round`` + 1: rounds trained, 0 for the initial state), ``t_end_s``
+    (mean; 0 for the initial state), ``accuracy`` (mean), ``acc_min``, ``acc_max``, ``n``
+    (runs evaluated at that round). The first row is the initial state's where the runs
+    evaluated it (``eval_initial``)."""
+    both = pd.concat([evaluated_rounds(run) for run in group.runs], ignore_index=True)
     curve = both.groupby("round", sort=True).agg(
         t_end_s=("t_end_s", "mean"),
         accuracy=("accuracy", "mean"),
@@ -54,11 +67,13 @@ def accuracy_curve(group: RunGroup) -> pd.DataFrame:
         acc_max=("accuracy", "max"),
         n=("accuracy", "size"),
     )
-    return curve.reset_index()
+    curve = curve.reset_index()
+    curve.insert(1, "rounds_done", curve["round"] + 1)
+    return curve
 
 
 def accuracy_table(results: Results) -> pd.DataFrame:
-    """Every group's ``accuracy_curve``, one row per group and evaluated round.
+    """Every group's ``accuracy_curve``, one row per group and evaluation.
 
     Args:
         results: runs, a study or a folder.
@@ -66,7 +81,7 @@ def accuracy_table(results: Results) -> pd.DataFrame:
     Returns:
         ``group`` (0, 1, ... in order of the groups' first runs), ``label`` (the keys that
         differ between groups), ``runs`` (runs in the group), then ``accuracy_curve``'s
-        columns. A group with no evaluated round has no rows.
+        columns. A group with no evaluation has no rows.
     """
     frames = []
     for i, group in enumerate(group_runs(as_runs(results))):

@@ -41,6 +41,9 @@ class RunInfo:
     columns: tuple[str, ...]  #: the ``rounds.csv`` columns, in order
     start_round: int  #: the first round this process runs (0 unless resumed)
     resumed: bool  #: whether this process continues an earlier one
+    #: ``accuracy`` and ``test_loss`` of the global state before round 0 (``eval_initial``;
+    #: ``meta.json``'s ``initial_evaluation``), None without one
+    initial_evaluation: dict[str, float] | None = None
 
 
 class RoundCallback:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import platform
 import subprocess
 import time
@@ -39,6 +40,7 @@ from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.run_folder import (
     CONFIG,
     FORMAT,
+    INITIAL_EVALUATION,
     MANIFEST,
     META,
     Checkpoint,
@@ -46,6 +48,8 @@ from wirelessfl.results.run_folder import (
     claim_new,
     config_sha256,
     find_checkpoint,
+    json_evaluation,
+    read_evaluation,
     run_again,
     table_path,
     verify_checkpoint,
@@ -195,6 +199,17 @@ class Run:
         meta.update(extra)
         atomic_write_text(self.out / META, json.dumps(meta, indent=2, default=float))
 
+    def _initial_evaluation(self, start: int) -> dict[str, float] | None:
+        """The evaluation before round 0 that an earlier process of this run made: the
+        checkpoint's, else ``meta.json``'s (a run killed before its first checkpoint). A
+        resumed run never evaluates it again: its global state is no longer the initial one
+        (and, from round 0, the same as what was recorded)."""
+        if self.sim.initial_evaluation is None and self.resume:
+            recorded = read_evaluation(_meta(self.out).get(INITIAL_EVALUATION))
+            if recorded is not None and self.scenario.evaluates_initial:
+                self.sim.initial_evaluation = recorded
+        return self.sim.initial_evaluation
+
     def _save_state(self, folder: Path) -> None:
         self.learner.save_state(folder)
         np.save(folder / "average_rate.npy", self.sim.average_rate)
@@ -256,6 +271,7 @@ class Run:
             start = self._checkpoint.next_round
         resumed = {"resumed": [*_meta(self.out).get("resumed", []), _now()], "finished": False}
         self._write_meta(**(resumed if self.resume else {}))
+        initial = self._initial_evaluation(start)
         columns = writers["rounds"].columns
         resume_hint = f"; continue with: wirelessfl run --resume {self.out}"
         pending: dict[str, list] = {name: [] for name in writers}
@@ -268,7 +284,13 @@ class Run:
         last_accuracy = None
         config_hash = config_sha256(self.out)
         try:
-            info = RunInfo(self.out, sc, tuple(columns), start, self.resume)
+            if initial is None and start == 0 and sc.evaluates_initial:
+                initial = self.sim.evaluate_initial()  # before round 0, at virtual time 0
+            if initial is not None:
+                self._write_meta(**{INITIAL_EVALUATION: json_evaluation(initial)})
+                if not math.isnan(initial.get("accuracy", math.nan)):
+                    last_accuracy = initial["accuracy"]
+            info = RunInfo(self.out, sc, tuple(columns), start, self.resume, initial)
             call_each(self.callbacks, "on_run_start", info, where=resume_hint)
             for t in range(start, sc.rounds):
                 outcome = self.sim.run_round(t)

@@ -31,7 +31,9 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    (:mod:`wirelessfl.sim.energy`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
-7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds;
+7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
+   round 0, :meth:`~Simulator.evaluate_initial` with ``eval_initial``: the untrained global
+   state at virtual time 0, which the runner keeps in ``meta.json``);
 8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
    queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
    deadline counting up to the deadline (:func:`~wirelessfl.sim.events.round_timing`), so a
@@ -66,6 +68,7 @@ from wirelessfl.controllers import ControllerContext, Decision, make_controller
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
+from wirelessfl.results.run_folder import json_evaluation, read_evaluation
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
@@ -198,19 +201,25 @@ class Simulator:
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
         self.env = simpy.Environment()
         self.next_round = 0
+        #: :meth:`evaluate_initial`'s result once the runner asked for it (checkpointed)
+        self.initial_evaluation: dict[str, float] | None = None
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {
+        state = {
             "next_round": self.next_round,
             "now_s": float(self.env.now),
             "controller": self.controller.state_dict(),
         }
+        if self.initial_evaluation is not None:  # the key only with one: old states unchanged
+            state["initial_evaluation"] = json_evaluation(self.initial_evaluation)
+        return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
         self.next_round = int(state["next_round"])
         self.env = simpy.Environment(initial_time=float(state["now_s"]))
         self.controller.load_state_dict(state["controller"])
+        self.initial_evaluation = read_evaluation(state.get("initial_evaluation"))
         if average_rate is not None:
             self.average_rate = average_rate
 
@@ -464,7 +473,26 @@ class Simulator:
         sc = self.scenario
         if not ((r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1):
             return {}
-        evaluation = self.learner.evaluate(r.t)
+        return self._checked_evaluation(r.t, f"round {r.t}", KEPT)
+
+    def evaluate_initial(self) -> dict[str, float]:
+        """Held-out metrics of the initial global state, before round 0 is trained.
+
+        The learner's ``evaluate(-1)`` (``-1``: no round trained yet) at virtual time 0. It
+        draws no random number and moves no clock, so the rounds that follow are the same with
+        or without it. The runner calls it when ``scenario.evaluates_initial`` (and keeps the
+        result in ``meta.json``); a resumed run does not.
+        """
+        if self.next_round != 0 or self.env.now != 0:
+            raise RuntimeError("the initial evaluation is of the state before round 0")
+        evaluation = self._checked_evaluation(-1, "before round 0", "no round was trained yet.")
+        self.initial_evaluation = {k: float(v) for k, v in evaluation.items()}
+        return self.initial_evaluation
+
+    def _checked_evaluation(self, round_index: int, when: str, kept: str) -> dict[str, float]:
+        """``learner.evaluate(round_index)``; a one-line ``SimulationError`` naming ``when`` (and
+        saying what is ``kept``) if it measured a non-finite value."""
+        evaluation = self.learner.evaluate(round_index)
         # NaN accuracy is "not measured" (a regression task); every other value must be finite
         bad = {
             k: float(v)
@@ -473,8 +501,8 @@ class Simulator:
         }
         if bad:
             raise SimulationError(
-                f"round {r.t}: the evaluation of the global state measured non-finite "
-                f"{_listed(bad)}; {KEPT} {METRICS_HINT}"
+                f"{when}: the evaluation of the global state measured non-finite "
+                f"{_listed(bad)}; {kept} {METRICS_HINT}"
             )
         return evaluation
 
