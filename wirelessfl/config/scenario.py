@@ -7,6 +7,7 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -84,6 +85,44 @@ def _check_option_names(options: dict, key: str) -> None:
 
 def _gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.3g} GiB"
+
+
+#: ``compression.sparsifier`` that sends every value (no stage).
+NO_STAGE = "none"
+
+
+def _stage(config: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The compression stage (sparsifier, fixed ratio or None) of a run's resolved config (plain
+    data): a null key takes the algorithm's own stage (its cost model's ``OWN_STAGE``, read
+    through the registry), the rule of ``wirelessfl.algorithms.compression.resolve_compression``
+    (tests/wirelessfl/test_label_applicability.py holds the two to the same answers)."""
+    section = config.get("compression") or {}
+    algorithm = (config.get("algorithm") or {}).get("name", AlgorithmConfig.name)
+    own = ALGORITHMS.load(algorithm).CostModel.OWN_STAGE
+    sparsifier = section.get("sparsifier")
+    sparsifier = own.sparsifier if sparsifier is None else sparsifier
+    ratio = section.get("ratio")
+    if ratio is None and sparsifier == own.sparsifier:
+        ratio = own.ratio
+    return sparsifier, ratio
+
+
+def _stage_active(config: Mapping[str, Any]) -> bool:
+    """Whether the run's compression stage sparsifies anything."""
+    return _stage(config)[0] != NO_STAGE
+
+
+def _stage_follows_controller(config: Mapping[str, Any]) -> bool:
+    """Whether the controller's ratio reaches the run's messages: a stage without a fixed ratio
+    (otherwise O is moot: a stage that sends everything, or a fixed ``compression.ratio``)."""
+    sparsifier, ratio = _stage(config)
+    return sparsifier != NO_STAGE and ratio is None
+
+
+def _stage_weighs_importance(config: Mapping[str, Any]) -> bool:
+    """Whether the run's sparsifier computes importance weights (SOFT's eq. 3)."""
+    sparsifier = _stage(config)[0]
+    return sparsifier != NO_STAGE and bool(SPARSIFIERS.load(sparsifier).takes_importance)
 
 
 @dataclass
@@ -362,7 +401,13 @@ class ControllerConfig:
     k_min: int = option(
         1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
     )
-    sparsification: float = option(1.0, gt=0.0, le=1.0, doc="O for the fixed controller")
+    sparsification: float = option(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        doc="O for the fixed controller",
+        applies=_stage_follows_controller,
+    )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
     bandwidth: str = option(
         "equal_delay", choices=("equal_delay", "minmax"), doc="share rule (fixed controller)"
@@ -445,16 +490,19 @@ class CompressionConfig:
         le=1.0,
         doc="fraction of each layer's LoRA values sent; null: the controller's O^t (fedit_topk's "
         "own: 0.5)",
+        applies=_stage_active,
     )
     error_feedback: bool | None = option(
         None,
         doc="keep unsent values for the next round (eqs. 4-7); null: the algorithm's own (true; "
         "false for fedit_topk)",
+        applies=_stage_active,
     )
     importance: str = option(
         "update",
         choices=("update", "factors"),
         doc="soft sparsifier: eq. (3) weights from the update (u = m + Delta) | the local factors",
+        applies=_stage_weighs_importance,
     )
 
 

@@ -25,7 +25,8 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import cache
 from typing import Any, TypeVar
 
 from wirelessfl.errors import ConfigError
@@ -73,11 +74,16 @@ def option(
     prefixes: Sequence[str] = (),
     doc: str = "",
     default_factory: Any = dataclasses.MISSING,
+    applies: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> Any:
     """A dataclass field with validation metadata (bounds, allowed values, one-line doc).
 
     ``choices`` is a tuple or a registry (read at validation time); ``prefixes`` are accepted
-    prefixes besides (``"hub:"``: any ``hub:<name-or-path>``).
+    prefixes besides (``"hub:"``: any ``hub:<name-or-path>``). ``applies(config)`` says whether
+    the key can change a run, given the run's whole resolved config as plain data (what its
+    ``config.yaml`` holds): False where the run does not use it (a sparsification ratio under a
+    stage that sends everything). Results leave a key that does not apply out of a run's
+    group and label (:func:`applies`); None: it always applies.
     """
     meta = {
         "ge": ge,
@@ -87,6 +93,7 @@ def option(
         "choices": choices,
         "prefixes": tuple(prefixes),
         "doc": doc,
+        "applies": applies,
     }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
@@ -400,6 +407,60 @@ def to_dict(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
     return obj
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def applies(cls: type, config: Mapping[str, Any], key: str) -> bool:
+    """Whether the dotted ``key`` can change a run whose resolved config is ``config``.
+
+    ``config`` is plain data, as a run's ``config.yaml`` holds it, of dataclass ``cls`` (the
+    scenario). A key does not apply when it, or a section holding it, has an ``applies``
+    predicate (:func:`option`) that says no for ``config``, or when it lies in a settings
+    section's table of a plug-in that does not run (``strategy.fslora.download`` while
+    ``algorithm.name`` is hetlora). Every other key applies, keys the schema does not know and
+    keys whose predicate fails on ``config`` (written by another version) included.
+    """
+    node: Any = config
+    parts = key.split(".")
+    i = 0
+    while i < len(parts) and dataclasses.is_dataclass(cls):
+        f = next((f for f in dataclasses.fields(cls) if f.name == parts[i]), None)
+        if f is None:
+            return True
+        predicate = f.metadata.get("applies")
+        if predicate is not None and not _says_yes(predicate, config):
+            return False
+        value = node.get(f.name) if isinstance(node, Mapping) else None
+        if "settings_of" in f.metadata:
+            owner = node.get(f.metadata["settings_of"])
+            running = owner.get("name") if isinstance(owner, Mapping) else None
+            registry = f.metadata["registry"]
+            table = parts[i + 1] if i + 1 < len(parts) else None
+            if not isinstance(running, str) or table is None:
+                return True
+            if f.metadata.get("others") and table != running and table in registry:
+                return False  # another plug-in's table: kept, never used
+            try:
+                cls = settings_class(registry, running)
+            except Exception:  # noqa: BLE001 - a plug-in not registered here: keep the key
+                return True
+            if f.metadata.get("others") and table == running:
+                value, i = value.get(table) if isinstance(value, Mapping) else None, i + 1
+            node, i = value, i + 1
+            continue
+        cls, node, i = _hints(cls).get(f.name), value, i + 1
+    return True
+
+
+def _says_yes(predicate: Callable[[Mapping[str, Any]], bool], config: Mapping[str, Any]) -> bool:
+    try:
+        return bool(predicate(config))
+    except Exception:  # noqa: BLE001 - a config this version cannot read: the key applies
+        return True
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:

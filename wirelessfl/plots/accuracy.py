@@ -15,12 +15,13 @@ def _accuracy(table: pd.DataFrame, x: str, ax: Axes | None) -> Figure:
     fig, ax = new_axes(ax)
     for _, curve in table.groupby("group", sort=True):
         label, runs = curve["label"].iloc[0], int(curve["runs"].iloc[0])
+        seeds = int(curve["seeds"].iloc[0]) if "seeds" in curve else runs
         xs = _rounds_done(curve) if x == "round" else curve["t_end_s"]
         (line,) = ax.plot(
             xs,
             curve["accuracy"],
             marker=".",
-            label=f"{label} ({runs} seeds)" if runs > 1 else label,
+            label=f"{label} ({seeds} seeds)" if seeds > 1 else label,
         )
         if runs > 1:
             ax.fill_between(

@@ -1,14 +1,15 @@
 """Runs grouped by config and labelled by the config keys that tell them apart.
 
-Runs whose configs differ only in ``seed`` (and ``name``/``output``) form one group; labels
-read ``key=value`` with the last part of each dotted key (``V=0.0001``).
+Runs whose configs differ only in ``seed`` (and ``name``/``output``, and settings that do not
+apply to them: :func:`group_runs`) form one group; labels read ``key=value`` with the last part
+of each dotted key (``V=0.0001``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from wirelessfl.results.store import RunResult
 
 #: config keys that never separate groups
 IGNORED_KEYS = ("seed", "name", "output")
+#: a key's value where a group has no such key (no JSON text reads so)
+_ABSENT = "<absent>"
 
 
 def flat_config(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -62,29 +65,49 @@ def format_label(value: Any) -> str:
 
 @dataclass
 class RunGroup:
-    """Runs with the same config apart from the seed."""
+    """Runs with the same config apart from the seed (and settings that do not apply)."""
 
     label: str
     params: dict[str, Any]
     runs: list[RunResult]
 
+    @property
+    def seeds(self) -> int:
+        """Distinct seeds among the runs (runs that differ only in settings that do not apply
+        to them, such as the ratio of a stage that sends everything, repeat a seed)."""
+        return len({json.dumps(_seed(run), default=str) for run in self.runs})
 
-def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
-    """Group by config without seed/name/output; labels name the keys that differ.
 
-    Args:
-        runs: loaded runs.
+def _flat(run: RunResult) -> dict[str, Any]:
+    """The run's config flattened, without the keys that never separate groups."""
+    flat = flat_config(run.config).items()
+    return {k: v for k, v in flat if k and k.split(".")[0] not in IGNORED_KEYS}
 
-    Returns:
-        The groups in order of their first run; ``params`` holds the varying keys' values.
-    """
+
+def _applicable(runs: Sequence[RunResult], flats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``flats`` without, for each run, the keys that vary between the runs and do not apply to
+    that run (``wirelessfl.config.schema.applies``: a key's own rule, such as the controller's
+    ratio under a compression stage that sends everything, or another algorithm's
+    ``strategy.<name>`` table). Keys equal in every run are kept: they tell no run apart."""
+    keys = sorted({k for f in flats for k in f})
+    varying = [k for k in keys if len({json.dumps(f.get(k), default=str) for f in flats}) > 1]
+    if not varying:
+        return flats
+    from wirelessfl.config.scenario import Scenario
+    from wirelessfl.config.schema import applies
+
+    return [
+        {k: v for k, v in flat.items() if k not in varying or applies(Scenario, run.config, k)}
+        for run, flat in zip(runs, flats, strict=True)
+    ]
+
+
+def _groups(runs: Sequence[RunResult], *, applicable: bool) -> list[RunGroup]:
+    flats = [_flat(run) for run in runs]
+    if applicable:
+        flats = _applicable(runs, flats)
     keyed: dict[str, tuple[dict[str, Any], list[RunResult]]] = {}
-    for run in runs:
-        flat = {
-            k: v
-            for k, v in flat_config(run.config).items()
-            if k.split(".")[0] not in IGNORED_KEYS and k
-        }
+    for run, flat in zip(runs, flats, strict=True):
         key = json.dumps(flat, sort_keys=True, default=str)
         keyed.setdefault(key, (flat, []))[1].append(run)
     flats = [flat for flat, _ in keyed.values()]
@@ -93,15 +116,47 @@ def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
     short = {k: k.rsplit(".", 1)[-1] for k in varying}
     if len(set(short.values())) < len(short):
         short = {k: k for k in varying}
+    labels = _labels(flats, varying, short, format_label)
+    if len(set(labels)) < len(labels):  # values alike to 4 digits: written in full
+        labels = _labels(flats, varying, short, str)
     groups = []
-    for flat, members in keyed.values():
+    for flat, label, (_, members) in zip(flats, labels, keyed.values(), strict=True):
         params = {k: flat.get(k) for k in varying}
-        if params:
-            label = ", ".join(f"{short[k]}={format_label(v)}" for k, v in params.items())
-        else:
-            label = str(members[0].config.get("name") or Path(members[0].path).name)
+        label = label or str(members[0].config.get("name") or Path(members[0].path).name)
         groups.append(RunGroup(label, params, members))
     return groups
+
+
+def _labels(
+    flats: list[dict[str, Any]],
+    keys: list[str],
+    short: dict[str, str],
+    show: Callable[[Any], str],
+) -> list[str]:
+    """``short=value`` of each of ``keys`` a group has (``show`` writes the value)."""
+    return [", ".join(f"{short[k]}={show(f[k])}" for k in keys if k in f) for f in flats]
+
+
+def group_runs(runs: Sequence[RunResult]) -> list[RunGroup]:
+    """Group by config without seed/name/output, and without the settings that do not apply to
+    a run; labels name the keys that differ.
+
+    A key that does not apply to a run (:func:`wirelessfl.config.schema.applies`: the
+    controller's ratio when the compression stage sends everything, or has a fixed ratio;
+    another algorithm's ``strategy.<name>`` table) neither separates its groups nor appears in
+    its label: dense ILoRA runs in a grid of ``compression.sparsifier`` x
+    ``controller.sparsification`` form one group, ``sparsifier=none``, while the sparsifiers'
+    groups keep their ratio. A label names only the keys its group has, so two groups never
+    share one.
+
+    Args:
+        runs: loaded runs.
+
+    Returns:
+        The groups in order of their first run; ``params`` holds the varying keys' values
+        (None where a key does not apply to the group).
+    """
+    return _groups(runs, applicable=True)
 
 
 def _label_keys(flats: list[dict[str, Any]], keys: list[str]) -> list[str]:
@@ -109,17 +164,25 @@ def _label_keys(flats: list[dict[str, Any]], keys: list[str]) -> list[str]:
 
     Keys every group has come first: runs of different algorithms differ in ``algorithm.name``
     and in settings only one of them has (``strategy.download`` of FSLoRA), and the label
-    ``name=fslora`` says enough. Keys missing from some groups are kept only when the shared
-    keys alone would give two groups the same label.
+    ``name=fslora`` says enough. When those alone would give two groups the same label, the
+    keys that take two values or more among the groups that have them join (FSLoRA's
+    ``download`` when two FSLoRA groups differ in it; not HetLoRA's own settings, constant in
+    its group); then, if still needed, every key that differs, a key's absence (it does not
+    apply, or the group's config lacks it) counting as a value of its own.
     """
 
-    def differs(k: str) -> bool:
-        return len({json.dumps(f.get(k), default=str) for f in flats}) > 1
+    def value(f: dict[str, Any], k: str) -> str:
+        return json.dumps(f[k], default=str) if k in f else _ABSENT
 
-    varying = [k for k in keys if differs(k)]
+    def unique(chosen: list[str]) -> bool:
+        return len({tuple(value(f, k) for k in chosen) for f in flats}) == len(flats)
+
+    varying = [k for k in keys if len({value(f, k) for f in flats}) > 1]
     shared = [k for k in varying if all(k in f for f in flats)]
-    labels = {json.dumps([f.get(k) for k in shared], default=str) for f in flats}
-    return shared if shared and len(labels) == len(flats) else varying
+    if shared and unique(shared):
+        return shared
+    distinct = [k for k in varying if len({value(f, k) for f in flats if k in f}) > 1]
+    return distinct if unique(distinct) else varying
 
 
 def _seed(run: RunResult) -> Any:
@@ -128,8 +191,18 @@ def _seed(run: RunResult) -> Any:
 
 def run_labels(runs: Sequence[RunResult]) -> list[str]:
     """One label per run: its group's label when there are several groups, plus its seed when
-    there are several runs (``V=0.01, seed=1``); a lone run gets its group's label."""
-    groups = group_runs(runs)
+    there are several runs (``V=0.01, seed=1``); a lone run gets its group's label. Runs that
+    would share a label (the same seed, differing only in settings that do not apply to them)
+    are labelled by their whole config instead."""
+    labels = _run_labels(runs, group_runs(runs))
+    if len(set(labels)) < len(labels):
+        whole = _run_labels(runs, _groups(runs, applicable=False))
+        repeated = {label for label in labels if labels.count(label) > 1}
+        labels = [w if label in repeated else label for label, w in zip(labels, whole, strict=True)]
+    return labels
+
+
+def _run_labels(runs: Sequence[RunResult], groups: list[RunGroup]) -> list[str]:
     by_id = {}
     for group in groups:
         for run in group.runs:

@@ -80,15 +80,17 @@ def accuracy_table(results: Results) -> pd.DataFrame:
 
     Returns:
         ``group`` (0, 1, ... in order of the groups' first runs), ``label`` (the keys that
-        differ between groups), ``runs`` (runs in the group), then ``accuracy_curve``'s
-        columns. A group with no evaluation has no rows.
+        differ between groups), ``runs`` (runs in the group), ``seeds`` (distinct seeds among
+        them), then ``accuracy_curve``'s columns. A group with no evaluation has no rows.
     """
     frames = []
     for i, group in enumerate(group_runs(as_runs(results))):
         curve = accuracy_curve(group)
         if not curve.empty:
-            frames.append(curve.assign(group=i, label=group.label, runs=len(group.runs)))
-    columns = ["group", "label", "runs", *_CURVE_COLUMNS]
+            frames.append(
+                curve.assign(group=i, label=group.label, runs=len(group.runs), seeds=group.seeds)
+            )
+    columns = ["group", "label", "runs", "seeds", *_CURVE_COLUMNS]
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)[columns]
