@@ -11,12 +11,16 @@ import pytest
 pytest.importorskip("torch")
 
 from wirelessfl.results import load  # noqa: E402
+from wirelessfl.study.figures import evaluations  # noqa: E402
 from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce  # noqa: E402
 
 
 def test_synthetic_reproduction_tables_the_last_evaluation_of_every_run(tmp_path):
     result = reproduce(
-        "floral-synthetic-linear", out_dir=tmp_path, seeds=1, overrides=["rounds=20"]
+        "floral-synthetic-linear",
+        out_dir=tmp_path,
+        seeds=1,
+        overrides=["rounds=20", "eval_every=5"],
     )
     folder = result["folder"]
     table = pd.read_csv(folder / "floral_synthetic.csv")
@@ -41,6 +45,15 @@ def test_synthetic_reproduction_tables_the_last_evaluation_of_every_run(tmp_path
         got = table.loc[table.method == method, "mean"].iloc[0]
         assert got == pytest.approx(last, rel=1e-12)
     assert all(p.exists() and p.stat().st_size > 0 for p in result["figures"])
+    names = sorted(p.name for p in result["figures"])
+    assert names == ["floral_synthetic.csv", "floral_synthetic.png", "floral_synthetic_time.png"]
+    # eval_every 5: every curve starts at the zero-shot evaluation (rounds_done 0, time 0)
+    run = load(folder / summary["sweep"].iloc[0] / summary["run"].iloc[0])
+    curve = evaluations(run, "test_loss")
+    assert curve.rounds_done.tolist() == [0, 5, 10, 15, 20]
+    assert curve.t_end_s.iloc[0] == 0.0
+    assert curve.test_loss.iloc[0] == pytest.approx(run.meta["initial_evaluation"]["test_loss"])
+    assert curve.test_loss.iloc[1:].tolist() == run.rounds.test_loss.dropna().tolist()
 
 
 def test_adaptors_study_bits_grow_with_c(tmp_path):

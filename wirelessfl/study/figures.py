@@ -14,13 +14,45 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["accuracy_both_ways", "compute_table", "draw_hetero", "draw_ratios", "save_figure"]
+__all__ = [
+    "accuracy_both_ways",
+    "compute_table",
+    "draw_hetero",
+    "draw_ratios",
+    "evaluations",
+    "save_figure",
+]
 
 
 def save_figure(fig, path: Path) -> Path:
     """``fig`` written to ``path`` (120 dpi, tight); returns ``path``."""
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def evaluations(run, required: str = "accuracy") -> pd.DataFrame:
+    """``run``'s evaluated rounds: ``round``, ``rounds_done`` (round + 1), ``t_end_s``,
+    ``accuracy`` and ``test_loss``; rows where ``required`` was measured, led by the
+    evaluation before round 0 (``rounds_done`` 0, ``t_end_s`` 0; ``eval_initial``) where the
+    run has one, so a curve starts where training starts."""
+    import pandas as pd
+
+    columns = ["round", "t_end_s", "accuracy", "test_loss"]
+    rows = run.rounds.dropna(subset=[required])[columns]
+    initial = run.initial_evaluation
+    if initial is not None and initial.get(required) == initial.get(required):  # not NaN
+        first = pd.DataFrame(
+            {
+                "round": [-1],
+                "t_end_s": [0.0],
+                "accuracy": [initial.get("accuracy", float("nan"))],
+                "test_loss": [initial.get("test_loss", float("nan"))],
+            }
+        )
+        rows = pd.concat([first, rows], ignore_index=True)
+    rows = rows.reset_index(drop=True)
+    rows.insert(1, "rounds_done", rows["round"] + 1)
+    return rows
 
 
 def accuracy_both_ways(out: Path, runs: list, stem: str, title: str) -> list[Path]:

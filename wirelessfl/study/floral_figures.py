@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wirelessfl.study.figures import save_figure
+from wirelessfl.study.figures import evaluations, save_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,11 +54,10 @@ def _evaluations(runs: list) -> pd.DataFrame:
 
     frames = []
     for run in runs:
-        rounds = run.rounds.dropna(subset=["test_loss"])
         reduced = config_value(run, "learner.dataset_options.reduced") is True
         routing = run.rounds.get("algo.routing_accuracy")
         frames.append(
-            rounds[["round", "t_end_s", "accuracy", "test_loss"]].assign(
+            evaluations(run, "test_loss").assign(
                 method=method_label(run),
                 task=str(config_value(run, "learner.dataset")) + (" reduced" if reduced else ""),
                 C=_components(run),
@@ -92,13 +91,13 @@ def _curves(ev: pd.DataFrame, key: str, metric: str, x: str, title: str, path: P
     for ax, task in zip(axes, tasks, strict=True):
         part = ev[ev.task == task]
         for label, curve in part.groupby(key, sort=True):
-            stats = curve.groupby("round").agg(
+            stats = curve.groupby("rounds_done").agg(
                 x=(x, "mean"), mean=(metric, "mean"), lo=(metric, "min"), hi=(metric, "max")
             )
             (line,) = ax.plot(stats.x, stats["mean"], marker=".", label=str(label))
             ax.fill_between(stats.x, stats.lo, stats.hi, color=line.get_color(), alpha=0.15)
         ax.set_title(task)
-        ax.set_xlabel("round $t$" if x == "round" else "cumulative virtual time [s]")
+        ax.set_xlabel("rounds completed" if x == "rounds_done" else "cumulative virtual time [s]")
         ax.set_ylabel(metric.replace("_", " "))
         if log:
             ax.set_yscale("log")
@@ -119,20 +118,21 @@ def draw_methods(out: Path, runs: list) -> list[Path]:
     """Table 1 at offline scale: final accuracy per task and method; accuracy both ways."""
     ev = _evaluations(runs)
     paths = [_write_table(final_table(runs, "accuracy"), out, "floral_table1")]
-    for x, stem in (("round", "floral_methods"), ("t_end_s", "floral_methods_time")):
+    for x, stem in (("rounds_done", "floral_methods"), ("t_end_s", "floral_methods_time")):
         title = "FLoRAL and its baselines: personalised test accuracy"
         paths.append(_curves(ev, "method", "accuracy", x, title, out / f"{stem}.png", False))
     return paths
 
 
 def draw_synthetic(out: Path, runs: list) -> list[Path]:
-    """The synthetic tasks: final test loss per method (table) and test loss against round."""
+    """The synthetic tasks: final test loss per method (table) and test loss against the
+    round and against virtual time."""
     ev = _evaluations(runs)
     title = "FLoRAL on the synthetic task: personalised test loss"
-    return [
-        _write_table(final_table(runs, "test_loss"), out, "floral_synthetic"),
-        _curves(ev, "method", "test_loss", "round", title, out / "floral_synthetic.png", True),
-    ]
+    paths = [_write_table(final_table(runs, "test_loss"), out, "floral_synthetic")]
+    for x, stem in (("rounds_done", "floral_synthetic"), ("t_end_s", "floral_synthetic_time")):
+        paths.append(_curves(ev, "method", "test_loss", x, title, out / f"{stem}.png", True))
+    return paths
 
 
 def draw_adaptors(out: Path, runs: list) -> list[Path]:
@@ -165,5 +165,5 @@ def draw_adaptors(out: Path, runs: list) -> list[Path]:
     return [
         _write_table(table, out, "floral_adaptors"),
         _curves(ev, "C", "accuracy", "t_end_s", title, out / "floral_adaptors_time.png", False),
-        _curves(ev, "C", "accuracy", "round", title, out / "floral_adaptors.png", False),
+        _curves(ev, "C", "accuracy", "rounds_done", title, out / "floral_adaptors.png", False),
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wirelessfl.study.figures import save_figure
+from wirelessfl.study.figures import evaluations, save_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,9 +46,8 @@ def _evaluations(runs: list) -> pd.DataFrame:
     frames = []
     for run in runs:
         rounds = run.rounds
-        evaluated = rounds.dropna(subset=["accuracy"])
         frames.append(
-            evaluated[["round", "t_end_s", "accuracy", "test_loss"]].assign(
+            evaluations(run).assign(
                 method=method_label(run),
                 devices=devices_label(run),
                 global_rank=config_value(run, "strategy.global_rank"),
@@ -82,7 +81,7 @@ def _curves(ev: pd.DataFrame, panels: str, key: str, x: str, title: str, path: P
     axes = fig.subplots(1, len(names), squeeze=False)[0]
     for ax, name in zip(axes, names, strict=True):
         for label, curve in ev[ev[panels] == name].groupby(key, sort=True):
-            stats = curve.groupby("round").agg(
+            stats = curve.groupby("rounds_done").agg(
                 x=(x, "mean"),
                 mean=("accuracy", "mean"),
                 lo=("accuracy", "min"),
@@ -91,7 +90,7 @@ def _curves(ev: pd.DataFrame, panels: str, key: str, x: str, title: str, path: P
             (line,) = ax.plot(stats.x, stats["mean"], marker=".", label=str(label))
             ax.fill_between(stats.x, stats.lo, stats.hi, color=line.get_color(), alpha=0.15)
         ax.set_title(str(name))
-        ax.set_xlabel("round $t$" if x == "round" else "cumulative virtual time [s]")
+        ax.set_xlabel("rounds completed" if x == "rounds_done" else "cumulative virtual time [s]")
         ax.set_ylabel("mean client accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -109,7 +108,7 @@ def draw_comparison(out: Path, runs: list) -> list[Path]:
     title = "H2Tune and its baselines: personalised accuracy"
     return [
         path,
-        _curves(ev, "devices", "method", "round", title, out / "h2tune_methods.png"),
+        _curves(ev, "devices", "method", "rounds_done", title, out / "h2tune_methods.png"),
         _curves(ev, "devices", "method", "t_end_s", title, out / "h2tune_methods_time.png"),
     ]
 
@@ -125,4 +124,8 @@ def draw_ablation(out: Path, runs: list) -> list[Path]:
     _table(ev, ["global_rank", "density"]).to_csv(path, index=False)
     ev["panel"] = "H2Tune"
     title = "H2Tune: global rank and density"
-    return [path, _curves(ev, "panel", "setting", "round", title, out / "h2tune_ablation.png")]
+    return [
+        path,
+        _curves(ev, "panel", "setting", "rounds_done", title, out / "h2tune_ablation.png"),
+        _curves(ev, "panel", "setting", "t_end_s", title, out / "h2tune_ablation_time.png"),
+    ]

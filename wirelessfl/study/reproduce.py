@@ -132,8 +132,11 @@ def _with_time_to_target(table, out: Path, target: float):
     rows = []
     for sweep, run in zip(table["sweep"], table["run"], strict=True):
         folder = out / sweep / run
-        rounds = load(folder).rounds if (folder / "rounds.csv").is_file() else None
-        rows.append(time_to_target(rounds, target))
+        if not (folder / "rounds.csv").is_file():
+            rows.append(time_to_target(None, target))
+            continue
+        result = load(folder)  # the zero-shot evaluation counts (0 s when it meets the target)
+        rows.append(time_to_target(result.rounds, target, initial_accuracy=result.initial_accuracy))
     return pd.concat([table.assign(target_accuracy=target), pd.DataFrame(rows)], axis=1)
 
 
