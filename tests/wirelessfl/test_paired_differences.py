@@ -74,6 +74,7 @@ def test_five_tight_positive_seeds_are_above_and_negative_below():
     up = verdict([0.05, 0.06, 0.055, 0.052, 0.058])
     assert up["verdict"] == "above" and up["reason"] == "" and up["ci_low"] > 0
     down = verdict([-0.05, -0.06, -0.055, -0.052, -0.058])
+    assert verdict(np.array([0.05, 0.06, 0.055, 0.052, 0.058]))["verdict"] == "above"  # numpy
     assert down["verdict"] == "below" and down["ci_high"] < 0
 
 

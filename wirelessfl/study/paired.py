@@ -162,6 +162,7 @@ def verdict(diffs: Sequence[float], min_seeds: int = MIN_SEEDS) -> dict[str, Any
     """The statistics and the verdict of one (method, context) row's paired differences:
     ``n``, ``mean_diff``, ``sd_diff``, ``ci_low``, ``ci_high``, ``same_sign_all_seeds``,
     ``verdict`` ("above", "below" or "not established") and ``reason``."""
+    diffs = [float(d) for d in diffs]  # numpy scalars' bools do not subtract
     n = len(diffs)
     mean = math.fsum(diffs) / n if n else math.nan
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)) if n >= 2 else math.nan
