@@ -77,3 +77,18 @@ def test_adaptors_study_bits_grow_with_c(tmp_path):
     names = sorted(p.name for p in result["figures"])
     assert names == ["floral_adaptors.csv", "floral_adaptors.png", "floral_adaptors_time.png"]
     assert not math.isnan(table.accuracy.iloc[0])
+
+
+def test_reduced_mnist_floral_runs_keep_the_scenarios_router_lr():
+    """The methods' grid replaces the strategy section; the reduced task's FLoRAL runs must
+    still get scenarios/floral/mnist_reduced.yaml's router lr 0.3, the others the default."""
+    import json
+
+    from wirelessfl.config.loader import SCENARIO_DIR, load_scenario
+
+    for name, figure, lr in (("floral-mnist-reduced", "reduced", 0.3), ("floral-mnist", "", 0.1)):
+        spec = REPRODUCTIONS[name]
+        scenario_path = SCENARIO_DIR / spec.scenario
+        for strategy in spec.sweeps["floral"]["strategy"]:
+            sc = load_scenario(scenario_path, [f"strategy={json.dumps(strategy)}"])
+            assert sc.strategy.router_lr == pytest.approx(lr), (figure, strategy)
