@@ -75,7 +75,13 @@ def test_reproduce_takes_seeds_as_sweep_does(given, seeds, monkeypatch, tmp_path
 
     def fake(figure, **kwargs):
         seen.update(kwargs)
-        return {"summary": pd.DataFrame({"sweep": [], "run": []}), "figures": [], "claim": ""}
+        return {
+            "summary": pd.DataFrame({"sweep": [], "run": []}),
+            "figures": [],
+            "claim": "",
+            "paired": None,
+            "paired_problem": None,
+        }
 
     monkeypatch.setattr("wirelessfl.study.reproduce.reproduce", fake)
     assert cli.main(["reproduce", "dpp", "--seeds", given, "--out", str(tmp_path)]) == 0
