@@ -428,13 +428,15 @@ def test_oracle_router_weights_the_true_cluster(tmp_path):
             assert float(pi[1 - k % 2]) < 1e-30
             assert "theta" not in message.private  # the oracle keeps no router
     # every forward pass: pi = 1 on the client's cluster, the 0.01 floor elsewhere
-    assert len(forwards) == 2 * K * 2 + K  # 2 rounds x 10 clients x 2 steps, 1 evaluation
+    # 2 rounds x 10 clients x 2 steps, and 2 evaluations of every client: before round 0
+    # (eval_every 2 > 1, so eval_initial is on) and after round 1
+    assert len(forwards) == 2 * K * 2 + 2 * K
     for _, theta, pi in forwards:
         cluster = int(theta.argmax())
         assert float(pi[cluster]) == pytest.approx(1.0, abs=1e-6)
         assert float(pi[1 - cluster]) == pytest.approx(0.01, rel=1e-6)
     evaluation = [theta for training, theta, _ in forwards if not training]
-    assert [int(theta.argmax()) for theta in evaluation] == [k % 2 for k in range(K)]
+    assert [int(theta.argmax()) for theta in evaluation] == [k % 2 for k in range(K)] * 2
     # the aggregate: component c is the N^k-weighted mean of cluster c's clients' copies only
     last = messages[-1]
     for name in (W_IN, W_OUT, B_IN):
