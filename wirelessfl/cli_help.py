@@ -24,8 +24,9 @@ DESCRIPTIONS = {
     "takes, with the first sentence of each file's description.",
     "reproduce": "Re-run a figure of SOFT/TSFA's section V, or a claim of FSLoRA, FLoRAL or "
     "H2Tune, as named sweeps of a shipped scenario: one study folder per sweep under "
-    "OUT/FIGURE/, with summary.csv and the figures. Running it again resumes it. "
-    "docs/results.md compares each with the paper.",
+    "OUT/FIGURE/, with summary.csv, paired.csv (each method against the figure's reference "
+    "method, seed by seed, with 95 % t-intervals; a verdict needs --seeds 5 or more) and the "
+    "figures. Running it again resumes it. docs/results.md compares each with the paper.",
 }
 
 EXAMPLES = {
