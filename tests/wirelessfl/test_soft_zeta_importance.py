@@ -74,6 +74,7 @@ def test_the_algorithm_passes_its_zeta_to_the_runtime(sparsifier):
             "zeta": SOFT_ZETA if sparsifier == "soft" else 0.0,
             "frozen": frozenset(),
             "record_grad_norms": False,
+            "rank_scaling": "own_rank",  # SOFT's clients train their own rank (not a sketch)
         }
     ]
 
