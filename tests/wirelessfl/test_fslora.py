@@ -115,14 +115,9 @@ def _sketched_gradients(runtime, state, plan, batch):
     return dict(zip(leaves, grads, strict=True))
 
 
-@pytest.mark.parametrize("index_sets", ["shared", "per_layer"])
-def test_slice_training_takes_the_sketched_gradient_step(index_sets):
-    lr = 0.5
-    algorithm, runtime = _bound(
-        {"sketch_ratio": 0.5, "index_sets": index_sets},
-        **{"learner.optimizer": "sgd", "learner.local_steps": 1, "learner.lr": lr},
-    )
-    state = _random_b(runtime.initial_state(), runtime)
+def _one_round_with_batches(algorithm, runtime, state):
+    """Clients 2 and 5 train one round (rank 2 of 4) from ``state``; yields each plan, its
+    result and the one batch it trained on."""
     plans = algorithm.plan(_round([2, 5], 4))
     starts = [algorithm.broadcast(p, state).shared for p in plans]
     results = algorithm.train(plans, starts, PrivateState())
@@ -131,7 +126,19 @@ def test_slice_training_takes_the_sketched_gradient_step(index_sets):
         data = runtime.train_data.subset(runtime.partition.indices[plan.client])
         gen = torch_generator(runtime.seed, "batches", plan.client, plan.round_index)
         (idx,) = batch_schedule(len(data), 1, runtime.settings.batch_size, gen)
-        want = _sketched_gradients(runtime, state, plan, data.batch(idx))
+        yield plan, result, data.batch(idx)
+
+
+@pytest.mark.parametrize("index_sets", ["shared", "per_layer"])
+def test_slice_training_takes_the_sketched_gradient_step(index_sets):
+    lr = 0.5
+    algorithm, runtime = _bound(
+        {"sketch_ratio": 0.5, "index_sets": index_sets},
+        **{"learner.optimizer": "sgd", "learner.local_steps": 1, "learner.lr": lr},
+    )
+    state = _random_b(runtime.initial_state(), runtime)
+    for plan, result, batch in _one_round_with_batches(algorithm, runtime, state):
+        want = _sketched_gradients(runtime, state, plan, batch)
         for layer, indices in zip(runtime.state.layers, plan.layer_sets(2), strict=True):
             cols = list(indices)
             outside = [j for j in range(4) if j not in cols]
@@ -193,15 +200,8 @@ def test_rslora_slice_training_takes_the_step_of_eq2_scaled_alpha_over_sqrt_r(tr
     )
     assert (runtime.batched is not None) == (trainer == "batched")
     state = _random_b(runtime.initial_state(), runtime)
-    plans = algorithm.plan(_round([2, 5], 4))
-    starts = [algorithm.broadcast(p, state).shared for p in plans]
-    results = algorithm.train(plans, starts, PrivateState())
-    for plan, result in zip(plans, results, strict=True):
-        assert plan.rank == 2 and plan.model_rank == 4
-        data = runtime.train_data.subset(runtime.partition.indices[plan.client])
-        gen = torch_generator(runtime.seed, "batches", plan.client, plan.round_index)
-        (idx,) = batch_schedule(len(data), 1, runtime.settings.batch_size, gen)
-        want = _hand_sketched_gradients_rslora(runtime, state, plan, data.batch(idx), alpha)
+    for plan, result, batch in _one_round_with_batches(algorithm, runtime, state):
+        want = _hand_sketched_gradients_rslora(runtime, state, plan, batch, alpha)
         got, expected = {}, {}
         for layer, indices in zip(runtime.state.layers, plan.layer_sets(2), strict=True):
             cols = torch.tensor(list(indices))
