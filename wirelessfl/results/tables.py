@@ -41,15 +41,23 @@ INITIAL_ROUND = -1
 
 
 # -- accuracy -----------------------------------------------------------------------------------
-def evaluated_rounds(run: RunResult) -> pd.DataFrame:
-    """A run's evaluations: ``round`` (the round just trained), ``t_end_s`` and ``accuracy``;
+def evaluated_rounds(run: RunResult, metrics: Sequence[str] = ("accuracy",)) -> pd.DataFrame:
+    """A run's evaluations: ``round`` (the round just trained), ``t_end_s`` and ``metrics``
+    (``accuracy`` and/or ``test_loss``), on the rounds where ``metrics[0]`` was measured;
     first, when the run has one, the evaluation before round 0 (``round`` -1, ``t_end_s`` 0:
-    ``meta.json``'s ``initial_evaluation``), then every round with an accuracy."""
-    rounds = run.rounds.loc[run.rounds["accuracy"].notna(), ["round", "t_end_s", "accuracy"]]
-    initial = run.initial_accuracy
-    if math.isnan(initial):
+    ``meta.json``'s ``initial_evaluation``)."""
+    required = metrics[0]
+    rounds = run.rounds.loc[run.rounds[required].notna(), ["round", "t_end_s", *metrics]]
+    initial = run.initial_evaluation or {}
+    if math.isnan(initial.get(required, math.nan)):
         return rounds.reset_index(drop=True)
-    first = pd.DataFrame({"round": [INITIAL_ROUND], "t_end_s": [0.0], "accuracy": [initial]})
+    first = pd.DataFrame(
+        {
+            "round": [INITIAL_ROUND],
+            "t_end_s": [0.0],
+            **{m: [initial.get(m, math.nan)] for m in metrics},
+        }
+    )
     return pd.concat([first, rounds], ignore_index=True)
 
 

@@ -31,26 +31,14 @@ def save_figure(fig, path: Path) -> Path:
 
 
 def evaluations(run, required: str = "accuracy") -> pd.DataFrame:
-    """``run``'s evaluated rounds: ``round``, ``rounds_done`` (round + 1), ``t_end_s``,
-    ``accuracy`` and ``test_loss``; rows where ``required`` was measured, led by the
-    evaluation before round 0 (``rounds_done`` 0, ``t_end_s`` 0; ``eval_initial``) where the
+    """``run``'s evaluated rounds (:func:`~wirelessfl.results.tables.evaluated_rounds`):
+    ``round``, ``rounds_done`` (round + 1), ``t_end_s``, ``accuracy`` and ``test_loss``, on
+    the rounds where ``required`` was measured, led by the evaluation before round 0 where the
     run has one, so a curve starts where training starts."""
-    import pandas as pd
+    from wirelessfl.results.tables import evaluated_rounds
 
-    columns = ["round", "t_end_s", "accuracy", "test_loss"]
-    rows = run.rounds.dropna(subset=[required])[columns]
-    initial = run.initial_evaluation
-    if initial is not None and initial.get(required) == initial.get(required):  # not NaN
-        first = pd.DataFrame(
-            {
-                "round": [-1],
-                "t_end_s": [0.0],
-                "accuracy": [initial.get("accuracy", float("nan"))],
-                "test_loss": [initial.get("test_loss", float("nan"))],
-            }
-        )
-        rows = pd.concat([first, rows], ignore_index=True)
-    rows = rows.reset_index(drop=True)
+    other = "test_loss" if required == "accuracy" else "accuracy"
+    rows = evaluated_rounds(run, (required, other))
     rows.insert(1, "rounds_done", rows["round"] + 1)
     return rows
 
