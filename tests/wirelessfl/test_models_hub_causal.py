@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from scenario_helpers import digits_scenario  # noqa: E402
 
-from wirelessfl.data.assets import load_tokenizer  # noqa: E402
+from wirelessfl.data.assets import AssetNotFoundError, load_tokenizer  # noqa: E402
 from wirelessfl.errors import ConfigError, UserError  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.sim import run_scenario  # noqa: E402
@@ -39,7 +39,10 @@ ANSWERS = ["bad", "good"]
 def folder(tmp_path_factory):
     """A locally saved hub-format causal LM (random weights) with a tokenizer."""
     path = tmp_path_factory.mktemp("tiny_llama")
-    tok = load_tokenizer("minilm")
+    try:
+        tok = load_tokenizer("minilm")
+    except AssetNotFoundError as err:  # e.g. a GPU machine without the offline assets
+        pytest.skip(str(err))
     cfg = transformers.LlamaConfig(
         vocab_size=len(tok),
         hidden_size=16,

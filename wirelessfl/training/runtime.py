@@ -275,9 +275,12 @@ class Runtime:
             wanted = "batched" if self.device.type == "cuda" else "sequential"
         if wanted == "batched":
             from wirelessfl.training.batched import BatchedTrainer
+            from wirelessfl.training.sample_loss import sample_loss_for
 
             try:
-                self.batched = BatchedTrainer(**trainer_args)
+                self.batched = BatchedTrainer(
+                    **trainer_args, sample_loss_fn=sample_loss_for(self.bundle.kind)
+                )
             except NotImplementedError as err:
                 if lc.trainer == "batched":
                     raise ConfigError(f"learner.trainer: {err}") from None

@@ -2,7 +2,8 @@
 
 ``loss_fn(model, batch)`` (a bundle's ``loss_and_logits``) gives the mean loss and the logits;
 the batched trainer needs one loss per sample, from ``sample_loss_fn(logits, batch)``
-(default: :func:`cross_entropy_per_sample`, the loss of every model family here).
+(:func:`sample_loss_for` picks it by the data kind: cross entropy for classifiers, the squared
+error of ``regression_loss_and_logits`` for regression).
 :func:`check_sample_loss` refuses a pair whose mean does not match.
 """
 
@@ -22,6 +23,19 @@ SampleLossFn = Callable[[torch.Tensor, Batch], torch.Tensor]
 def cross_entropy_per_sample(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
     """Per-sample cross entropy ``(N,)`` of ``logits (N, C)`` against ``batch["y"] (N,)``."""
     return F.cross_entropy(logits, batch["y"].to(logits.device), reduction="none")
+
+
+def squared_error_per_sample(pred: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Per-sample ``1/2 ||y_hat_i - y_i||^2`` ``(N,)`` of predictions ``(N, d_y)``: the terms whose
+    mean is ``regression_loss_and_logits``'s loss."""
+    err = pred - batch["y"].to(pred.device, pred.dtype).reshape(pred.shape)
+    return 0.5 * err.pow(2).sum(dim=1)
+
+
+def sample_loss_for(kind: str) -> SampleLossFn:
+    """The per-sample loss of a model bundle's data ``kind`` (``"regression"``: squared error;
+    every classifier kind: cross entropy)."""
+    return squared_error_per_sample if kind == "regression" else cross_entropy_per_sample
 
 
 def check_sample_loss(mean_loss: torch.Tensor, per_sample: torch.Tensor) -> None:
