@@ -1,7 +1,8 @@
 """On CUDA: one round of every algorithm trains on the GPU (batched trainer, the CUDA default),
 and rounds of a model without stochastic layers (tiny MLP on digits) give the sequential
 trainer's tables under the batched one, within float32 kernel differences (EfficientNet's
-drop-connect masks differ between the two trainers by design: docs/training.md). Skipped where no CUDA device is present (benchmarks/gpu_check.sh runs them)."""
+drop-connect masks differ between the two trainers by design: docs/training.md). Skipped where
+no CUDA device is present (benchmarks/gpu_check.sh runs them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-
 from scenario_helpers import digits_scenario
 
 from wirelessfl.config import load_scenario
