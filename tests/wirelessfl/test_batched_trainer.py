@@ -652,3 +652,40 @@ def test_cuda_matches_sequential_and_memory():
         assert math.isfinite(r.mean_loss)
         assert r.mean_loss == pytest.approx(a.mean_loss, rel=5e-2)
         assert all(bool(torch.isfinite(v).all()) for v in r.local.values())
+
+
+def test_regression_models_train_batched_as_sequential(tmp_path):
+    """A regression model (FLoRAL's synthetic linear task) under the batched trainer: its
+    per-sample loss is the squared error (the mean of which is the model's loss), and a round
+    gives the sequential trainer's tables."""
+    from wirelessfl.config import load_scenario
+    from wirelessfl.models.losses import regression_loss_and_logits
+    from wirelessfl.sim import run_scenario
+    from wirelessfl.training.sample_loss import sample_loss_for
+
+    gen = torch.Generator().manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    batch = {"x": torch.randn(6, 4, generator=gen), "y": torch.randn(6, 3, generator=gen)}
+    loss, pred = regression_loss_and_logits(model, batch)
+    per_sample = sample_loss_for("regression")(pred, batch)
+    by_hand = [0.5 * sum((pred[i, j] - batch["y"][i, j]) ** 2 for j in range(3)) for i in range(6)]
+    torch.testing.assert_close(per_sample, torch.stack(by_hand))
+    torch.testing.assert_close(per_sample.mean(), loss)
+    rounds = {
+        trainer: run_scenario(
+            load_scenario(
+                "floral/synthetic_linear",
+                [
+                    "algorithm.name=fedit",
+                    "rounds=2",
+                    "learner.lr=0.01",
+                    f"learner.trainer={trainer}",
+                ],
+            ),
+            tmp_path / trainer,
+        ).rounds
+        for trainer in ("batched", "sequential")
+    }
+    for column in ("loss", "test_loss"):
+        batched, sequential = (torch.tensor(rounds[t][column].to_numpy()) for t in rounds)
+        torch.testing.assert_close(batched, sequential, rtol=1e-5, atol=1e-7, equal_nan=True)
