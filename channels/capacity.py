@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special
 from numpy.typing import ArrayLike
 
 from channels._validation import as_float, as_float_array, scalar_or_array
@@ -65,6 +64,8 @@ def exp_e1(x: ArrayLike) -> float | np.ndarray:
     small = xa < _EXP_E1_SWITCH
     xs = xa[small]
     with np.errstate(over="ignore", invalid="ignore"):
+        import scipy.special  # noqa: PLC0415 - 0.15 s, needed only for this branch
+
         out[small] = np.where(xs == 0.0, np.inf, np.exp(xs) * scipy.special.exp1(xs))
     xl = xa[~small]
     if xl.size:

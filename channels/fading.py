@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import scipy.special
 
 from channels._validation import as_float, as_int
 from channels.registry import Registry
@@ -225,6 +224,8 @@ def jakes_rho(doppler_hz: float, slot_s: float) -> float:
     """
     f_d = as_float("doppler_hz", doppler_hz, lower=0.0)
     t = as_float("slot_s", slot_s, lower=0.0, lower_op=">")
+    import scipy.special  # noqa: PLC0415 - 0.15 s at start-up, needed only by Jakes' model
+
     return max(0.0, float(scipy.special.j0(2.0 * math.pi * f_d * t)))
 
 

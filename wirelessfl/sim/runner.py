@@ -17,9 +17,11 @@ import json
 import math
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -83,20 +85,14 @@ def _git_revision() -> str | None:
 
 
 def _versions() -> dict[str, str]:
-    import cvxpy
-    import scipy
-    import simpy
-
-    versions = {
-        "wirelessfl": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "cvxpy": cvxpy.__version__,
-        "simpy": simpy.__version__,
-    }
-    import sys
-
+    """Versions of the packages a run depends on, from their installed metadata (importing
+    cvxpy or scipy only to read a version would double the start-up of a short run)."""
+    versions = {"wirelessfl": __version__, "python": platform.python_version()}
+    for package in ("numpy", "scipy", "cvxpy", "simpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
     if "torch" in sys.modules:
         versions["torch"] = sys.modules["torch"].__version__
     return versions
