@@ -115,10 +115,10 @@ def folder_problem(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
-def held_names(folder: Path) -> str:
-    """What ``folder`` holds, for a one-line refusal: ``""`` if it is empty, else its first
-    three names (sorted) and ``...`` if there are more."""
-    held = sorted(p.name for p in folder.iterdir())
+def held_names(folder: Path, ignore: tuple[str, ...] = ()) -> str:
+    """What ``folder`` holds (but the names in ``ignore``), for a one-line refusal: ``""`` if
+    it is empty, else its first three names (sorted) and ``...`` if there are more."""
+    held = sorted(p.name for p in folder.iterdir() if p.name not in ignore)
     return ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
 
 

@@ -26,6 +26,7 @@ baselines' mixtures and routers, H2Tune's matrices) are refused with one line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Any
 from wirelessfl.errors import UserError, folder_problem, held_names, short_path
 from wirelessfl.registries import ALGORITHMS
 from wirelessfl.results.files import file_sha256
+from wirelessfl.results.folder_lock import FolderLock
 from wirelessfl.results.run_folder import (
     CONFIG,
     META,
@@ -66,8 +68,10 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         ``out`` as a path.
     """
     run, out = Path(run), Path(out)
-    scenario, checkpoint = _finished_run(run)
-    values = _global_state(run, checkpoint)
+    # no run may write the folder while it is read
+    with FolderLock(run, what="export") if run.is_dir() else contextlib.nullcontext():
+        scenario, checkpoint = _finished_run(run)
+        values = _global_state(run, checkpoint)
     from wirelessfl.training.runtime import Runtime
 
     # on the CPU in float32 (a bf16 / fp16 run's values load into it; base_model.json keeps dtype)

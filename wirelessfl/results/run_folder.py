@@ -33,6 +33,7 @@ from typing import Any
 
 from wirelessfl.errors import UserError, held_names
 from wirelessfl.results.files import TMP_SUFFIX, atomic_write_text, file_sha256
+from wirelessfl.results.folder_lock import LOCK_FILE
 from wirelessfl.results.table_writer import TableMark
 
 CONFIG = "config.yaml"
@@ -67,7 +68,7 @@ def claim_new(out: Path) -> None:
             leftover = out / (CONFIG + TMP_SUFFIX)  # a kill while the config was written
             if leftover.is_file():
                 leftover.unlink()
-            shown = held_names(out)
+            shown = held_names(out, ignore=(LOCK_FILE,))  # a lock alone: a run killed at once
             if shown and (out / CONFIG).exists():
                 raise UserError(
                     f"--out: {out} already holds a run; continue it with "

@@ -39,6 +39,7 @@ from wirelessfl.results.columns import (
     algorithm_columns,
 )
 from wirelessfl.results.files import atomic_write_text
+from wirelessfl.results.folder_lock import FolderLock
 from wirelessfl.results.run_folder import (
     CONFIG,
     FORMAT,
@@ -110,8 +111,12 @@ class Run:
         checkpoint: Checkpoint | None = None,
         learner: Learner | None = None,
         callbacks: Sequence[RoundCallback] = (),
+        lock: FolderLock | None = None,
     ):
         """A new run into ``out_dir`` (new or empty); ``resume_from`` builds a checked resume.
+
+        The run holds the folder's lock (``lock``, else one taken here) from now until
+        ``execute`` ends: another process that wants the folder is refused in one line.
 
         ``learner``, built for ``scenario``, replaces the one ``learner.kind`` names (one made
         of Python objects, such as a Flower client factory or a Flower grid). ``callbacks``
@@ -129,6 +134,7 @@ class Run:
         self.callbacks = [*tensorboard, *callbacks]
         if not resume:
             claim_new(self.out)
+        self._lock = lock or FolderLock(self.out, what="--resume" if resume else "--out")
         self.learner = learner if learner is not None else make_learner(scenario)
         self.sim = Simulator(scenario, self.learner)
 
@@ -153,6 +159,7 @@ class Run:
         try:
             if not (out / CONFIG).is_file():
                 raise UserError(f"--resume: {out} is not a run folder (no {CONFIG})")
+            lock = FolderLock(out, what="--resume")  # before reading what a live run writes
             config_hash = config_sha256(out)
         except OSError as err:
             raise UserError(f"--resume: cannot read {out}: {err.strerror or err}") from None
@@ -171,7 +178,9 @@ class Run:
             verify_checkpoint(out, checkpoint, config_hash, scenario.rounds)
         if rounds is not None and rounds != scenario.rounds:
             scenario, checkpoint = _change_rounds(out, scenario, checkpoint, rounds)
-        return cls(scenario, out, resume=True, checkpoint=checkpoint, callbacks=callbacks)
+        return cls(
+            scenario, out, resume=True, checkpoint=checkpoint, callbacks=callbacks, lock=lock
+        )
 
     # ------------------------------------------------------------------------------------
     def _write_meta(self, **extra: object) -> None:
@@ -256,7 +265,14 @@ class Run:
 
     # ------------------------------------------------------------------------------------
     def execute(self, *, progress: bool = False) -> RunResult:
-        """Simulate the remaining rounds; returns the loaded results."""
+        """Simulate the remaining rounds; returns the loaded results. Releases the folder's
+        lock when it ends, however it ends."""
+        try:
+            return self._execute(progress)
+        finally:
+            self._lock.release()
+
+    def _execute(self, progress: bool) -> RunResult:
         sc = self.scenario
         if not self.resume:
             atomic_write_text(self.out / CONFIG, scenario_yaml(sc))
