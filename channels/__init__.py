@@ -14,7 +14,8 @@ expected inverse rate above a cut-off), :mod:`~channels.compute`
 movement over virtual time), :mod:`~channels.large_scale` (path loss, shadowing and transmit
 power at any time), :mod:`~channels.energy` (compute and transmit energy),
 :mod:`~channels.power_control` (transmit power per client),
-:mod:`~channels.availability` (on/off availability), :mod:`~channels.traces` (availability,
+:mod:`~channels.availability` (on/off availability), :mod:`~channels.fedscale` (FedScale trace
+pickles to JSON, safely), :mod:`~channels.traces` (availability,
 compute and SNR trace files), :mod:`~channels.registry` (the registry shape every registry of
 the project uses).
 

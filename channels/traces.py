@@ -16,13 +16,9 @@ what is accepted. Client ids are 0 .. N-1.
 
 FedScale (Lai et al., ICML 2022) ships both of its traces as Python pickles
 (``client_behave_trace``, ``client_device_capacity``); this module never unpickles files
-(unpickling runs arbitrary code). Convert them once, renumbering the clients 0 .. N-1::
-
-    import json, pickle
-    trace = pickle.load(open("client_behave_trace", "rb"))
-    keys = sorted(trace)[:N]
-    json.dump({str(i): {"active": trace[k]["active"], "inactive": trace[k]["inactive"]}
-               for i, k in enumerate(keys)}, open("behave.json", "w"))
+(unpickling runs arbitrary code). Convert them once with ``wirelessfl traces convert --from
+fedscale FILE --out OUT.json`` (:mod:`channels.fedscale`: a restricted unpickler, clients
+renumbered 0 .. N-1, zero-length intervals dropped).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from pathlib import Path
 from wirelessfl import __version__
 from wirelessfl.cli_failures import continue_hint, explain, ignore_sigxfsz
 from wirelessfl.cli_help import finish_help
+from wirelessfl.cli_traces import add_traces_command
 from wirelessfl.errors import (
     UserError,
     folder_problem,
@@ -290,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plot_command(sub)
     add_reproduce_command(sub)
     add_export_command(sub)
+    add_traces_command(sub)
     finish_help(sub, EXIT_STATUS)
     return parser
 

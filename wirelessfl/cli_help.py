@@ -57,6 +57,9 @@ EXAMPLES = {
     "export": """\
   wirelessfl export runs/soft --out adapters/soft    # adapters/soft/global: the peft adapter
   wirelessfl export runs/default --out adapters/default""",
+    "traces": """\
+  wirelessfl traces convert --from fedscale client_behave_trace --out behave.json --clients 100
+  wirelessfl traces convert --from fedscale client_device_capacity --out device.json""",
 }
 
 
