@@ -136,6 +136,22 @@ def test_missing_tensorboard_is_one_line_before_the_folder_exists(tmp_path, monk
     assert not (tmp_path / "run").exists()
 
 
+def test_tensorboard_dir_collects_runs_in_one_shared_folder(tmp_path):
+    pytest.importorskip("tensorboard")
+    shared = {"output.tensorboard": True, "output.tensorboard_dir": "../tb"}
+    for name in ("a", "b"):
+        run_scenario(small_scenario(**shared), tmp_path / name)
+        assert not (tmp_path / name / "tensorboard").exists()
+        scalars = _tensorboard_scalars(tmp_path / "tb" / name)  # relative to the run folder
+        assert len(scalars["delay_s"]) == len(pd.read_csv(tmp_path / name / "rounds.csv"))
+    with pytest.raises(ConfigError) as err:
+        small_scenario(**{"output.tensorboard_dir": "tb"})
+    assert str(err.value) == (
+        "output.tensorboard_dir: used only with output.tensorboard: true; set it or remove "
+        "tensorboard_dir"
+    )
+
+
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_bad_tensorboard_setting_is_one_line(value):
     with pytest.raises(ConfigError) as err:
@@ -199,8 +215,38 @@ def test_missing_mlflow_is_one_line(monkeypatch):
     with pytest.raises(UserError) as err:
         MLflowCallback()
     assert str(err.value) == (
-        "MLflowCallback: needs the mlflow package; install it with: pip install mlflow"
+        "MLflowCallback: needs the mlflow package; install it with: pip install "
+        "'wirelessfl[track]' (or pip install mlflow)"
     )
+
+
+@pytest.mark.parametrize("stop", ["interrupt", "callback"])
+def test_mlflow_run_of_a_stopped_run_ends_failed_and_a_resume_finishes(tmp_path, monkeypatch, stop):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    out = tmp_path / "run"
+    logger = MLflowCallback(tracking_uri=uri, experiment="t")
+    if stop == "interrupt":
+        run = Run(small_scenario(**EVERY_10), out, callbacks=[logger])
+        _cut_at(run, 24)
+        with pytest.raises(KeyboardInterrupt):
+            run.execute()
+    else:
+        with pytest.raises(CallbackError):
+            run_scenario(small_scenario(**EVERY_10), out, callbacks=[logger, Failing()])
+    assert mlflow.active_run() is None  # nothing left open in this process
+    client = mlflow.tracking.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("t").experiment_id
+    (stopped,) = client.search_runs([experiment])
+    assert stopped.info.status == "FAILED"
+    assert {a.path for a in client.list_artifacts(stopped.info.run_id)} == {
+        "config.yaml",
+        "rounds.csv",
+    }
+    resume_run(out, callbacks=[MLflowCallback(tracking_uri=uri, experiment="t")])
+    statuses = sorted(r.info.status for r in client.search_runs([experiment]))
+    assert statuses == ["FAILED", "FINISHED"] and mlflow.active_run() is None
 
 
 def test_cli_writes_tensorboard_and_refuses_it_in_one_line_without_the_package(

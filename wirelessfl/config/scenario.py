@@ -700,6 +700,20 @@ class OutputConfig:
     tensorboard: bool = option(
         False, doc="write every numeric rounds.csv column as TensorBoard scalars to tensorboard/"
     )
+    tensorboard_dir: str | None = option(
+        None,
+        doc="output.tensorboard: a shared log folder instead of <run>/tensorboard; the run "
+        "writes into <dir>/<run folder's name> (a relative dir is taken from the run folder)",
+    )
+
+    def validate(self, prefix: str) -> None:
+        if self.tensorboard_dir is not None and not self.tensorboard:
+            raise ConfigError(
+                f"{prefix}.tensorboard_dir: used only with {prefix}.tensorboard: true; set it "
+                "or remove tensorboard_dir"
+            )
+        if self.tensorboard_dir is not None and not self.tensorboard_dir.strip():
+            raise ConfigError(f"{prefix}.tensorboard_dir: expected a folder path, got ''")
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """An optional MLflow callback: the scenario as parameters, every numeric column as metrics.
 
-``mlflow`` is not a dependency of wirelessfl (``pip install mlflow``); it is imported when the
-callback is made, so a missing package stops the run before it starts, with one line.
+``mlflow`` comes with the ``track`` extra (``pip install 'wirelessfl[track]'``, mlflow-skinny; or
+``pip install mlflow``); it is imported when the callback is made, so a missing package stops the
+run before it starts, with one line.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ class MLflowCallback(RoundCallback):
         run_name: the MLflow run's name (None: the scenario's ``name``).
 
     An MLflow run already active is logged into and left open; otherwise the callback starts
-    one and ends it when the wirelessfl run ends (a run that stops leaves it active: end it with
-    ``mlflow.end_run("FAILED")``). A resumed run starts a new MLflow run that holds the rounds
-    run after the resume.
+    one and ends it however the wirelessfl run ends: ``FINISHED`` after the last round (with the
+    artifacts), ``FAILED`` when the run stops before it (a numerical fault, a callback error,
+    Ctrl-C), with ``config.yaml`` and the rows written so far as artifacts. A resumed run
+    starts a new MLflow run that holds the rounds run after the resume.
     """
 
     def __init__(
@@ -41,7 +43,8 @@ class MLflowCallback(RoundCallback):
     ):
         if find_spec("mlflow") is None:
             raise UserError(
-                "MLflowCallback: needs the mlflow package; install it with: pip install mlflow"
+                "MLflowCallback: needs the mlflow package; install it with: pip install "
+                "'wirelessfl[track]' (or pip install mlflow)"
             )
         import mlflow
 
@@ -49,6 +52,8 @@ class MLflowCallback(RoundCallback):
         self.tracking_uri, self.experiment, self.run_name = tracking_uri, experiment, run_name
         self._started = False
         self._out = None
+        self._last_round = -1
+        self._rounds = 0
 
     def on_run_start(self, info: RunInfo) -> None:
         mlflow = self.mlflow
@@ -60,6 +65,7 @@ class MLflowCallback(RoundCallback):
             mlflow.start_run(run_name=self.run_name or info.scenario.name)
             self._started = True
         self._out = info.out
+        self._rounds = info.scenario.rounds
         mlflow.log_params(
             {key: str(value)[:PARAM_LIMIT] for key, value in _flat(to_dict(info.scenario))}
         )
@@ -69,13 +75,26 @@ class MLflowCallback(RoundCallback):
 
     def on_round_end(self, round_index: int, row: dict[str, Any]) -> None:
         self.mlflow.log_metrics(numeric_cells(row), step=round_index)
+        self._last_round = round_index
+
+    def close(self) -> None:
+        """The rounds stopped: a run stopped before its last round ends its MLflow run FAILED
+        (a finished one is ended by ``on_run_end``, which follows)."""
+        if self._started and self._last_round < self._rounds - 1:
+            self._log_artifacts()
+            self.mlflow.end_run(status="FAILED")
+            self._started = False
 
     def on_run_end(self, result: Any) -> None:
-        for name in ("config.yaml", "rounds.csv"):
-            self.mlflow.log_artifact(str(self._out / name))
+        self._log_artifacts()
         if self._started:
             self.mlflow.end_run()
             self._started = False
+
+    def _log_artifacts(self) -> None:
+        for name in ("config.yaml", "rounds.csv"):
+            if (self._out / name).is_file():
+                self.mlflow.log_artifact(str(self._out / name))
 
 
 def _flat(data: dict, prefix: str = ""):

@@ -63,8 +63,7 @@ from wirelessfl.results.table_writer import DamagedTableError, TableWriter, veri
 from wirelessfl.sim.callbacks import CallbackError, RoundCallback, RunInfo, call_each, plain_row
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
-from wirelessfl.sim.tensorboard_log import FOLDER as TENSORBOARD_FOLDER
-from wirelessfl.sim.tensorboard_log import TensorBoardCallback
+from wirelessfl.sim.tensorboard_log import TensorBoardCallback, tensorboard_logdir
 
 
 def _now() -> str:
@@ -127,7 +126,7 @@ class Run:
         self.resume = resume
         self._checkpoint = checkpoint
         tensorboard = (
-            [TensorBoardCallback(self.out / TENSORBOARD_FOLDER)]
+            [TensorBoardCallback(tensorboard_logdir(self.out, scenario.output.tensorboard_dir))]
             if scenario.output.tensorboard
             else []
         )

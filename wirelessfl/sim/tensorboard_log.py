@@ -27,6 +27,15 @@ FOLDER = "tensorboard"
 INSTALL = "pip install tensorboard (or the [track] extra: pip install -e '.[track]')"
 
 
+def tensorboard_logdir(run_folder: Path, shared_dir: str | None) -> Path:
+    """Where a run's event files go: ``<run>/tensorboard`` (``shared_dir`` None), else
+    ``<shared_dir>/<run folder's name>``, a relative ``shared_dir`` taken from the run folder
+    (so a resume from another working folder finds the same place)."""
+    if shared_dir is None:
+        return run_folder / FOLDER
+    return run_folder / Path(shared_dir).expanduser() / run_folder.resolve().name
+
+
 class TensorBoardCallback(RoundCallback):
     """Write each round's numeric columns to an event file in ``logdir``.
 
