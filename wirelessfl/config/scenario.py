@@ -581,6 +581,16 @@ class LearnerConfig:
     lora_alpha: float = option(16.0, gt=0.0, doc="LoRA alpha (scaling alpha/r)")
     lora_dropout: float = option(0.0, ge=0.0, lt=1.0, doc="dropout on the LoRA input (peft)")
     use_rslora: bool = option(False, doc="rank-stabilised LoRA: scaling alpha/sqrt(r) (peft)")
+    use_dora: bool = option(
+        False,
+        doc="DoRA (peft use_dora): a trained magnitude per output feature of each adapted "
+        "layer, sent dense with the head; sequential trainer only",
+    )
+    layers_to_transform: list[int] | None = option(
+        None,
+        doc="adapt only the target modules in these blocks (peft layers_to_transform: the "
+        "block index is the number in the module's path); null: every block",
+    )
     lora_bias: str = option(
         "none",
         choices=("none", "all", "lora_only"),

@@ -6,11 +6,15 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from wirelessfl.errors import ConfigError
+
 __all__ = [
     "ATTENTION_TARGETS",
     "detect_attention_targets",
+    "block_index",
     "is_peft_internal",
     "layer_in_out",
+    "layers_in",
     "matches",
 ]
 
@@ -46,6 +50,32 @@ def is_peft_internal(name: str) -> bool:
 def matches(name: str, key: str) -> bool:
     """peft's rule for a list of target names: exact name or a ``.``-suffix."""
     return name == key or name.endswith("." + key)
+
+
+def block_index(name: str) -> int | None:
+    """The block a module belongs to: the last number in its path that a name follows (peft's
+    ``layers_to_transform`` rule without ``layers_pattern``): 12 in ``_blocks.12._expand_conv``,
+    3 in ``encoder.layer.3.attention.self.query``; None when there is none."""
+    parts = name.split(".")
+    numbers = [int(p) for p in parts[1:-1] if p.isdigit()]
+    return numbers[-1] if numbers else None
+
+
+def layers_in(targets: Sequence[str], blocks: Sequence[int]) -> list[str]:
+    """The ``targets`` (full module names) whose :func:`block_index` is in ``blocks``.
+
+    Raises:
+        ConfigError: none of them is (one line: the block indices the targets have).
+    """
+    wanted = set(blocks)
+    kept = [name for name in targets if block_index(name) in wanted]
+    if not kept:
+        have = sorted({i for i in map(block_index, targets) if i is not None})
+        raise ConfigError(
+            f"learner.layers_to_transform: {sorted(wanted)} selects none of the target modules; "
+            f"their block indices are {have or 'none (the modules are in no numbered block)'}"
+        )
+    return kept
 
 
 def _unwrap(module: nn.Module) -> nn.Module:

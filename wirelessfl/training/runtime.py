@@ -30,6 +30,7 @@ import torch
 from channels import lora_training_flops
 from channels.streams import stream_seed
 from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.models.layers import layers_in
 from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ModelGeometry
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
@@ -116,7 +117,10 @@ class Runtime:
         sizes = self.partition.sizes.astype(float)
         self.data_fractions = sizes / sizes.sum()  # p_k = |D_k| / |D|
         self.targets = self.bundle.target_names(lc.target_modules)
-        self.layer_shapes = self.bundle.layer_shapes(lc.target_modules)
+        if lc.layers_to_transform is not None:
+            self.targets = layers_in(self.targets, lc.layers_to_transform)
+        adaptable = self.bundle.adaptable_layers()
+        self.layer_shapes = [adaptable[name] for name in self.targets]
         self.train_data = self.data.train.to(self.device)
         self.test_data = self.data.test.to(self.device)
         self.saved_modules = self._saved_modules()
@@ -177,6 +181,8 @@ class Runtime:
         ``all``, every parameter named ``*bias*``; ``lora_only``, the LoRA targets' biases)."""
         saved, bias = set(self.saved_modules), self.settings.lora_bias
         targets = set(self.targets)
+        # DoRA: one trained magnitude per output feature of each adapted layer (peft)
+        dora = sum(d_out for _, d_out in self.layer_shapes) if self.settings.use_dora else 0
         dense: dict[str, int] = {}
         for name, module in self.bundle.model.named_modules():
             keep = name in saved or name.rsplit(".", 1)[-1] in saved
@@ -186,7 +192,7 @@ class Runtime:
                 )
                 if keep or biased:
                     dense[pname] = p.numel()
-        return int(sum(dense.values()))
+        return int(sum(dense.values())) + dora
 
     @property
     def seq_len(self) -> int:
@@ -242,7 +248,7 @@ class Runtime:
 
         lc = self.settings
         try:
-            check_rank(self.bundle, rank, lc.target_modules)
+            check_rank(self.bundle, rank, self.targets)
         except (UserError, ValueError) as err:
             raise ConfigError(f"controller.rank: {err}") from None
         self.rank = rank
@@ -251,6 +257,7 @@ class Runtime:
             lora_alpha=lc.lora_alpha,
             lora_dropout=lc.lora_dropout,
             use_rslora=lc.use_rslora,
+            use_dora=lc.use_dora,
             bias=lc.lora_bias,
             init_lora_weights=lc.init_lora_weights,
             target_modules=self.targets,
