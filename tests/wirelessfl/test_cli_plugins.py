@@ -62,6 +62,7 @@ FADING_MODELS.register("steady_plugin", Steady)
 def _cli(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     """``python -m wirelessfl ARGS`` in ``cwd``, importing this checkout's package."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("RAY_ADDRESS", None)  # --executor ray: a local instance
     return subprocess.run(
         [sys.executable, "-m", "wirelessfl", *map(str, args)],
         cwd=cwd,
@@ -109,7 +110,7 @@ def test_run_with_a_plugin_algorithm_file_then_resume_finds_it(tmp_path):
             "seed": 1,
             "n_clients": 8,
             "n_scheduled": 4,
-            "rounds": 2,
+            "rounds": 1,
             "eval_every": 1,
             "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0},
             "devices": {"flops_per_s": 1.0e9},
@@ -120,7 +121,7 @@ def test_run_with_a_plugin_algorithm_file_then_resume_finds_it(tmp_path):
                 "kind": "lora",
                 "model": "tiny_mlp",
                 "dataset": "digits",
-                "local_steps": 4,
+                "local_steps": 2,
                 "batch_size": 16,
                 "lr": 0.1,
             },
@@ -133,15 +134,15 @@ def test_run_with_a_plugin_algorithm_file_then_resume_finds_it(tmp_path):
     assert _config(out)["plugins"] == [str(ALGORITHM)]
 
     # resumed from elsewhere without --plugin: config.yaml names the file
-    _ok(_cli("run", "--resume", out, "--set", "rounds=3", "--quiet", cwd=tmp_path))
+    _ok(_cli("run", "--resume", out, "--set", "rounds=2", "--quiet", cwd=tmp_path))
     rounds = pd.read_csv(out / "rounds.csv")
     clients = pd.read_csv(out / "clients.csv")
-    assert list(rounds["round"]) == [0, 1, 2]
+    assert list(rounds["round"]) == [0, 1]
     # the plug-in's cost model: odd clients train at half the rank 4; its metric per round
     arrived = clients[clients.status == "arrived"]
     assert set(arrived.loc[arrived.client % 2 == 1, "rank"]) == {2}
     assert set(arrived.loc[arrived.client % 2 == 0, "rank"]) == {4}
-    for t in range(3):
+    for t in range(2):
         mean_rank = arrived.loc[arrived["round"] == t, "rank"].mean()
         assert rounds.loc[t, "algo.mean_rank"] == pytest.approx(mean_rank)
 
@@ -217,6 +218,27 @@ def test_scenario_plugins_key_resolves_files_beside_the_scenario(tmp_path):
     _ok(_cli("run", scenario, "--out", "out", "--quiet", cwd=work))
     assert _config(work / "out")["plugins"] == [str(tmp_path / "greedy.py"), "steady_fading"]
     _assert_greedy(pd.read_csv(work / "out" / "rounds.csv"), 0.3)
+
+
+def test_ray_sweep_tasks_import_the_plugins(tmp_path):
+    """``--executor ray``: each run is a Ray task on a local instance, which imports the
+    ``--plugin`` file and the scenario's module plug-in from the driver's folder."""
+    pytest.importorskip("ray")
+    shutil.copy(CONTROLLER, tmp_path / "greedy.py")
+    (tmp_path / "steady_fading.py").write_text(STEADY_FADING)
+    data = {
+        **NETWORK,
+        "plugins": ["steady_fading"],
+        "channel": {**NETWORK["channel"], "fading": {"model": "steady_plugin"}},
+    }
+    _write_yaml(tmp_path / "net.yaml", data)
+    grid = ("--grid", "controller.d_th_s=0.3,0.6")
+    argv = ("sweep", "net.yaml", "--plugin", "greedy.py", *grid, "--executor", "ray")
+    _ok(_cli(*argv, "--out", "study", "--quiet", cwd=tmp_path))
+    for d_th_s in (0.3, 0.6):
+        run = tmp_path / "study" / f"controller.d_th_s={d_th_s},seed=2"
+        assert _config(run)["plugins"] == ["steady_fading", str(tmp_path / "greedy.py")]
+        _assert_greedy(pd.read_csv(run / "rounds.csv"), d_th_s)
 
 
 def test_scenario_keys_lists_a_plugin_algorithms_settings(tmp_path):
