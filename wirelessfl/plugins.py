@@ -32,7 +32,6 @@ from typing import Any
 from wirelessfl.errors import ConfigError, UserError
 
 __all__ = [
-    "PLUGIN_OPTION",
     "PLUGINS_KEY",
     "add_plugin_argument",
     "import_plugins",
@@ -41,14 +40,13 @@ __all__ = [
     "resolve_plugin",
 ]
 
-#: the scenario's top-level key and the command-line option naming plug-ins
+#: the scenario's top-level key naming plug-ins
 PLUGINS_KEY = "plugins"
-PLUGIN_OPTION = "--plugin"
 #: longest plug-in name or path shown in a message
 _SHOW = 160
 
-#: plug-in (as resolved) -> the module it was imported as, in this process
-_IMPORTED: dict[str, str] = {}
+#: the plug-ins (as resolved) imported in this process
+_IMPORTED: set[str] = set()
 
 
 def _shown(text: str) -> str:
@@ -151,7 +149,7 @@ def _import_module(name: str) -> str | None:
                 f"{_shown(here)}; a file is given as a path ending in .py)"
             )
         return _raised(err)
-    _IMPORTED[name] = name
+    _IMPORTED.add(name)
     return None
 
 
@@ -179,14 +177,14 @@ def _import_file(path: Path) -> str | None:
     except BaseException:
         del sys.modules[name]
         raise
-    _IMPORTED[str(path)] = name
+    _IMPORTED.add(str(path))
     return None
 
 
 def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
     """``--plugin MODULE_OR_FILE`` (repeatable), for the commands that read a scenario."""
     parser.add_argument(
-        PLUGIN_OPTION,
+        "--plugin",
         action="append",
         metavar="MODULE_OR_FILE",
         dest="plugin",
