@@ -40,6 +40,7 @@ from wirelessfl.errors import (
 )
 from wirelessfl.learners.export_command import add_export_command
 from wirelessfl.plots.command import add_plot_command
+from wirelessfl.plugins import add_plugin_argument, import_plugins, resolve_plugin
 from wirelessfl.study.command import add_sweep_command
 from wirelessfl.study.reproduce import add_reproduce_command
 
@@ -129,6 +130,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 ("a scenario", args.scenario),
                 ("--out", args.out),
                 ("--dry-run", args.dry_run),
+                ("--plugin (the run's config.yaml lists its plug-ins)", args.plugin),
             )
             if given
         ]
@@ -147,7 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         from wirelessfl.config import load_scenario
 
-        scenario = load_scenario(args.scenario, args.set)
+        scenario = load_scenario(args.scenario, args.set, plugins=args.plugin or ())
         if args.dry_run:
             from wirelessfl.sim.dry_run import dry_run_text
 
@@ -201,7 +203,7 @@ def _cmd_channels(args: argparse.Namespace) -> int:
     from wirelessfl.config import load_scenario
     from wirelessfl.sim.setup import build_cell
 
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = load_scenario(args.scenario, args.set, plugins=args.plugin or ())
     cell = build_cell(scenario)
     rep = channel_report(cell, bandwidth_hz=scenario.channel.bandwidth_hz, bits=args.bits)
     n = cell.n_clients
@@ -270,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the resolved scenario and the offline stage's choice (rank), run nothing",
     )
+    add_plugin_argument(run)
     run.set_defaults(func=_cmd_run)
 
     ch = sub.add_parser("channels", help="per-client mean SNR, ergodic rate and upload delay")
@@ -281,9 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument(
         "--max-rows", type=int_in_range(1), default=20, help="clients to print, >= 1 (default 20)"
     )
+    add_plugin_argument(ch)
     ch.set_defaults(func=_cmd_channels)
 
     keys = sub.add_parser("scenario-keys", help="every scenario key with default and range")
+    add_plugin_argument(keys)
     keys.set_defaults(func=_cmd_keys)
     shipped = sub.add_parser("scenarios", help="the shipped scenarios, by name")
     shipped.set_defaults(func=_cmd_scenarios)
@@ -296,6 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _import_cli_plugins(args: argparse.Namespace) -> None:
+    """Import the ``--plugin`` modules and files before the command reads anything, and leave
+    them in ``args.plugin`` resolved (files as absolute paths) for the command to record."""
+    if getattr(args, "plugin", None):
+        args.plugin = [resolve_plugin(p, Path.cwd(), "--plugin") for p in args.plugin]
+        import_plugins(args.plugin, "--plugin")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -304,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     previous = ignore_sigxfsz()
     try:
+        _import_cli_plugins(args)
         return int(args.func(args))
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

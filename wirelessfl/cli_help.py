@@ -34,19 +34,22 @@ EXAMPLES = {
   wirelessfl run network_only --set rounds=200          # network-only, seconds
   wirelessfl run paper/fig3ab_sparsifiers --out runs/soft
   wirelessfl run my_scenario.yaml --dry-run             # resolved scenario and offline rank
+  wirelessfl run my_scenario.yaml --plugin my_controller.py   # your own controller, ...
   wirelessfl run --resume runs/network_only             # continue a killed run
   wirelessfl run --resume runs/network_only --set rounds=5000   # extend a finished one""",
     "channels": """\
   wirelessfl channels paper --bits 2e6
   wirelessfl channels network_only --set channel.bandwidth_hz=2e7 --max-rows 5""",
     "scenario-keys": """\
-  wirelessfl scenario-keys | grep controller""",
+  wirelessfl scenario-keys | grep controller
+  wirelessfl scenario-keys --plugin my_algorithm.py     # with its strategy.<name>.* keys""",
     "scenarios": """\
   wirelessfl scenarios
   wirelessfl run paper/fig45_shards       # run one by its listed name""",
     "sweep": """\
   wirelessfl sweep network_only --grid controller.V=1e-5,1e-4,1e-3 --seeds 3
-  wirelessfl sweep paper --grid controller.d_th_s=1,2,4 --seeds 0,1,2 --jobs 2 --out runs/dth""",
+  wirelessfl sweep paper --grid controller.d_th_s=1,2,4 --seeds 0,1,2 --jobs 2 --out runs/dth
+  wirelessfl sweep my.yaml --plugin my_controller.py --grid controller.d_th_s=0.3,0.6""",
     "plot": """\
   wirelessfl plot runs/network_only --kind queue
   wirelessfl plot runs/dth --kind frontier --x delay --by controller.d_th_s --out dth.pdf""",

@@ -3,7 +3,8 @@
 Entries are lazy ``"module:attribute"`` targets: listing or validating names (the scenario
 schema takes its choices from here) imports nothing, so a network-only run never imports torch.
 Adding a plug-in is one file plus one line here; code outside the package calls
-``REGISTRY.register(name, obj)`` instead, and an installed package can declare an entry point
+``REGISTRY.register(name, obj)`` instead (a module or file the command line imports with
+``--plugin``, :mod:`wirelessfl.plugins`), and an installed package can declare an entry point
 in the group shown (``[project.entry-points."wirelessfl.algorithms"]`` in its
 ``pyproject.toml``: ``my_algo = "my_package.my_algo:MyAlgorithm"``).
 

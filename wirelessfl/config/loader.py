@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from wirelessfl.config.schema import build, to_dict
 from wirelessfl.config.shipped import SCENARIO_DIR, shipped_names
 from wirelessfl.config.yaml_limits import MAX_DEPTH, load_yaml, one_line, show_key
 from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.plugins import PLUGINS_KEY, import_plugins, listed_plugins, resolve_plugin
 
 DEFAULT_SCENARIO = "default"
 #: Largest scenario file read (the shipped ones are ~2 KB; parsing 1 MiB takes about a second).
@@ -296,20 +298,70 @@ def _number_or_value(value: Any) -> Any:
 
 
 def load_scenario(
-    name_or_path: str | Path | None = None, overrides: list[str] | None = None
+    name_or_path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    plugins: Sequence[str] = (),
 ) -> Scenario:
-    """Read, override and validate a scenario; raises ConfigError with one clear line."""
+    """Read, override and validate a scenario; raises ConfigError with one clear line.
+
+    The plug-ins of its ``plugins`` key (files relative to its folder) and of the ``plugins``
+    argument (``--plugin``: files relative to the current folder) are imported first, so that
+    the names they register validate; the scenario lists them all, resolved
+    (:mod:`wirelessfl.plugins`).
+    """
     path = resolve_scenario_path(name_or_path)
     where = f"scenario: {_show_path(path)}"
-    data = apply_overrides(_numbers_in(read_mapping(path), where), overrides)
-    return build(Scenario, data)
+    data = _numbers_in(read_mapping(path), where)
+    return _build_with_plugins(data, path.parent, where, plugins, overrides)
 
 
-def scenario_from_dict(data: dict[str, Any], overrides: list[str] | None = None) -> Scenario:
-    """Validate a scenario given as a plain dict (library use, tests, notebooks)."""
+def scenario_from_dict(
+    data: dict[str, Any], overrides: list[str] | None = None, plugins: Sequence[str] = ()
+) -> Scenario:
+    """Validate a scenario given as a plain dict (library use, tests, notebooks); plug-in files
+    in its ``plugins`` and in ``plugins`` are relative to the current folder."""
     if not isinstance(data, dict):
         raise ConfigError(f"scenario: expected a table (dict) of settings, got {_kind_of(data)}")
-    return build(Scenario, apply_overrides(_numbers_in(dict(data), "scenario"), overrides))
+    data = _numbers_in(dict(data), "scenario")
+    return _build_with_plugins(data, Path.cwd(), "scenario", plugins, overrides)
+
+
+def with_plugins(
+    data: dict[str, Any], base_dir: Path, where: str, plugins: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Import the plug-ins of a scenario's raw mapping and of ``plugins`` (files relative to
+    ``base_dir`` and the current folder), and list them all, resolved, as its ``plugins``.
+
+    The pre-pass before validation: the names the plug-ins register are then known to the
+    schema. Raises ``UserError`` naming ``WHERE: plugins`` (``where`` "": ``plugins``) or
+    ``--plugin``.
+    """
+    listed = listed_plugins(data, base_dir, where)
+    import_plugins(listed, f"{where}: {PLUGINS_KEY}:" if where else f"{PLUGINS_KEY}:")
+    extra = [resolve_plugin(p, Path.cwd(), "--plugin") for p in plugins]
+    import_plugins(extra, "--plugin")
+    merged = list(dict.fromkeys([*listed, *extra]))
+    if merged:
+        data[PLUGINS_KEY] = merged
+    return data
+
+
+def _build_with_plugins(
+    data: dict[str, Any],
+    base_dir: Path,
+    where: str,
+    plugins: Sequence[str],
+    overrides: list[str] | None,
+) -> Scenario:
+    data = with_plugins(data, base_dir, where, plugins)
+    imported = list(data.get(PLUGINS_KEY) or [])
+    data = apply_overrides(data, overrides)
+    if (data.get(PLUGINS_KEY) or []) != imported:
+        raise ConfigError(
+            f"--set {PLUGINS_KEY}: plug-ins are imported before --set and --grid apply; give "
+            f"them with --plugin MODULE_OR_FILE (added to the scenario's {PLUGINS_KEY})"
+        )
+    return build(Scenario, data)
 
 
 def _numbers_in(data: Any, where: str) -> Any:

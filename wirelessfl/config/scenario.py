@@ -764,6 +764,11 @@ class Scenario:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     faults: FaultsConfig = field(default_factory=FaultsConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    plugins: list[str] = option(
+        default_factory=list,
+        doc="modules or .py files (relative to the scenario file) imported before the scenario "
+        "is validated, to register plug-ins; --plugin adds more; runs list them resolved",
+    )
 
     @property
     def evaluates_initial(self) -> bool:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from wirelessfl import __version__
-from wirelessfl.config.loader import read_mapping, scenario_yaml
+from wirelessfl.config.loader import read_mapping, scenario_yaml, with_plugins
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build, to_dict
 from wirelessfl.errors import SimulationError, UserError
@@ -170,7 +170,8 @@ class Run:
                 "was edited or cut); restore it"
             )
         try:
-            scenario = build(Scenario, read_mapping(out / CONFIG))
+            data = with_plugins(read_mapping(out / CONFIG), out, "")
+            scenario = build(Scenario, data)
         except UserError as err:
             raise UserError(f"--resume {out}: {CONFIG}: {err}") from None
         if checkpoint is not None:

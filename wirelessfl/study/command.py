@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import SimulationError, UserError, path_text
+from wirelessfl.plugins import add_plugin_argument
 from wirelessfl.results.study import INDEX_FILE, StudyResult
 from wirelessfl.study.executor import add_executor_arguments
 from wirelessfl.study.grid import parse_grid
@@ -60,6 +61,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             overrides=args.set or [],
             executor=args.executor,
             ray_address=args.ray_address,
+            plugins=args.plugin or (),
         )
     except KeyboardInterrupt:
         print(
@@ -111,6 +113,7 @@ def add_sweep_command(subparsers: Any) -> argparse.ArgumentParser:
         help=f"runs in parallel, {MIN_JOBS} to {MAX_JOBS} (default 1)",
     )
     add_executor_arguments(p)
+    add_plugin_argument(p)
     p.add_argument("--out", type=path_text, help="study folder (default: runs/sweep-<scenario>)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_sweep)

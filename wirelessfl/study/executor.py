@@ -34,7 +34,9 @@ EXECUTORS = ("local", "ray")
 @dataclass(frozen=True)
 class RunTask:
     """One run to start (``resume`` false) or resume in ``folder``; ``wants_gpu``: it trains
-    a model on the GPU when there is one (an executor that places runs gives it one)."""
+    a model on the GPU when there is one (an executor that places runs gives it one);
+    ``plugins``: the sweep's ``--plugin`` modules and files (resolved), imported by the process
+    that runs it (a resumed run imports those its ``config.yaml`` lists)."""
 
     name: str
     scenario_path: str
@@ -42,6 +44,7 @@ class RunTask:
     folder: str
     resume: bool
     wants_gpu: bool = False
+    plugins: tuple[str, ...] = ()
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,9 +81,8 @@ def execute(task: RunTask) -> dict[str, Any]:
         if task.resume:
             result = resume_run(task.folder)
         else:
-            result = run_scenario(
-                load_scenario(task.scenario_path, list(task.overrides)), task.folder
-            )
+            scenario = load_scenario(task.scenario_path, list(task.overrides), task.plugins)
+            result = run_scenario(scenario, task.folder)
     except SimulationError as err:
         return {"error": str(err) or type(err).__name__, "finished": False}
     return {"error": None, "finished": result.finished, "summary": summarize(result.rounds)}

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, int_in_range, path_text
+from wirelessfl.plugins import add_plugin_argument
 from wirelessfl.study.command import parse_seeds
 from wirelessfl.study.executor import add_executor_arguments
 from wirelessfl.study.reproductions import REPRODUCTIONS
@@ -41,6 +43,7 @@ def reproduce(
     target_accuracy: float | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run (or finish) one reproduction; returns its studies, summary table, paired table and
     figure paths.
@@ -53,7 +56,8 @@ def reproduce(
     per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
     result's ``paired``, None without a reference, and ``paired_problem``, why no table was
     made). ``executor`` and ``ray_address`` say where the runs go, as for
-    :func:`~wirelessfl.study.sweep.run_sweep`.
+    :func:`~wirelessfl.study.sweep.run_sweep`, and ``plugins`` are imported by every run
+    (``--plugin``).
     """
     import pandas as pd
 
@@ -87,6 +91,7 @@ def reproduce(
             overrides=[*(spec.full if full else []), *(overrides or [])] or None,
             executor=executor,
             ray_address=ray_address,
+            plugins=plugins,
         )
         studies[name] = study
         runs.extend(as_runs(study))
@@ -212,6 +217,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             target_accuracy=args.target,
             executor=args.executor,
             ray_address=args.ray_address,
+            plugins=args.plugin or (),
         )
         cols = [
             c
@@ -289,6 +295,7 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         "figure's, 3 for fslora-*, else 1)",
     )
     add_executor_arguments(p)
+    add_plugin_argument(p)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     p.add_argument(
         "--target",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem
+from wirelessfl.plugins import resolve_plugin
 from wirelessfl.results.study import StudyResult, load_study
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.executor import EXECUTORS, RunTask, run_tasks
@@ -80,6 +81,7 @@ def run_sweep(
     overrides: Sequence[str] | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    plugins: Sequence[str] = (),
 ) -> StudyResult:
     """Run ``scenario`` for every grid point × seed into ``out_dir/<run name>/``.
 
@@ -100,6 +102,8 @@ def run_sweep(
         overrides: ``key=value`` strings applied to every run (not in folder names).
         executor: ``local`` or ``ray``.
         ray_address: with ``ray``, the cluster (None: ``RAY_ADDRESS``, else a local instance).
+        plugins: modules or ``.py`` files (relative to the current folder) to import before the
+            scenario is read, here and in every worker (``--plugin``); each run lists them.
 
     Returns:
         The study, loaded from ``out_dir``.
@@ -121,10 +125,11 @@ def run_sweep(
     check_study_folder(out)
     scenario_path = resolve_scenario_path(scenario).resolve()
     fixed = list(overrides or [])
-    seeds = seed_list(seeds, load_scenario(scenario_path, fixed).seed)
+    plugins = tuple(resolve_plugin(p, Path.cwd(), "--plugin") for p in plugins)
+    seeds = seed_list(seeds, load_scenario(scenario_path, fixed, plugins).seed)
     points = plan_sweep(grid, seeds, fixed)
     # validate every point before running anything (a bad key or value fails in a second)
-    scenarios = {p.name: load_scenario(scenario_path, list(p.overrides)) for p in points}
+    scenarios = {p.name: load_scenario(scenario_path, list(p.overrides), plugins) for p in points}
     if executor == "ray" and any(s.learner.executor == "ray" for s in scenarios.values()):
         raise UserError(
             "--executor ray: the runs set learner.executor: ray, and their training actors "
@@ -140,6 +145,7 @@ def run_sweep(
             "overrides": fixed,
             "grid": normalize_grid(grid),
             "seeds": seeds,
+            "plugins": list(plugins),
         },
     )
     index = StudyIndex(out, list(grid), points)
@@ -157,7 +163,9 @@ def run_sweep(
             resume = state == "unfinished"
             learner = scenarios[p.name].learner
             gpu = learner.kind != "surrogate" and learner.device != "cpu"
-            tasks.append(RunTask(p.name, str(scenario_path), p.overrides, str(folder), resume, gpu))
+            tasks.append(
+                RunTask(p.name, str(scenario_path), p.overrides, str(folder), resume, gpu, plugins)
+            )
     index.write()
 
     failed: dict[str, str] = {}
