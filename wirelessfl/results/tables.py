@@ -23,7 +23,7 @@ from wirelessfl.results.groups import (
 )
 from wirelessfl.results.runs import Results, as_runs
 from wirelessfl.results.store import RunResult
-from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize
+from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize_run
 
 #: frontier x aliases: outcome columns of ``summarize`` or config keys
 FRONTIER_ALIASES = {
@@ -161,7 +161,7 @@ def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
     for group in group_runs(as_runs(results)):
         xs, accs = [], []
         for run in group.runs:
-            summary = summarize(run.rounds)
+            summary = summarize_run(run)
             value = config_value(run, column) if source == "config" else summary[column]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise UserError(f"plot frontier: x={x!r} is not a number in {run.path}: {value!r}")
