@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.errors import RESOURCE_ERRNOS, UserError, folder_problem, held_names, short_path
-from wirelessfl.results.groups import IGNORED_KEYS, flat_config, lookup
 from wirelessfl.results.study import (
     INDEX_FILE,
     MISSING,
@@ -123,6 +122,8 @@ def _read_config(folder: Path) -> dict[str, Any] | None:
 
 def _differing_key(want: dict[str, Any], have: dict[str, Any]) -> str | None:
     """The first dotted key both configs hold with different values (None: they agree)."""
+    from wirelessfl.results.groups import flat_config
+
     want_flat, have_flat = flat_config(want), flat_config(have)
     for key in want_flat.keys() & have_flat.keys():
         if want_flat[key] != have_flat[key]:
@@ -131,6 +132,8 @@ def _differing_key(want: dict[str, Any], have: dict[str, Any]) -> str | None:
 
 
 def _config_key(config: dict[str, Any]) -> str:
+    from wirelessfl.results.groups import flat_config
+
     return json.dumps(flat_config(config), sort_keys=True, default=str)
 
 
@@ -204,6 +207,8 @@ class StudyIndex:
         """Whether the folder ``name`` may hold the run of ``config``: it holds no run, or that
         run (its ``config.yaml`` agrees on every key both hold), and no other listed run whose
         folder is gone had that name (recorded parameters disagreeing with ``config``)."""
+        from wirelessfl.results.groups import lookup
+
         folder = self.out / name
         have = _read_config(folder) if folder.is_dir() else None
         if have is not None:
@@ -234,6 +239,8 @@ class StudyIndex:
         """Fix the parameter columns (``index_columns``): every grid key of the sweeps into the
         study, then the other config keys whose values differ between its runs; and fill each
         run's resolved values."""
+        from wirelessfl.results.groups import IGNORED_KEYS, flat_config, lookup
+
         keys = list(dict.fromkeys([*self.keys, *grid_keys]))  # never drop a listed column
         known = [c for c in self.configs.values() if c is not None]
         flats = [flat_config(c) for c in known]
