@@ -119,3 +119,14 @@ def test_the_cli_warns_in_one_line(study_copy, tmp_path):
     err = [line for line in done.stderr.splitlines() if line]
     assert len(err) == 1 and err[0].startswith("wirelessfl: warning: study: ")
     assert SECOND[0] in err[0] and out.is_file()
+
+
+def test_only_keys_with_two_values_become_columns(tmp_path):
+    """Each algorithm's runs carry their own strategy table: keys that only one algorithm's
+    runs have, with one value, are no columns; a base-scenario key that differs is one."""
+    out = tmp_path / "algorithms"
+    grid = {"algorithm.name": ["soft", "fslora"]}
+    run_sweep("paper", grid=grid, out_dir=out, overrides=["rounds=2", *SMALL[1:]])
+    index = run_sweep("paper", grid=grid, out_dir=out, overrides=["rounds=3", *SMALL[1:]]).index
+    assert list(index.columns[:4]) == ["run", "algorithm.name", "rounds", "seed"]
+    assert list(index["rounds"]) == [2, 2, 3, 3] and list(index["rounds_done"]) == [2, 2, 3, 3]

@@ -42,7 +42,8 @@ def index_columns(param_keys: Iterable[str]) -> list[str]:
     """Columns of ``index.csv``: run, the parameter keys, seed, finished, status, summary, error.
 
     The parameter keys are every grid key of the sweeps into the study, then every other
-    dotted config key whose resolved value differs between its runs; each run's row holds its
+    dotted config key with two resolved values or more among the runs that have it (not a key
+    only one algorithm's runs have, with one value); each run's row holds its
     own resolved value of each (empty where its config has no such key). ``status`` is what
     the last sweep did: ``skipped`` (already finished), ``started``, ``resumed``, ``failed``
     (``error`` holds the message), ``pending`` (not reached yet), ``kept`` (a run of an

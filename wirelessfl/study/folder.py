@@ -237,8 +237,8 @@ class StudyIndex:
 
     def resolve(self, grid_keys: Sequence[str]) -> None:
         """Fix the parameter columns (``index_columns``): every grid key of the sweeps into the
-        study, then the other config keys whose values differ between its runs; and fill each
-        run's resolved values."""
+        study, then the other config keys with two values or more among the runs that have
+        them; and fill each run's resolved values."""
         from wirelessfl.results.groups import IGNORED_KEYS, flat_config, lookup
 
         keys = list(dict.fromkeys([*self.keys, *grid_keys]))  # never drop a listed column
@@ -251,8 +251,8 @@ class StudyIndex:
                 continue
             if any(key.startswith(f"{k}.") for k in keys):
                 continue
-            values = {json.dumps(f.get(key, "<absent>"), default=str) for f in flats}
-            if len(values) > 1:
+            values = {json.dumps(f[key], default=str) for f in flats if key in f}
+            if len(values) > 1:  # a key only some runs have (one algorithm's table) is no column
                 keys.append(key)
         self.keys = keys
         for name, row in self.rows.items():
