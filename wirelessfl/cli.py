@@ -84,17 +84,13 @@ def _fmt(x: float, unit: str = "") -> str:
     return f"{x:.4g}{unit}"
 
 
-def _energy_line(r, n_clients: int) -> str:
-    """Energy per device per round (time average over the run), compute and transmit."""
-    if "compute_energy_j" not in r or not len(r) or n_clients < 1:  # an older run folder
-        return "energy         n/a"
-    per = len(r) * n_clients
-    compute_j = float(r["compute_energy_j"].sum()) / per
-    transmit_j = float(r["transmit_energy_j"].sum()) / per
-    return (
-        f"energy         {_fmt(compute_j + transmit_j, ' J')} per device per round "
-        f"(compute {_fmt(compute_j, ' J')}, transmit {_fmt(transmit_j, ' J')})"
-    )
+def _energy_lines(result) -> list[str]:
+    """Energy per device per round (compute, transmit, the largest device) and the budget with
+    the devices that met it (``wirelessfl.results.energy``)."""
+    from wirelessfl.results.energy import energy_lines
+    from wirelessfl.results.summary import summarize_run
+
+    return energy_lines(summarize_run(result), int(result.config.get("n_clients", 0)))
 
 
 def _summary(result) -> str:
@@ -113,7 +109,7 @@ def _summary(result) -> str:
         f"mean O^t       {_fmt(float(r['sparsification'].mean()))}",
         f"uplink         {_fmt(float(r['bits_up'].sum()) / 8e6, ' MB')} "
         f"({int(r['n_arrived'].sum())} uploads arrived of {int(r['n_scheduled'].sum())} scheduled)",
-        _energy_line(r, int(cfg.get("n_clients", 0))),
+        *_energy_lines(result),
         f"loss           {_fmt(float(r['loss'].iloc[0]))} -> {_fmt(float(r['loss'].iloc[-1]))}",
         f"accuracy       {_fmt(first_acc)} -> {_fmt(final_acc)}",
         f"wall time      {_fmt(float(r['wall_s'].sum()), ' s')}",

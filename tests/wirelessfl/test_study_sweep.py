@@ -301,9 +301,22 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
-def test_a_changed_scenario_does_not_reuse_old_runs(study_copy):
-    with pytest.raises(UserError, match="rounds"):
-        run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=[*SMALL, "rounds=31"])
+def test_a_changed_scenario_adds_runs_beside_the_old_ones(study_copy):
+    """The grid names are taken by runs of 30 rounds: the 31-round runs get folders named with
+    their --set keys too, and the old runs stay listed, untouched."""
+    before = {name: _mtimes(study_copy / name) for name in NAMES}
+    changed = [*SMALL, "rounds=31"]
+    study = run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=changed)
+    index = study.index
+    sets = "eval_every=5,n_clients=20,n_scheduled=5,rounds=31"
+    new = [name.replace(",seed=0", f",{sets},seed=0") for name in NAMES]
+    assert list(index["run"]) == [*NAMES, *new]
+    assert list(index["status"]) == ["kept"] * 4 + ["started"] * 4
+    assert list(index["rounds"]) == [30] * 4 + [31] * 4  # the key that differs: a column
+    assert list(index["rounds_done"]) == [30] * 4 + [31] * 4
+    assert {name: _mtimes(study_copy / name) for name in NAMES} == before
+    again = run_sweep("paper", grid=GRID, seeds=1, out_dir=study_copy, overrides=changed)
+    assert list(again.index["status"]) == ["kept"] * 4 + ["skipped"] * 4
 
 
 def test_load_study_needs_an_index(tmp_path):

@@ -21,10 +21,14 @@ from wirelessfl.plots.command import add_plot_command
 
 _MODULES = {
     "PLOTS": "kinds",
+    "accuracy_vs_energy": "energy",
     "accuracy_vs_round": "accuracy",
     "accuracy_vs_time": "accuracy",
     "bandwidth_shares": "shares",
     "cov_norm": "dynamics",
+    "energy_overview": "energy",
+    "energy_vs_round": "energy",
+    "energy_vs_time": "energy",
     "frontier": "tradeoff",
     "offline_bound": "offline",
     "queue_delay": "dynamics",

@@ -26,6 +26,7 @@ KINDS = (
     "offline",
     "cov",
     "shares",
+    "energy",
 )
 FORMATS = (".png", ".pdf", ".svg")
 #: accepted --dpi values: below, figures are unreadable; above, a PNG needs gigabytes
@@ -120,7 +121,8 @@ def add_plot_command(subparsers: Any) -> argparse.ArgumentParser:
         default="accuracy",
         help="accuracy (vs round), latency_accuracy (vs virtual time), frontier (final "
         "accuracy vs --x), queue (D^t, Q^t, D_th), sparsification (O^t), offline (gamma^0(r), "
-        "chosen rank), cov (Cov norm), shares (per-client bandwidth; one run). "
+        "chosen rank), cov (Cov norm), shares (per-client bandwidth; one run), energy (per "
+        "device per round vs round, cumulative vs virtual time, accuracy vs energy). "
         "Default: accuracy",
     )
     p.add_argument(

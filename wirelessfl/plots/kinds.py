@@ -2,6 +2,7 @@
 
 from wirelessfl.plots.accuracy import accuracy_vs_round, accuracy_vs_time
 from wirelessfl.plots.dynamics import cov_norm, queue_delay, sparsification
+from wirelessfl.plots.energy import energy_overview
 from wirelessfl.plots.offline import offline_bound
 from wirelessfl.plots.shares import bandwidth_shares
 from wirelessfl.plots.tradeoff import frontier
@@ -16,4 +17,5 @@ PLOTS = {
     "offline": offline_bound,
     "cov": cov_norm,
     "shares": bandwidth_shares,
+    "energy": energy_overview,
 }

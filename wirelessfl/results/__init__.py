@@ -3,6 +3,7 @@
 - ``columns``: every column of the run tables, documented;
 - ``store``: writing and loading run folders (``RunResult``, ``load``);
 - ``summary``: a run's summary numbers (the study index, the frontier);
+- ``energy``: device energy per round, per device, and against the energy budget;
 - ``study``: study folders (``StudyResult``, ``load_study``, the ``index.csv`` format);
 - ``runs`` and ``groups``: results as runs, runs grouped by config and labelled;
 - ``tables``: the tidy DataFrames the figures of ``wirelessfl.plots`` draw.
@@ -16,7 +17,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from wirelessfl.results.columns import CLIENT_COLUMNS, EVENT_COLUMNS, ROUND_COLUMNS
+from wirelessfl.results.columns import (
+    CLIENT_COLUMNS,
+    DEVICE_COLUMNS,
+    EVENT_COLUMNS,
+    ROUND_COLUMNS,
+)
 
 _MODULES = {
     "RunResult": "store",
@@ -24,6 +30,9 @@ _MODULES = {
     "SUMMARY_COLUMNS": "summary",
     "final_accuracy": "summary",
     "summarize": "summary",
+    "summarize_folder": "summary",
+    "summarize_run": "summary",
+    "device_energy": "energy",
     "time_to_target": "summary",
     "StudyResult": "study",
     "load_study": "study",
@@ -35,6 +44,7 @@ _MODULES = {
     "accuracy_curve": "tables",
     "evaluated_rounds": "tables",
     "accuracy_table": "tables",
+    "energy_table": "tables",
     "frontier_table": "tables",
     "offline_table": "tables",
     "pareto_front": "tables",
@@ -42,7 +52,7 @@ _MODULES = {
     "share_table": "tables",
 }
 
-__all__ = ["CLIENT_COLUMNS", "EVENT_COLUMNS", "ROUND_COLUMNS", *_MODULES]
+__all__ = ["CLIENT_COLUMNS", "DEVICE_COLUMNS", "EVENT_COLUMNS", "ROUND_COLUMNS", *_MODULES]
 
 
 def __getattr__(name: str) -> Any:

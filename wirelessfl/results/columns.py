@@ -85,6 +85,16 @@ CLIENT_COLUMNS: dict[str, str] = {
     "transmit_energy_j": "energy of the upload: tx_power_w x the time it transmitted",
 }
 
+DEVICE_COLUMNS: dict[str, str] = {
+    "device": "device (client) id k, 0..n_clients-1",
+    "rounds": "rounds the sums cover (rounds 0..rounds-1; equal to rounds.csv's rows when the "
+    "file is current)",
+    "compute_energy_j": "the device's compute energy summed over those rounds [J]",
+    "transmit_energy_j": "the device's transmit energy summed over those rounds [J] (divide "
+    "the sum of both by rounds: the time-average energy per round that "
+    "controller.energy_budget_j bounds)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 

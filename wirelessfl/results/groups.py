@@ -33,11 +33,18 @@ def flat_config(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_value(run: RunResult, key: str) -> Any:
-    """A dotted key of a run's resolved config (``controller.d_th_s``); NaN if absent.
+    """A dotted key of a run's resolved config (``controller.d_th_s``); NaN if absent
+    (:func:`lookup`)."""
+    return lookup(run.config, key)
+
+
+def lookup(config: dict[str, Any], key: str) -> Any:
+    """A dotted key of a resolved config (nested mappings, as ``config.yaml`` holds it); NaN
+    if absent.
 
     ``strategy.<setting>`` reads the running algorithm's table (``strategy.<algorithm>``), as a
     key directly under ``strategy`` does in a scenario."""
-    node: Any = run.config
+    node: Any = config
     parts = key.split(".")
     strategy = node.get("strategy") if isinstance(node, dict) else None
     running = node.get("algorithm", {}).get("name") if isinstance(node, dict) else None

@@ -6,6 +6,8 @@ Layout::
     OUT/meta.json                  versions, seed, times, the config's SHA-256 (atomic rewrites),
                                    the initial_evaluation before round 0 (eval_initial)
     OUT/rounds.csv, events.csv, clients.csv   append-only tables
+    OUT/devices.csv                each device's energy over the rounds done (atomic rewrites when
+                                   the run finishes or stops, and on resume)
     OUT/state.json                 names the current checkpoint (atomic)
     OUT/checkpoints/<n>/           state after round n - 1, with manifest.json
 

@@ -3,7 +3,8 @@
 A run folder holds ``config.yaml`` (the resolved scenario), ``meta.json`` (versions, seed, git
 revision, device, times, and with ``eval_initial`` the ``initial_evaluation`` of the global
 state before round 0), ``rounds.csv`` (one row per round), optionally ``events.csv`` and
-``clients.csv``, and what ``--resume`` needs (``state.json``, ``checkpoints/``): see
+``clients.csv``, ``devices.csv`` (each device's energy, ``wirelessfl.results.energy``), and
+what ``--resume`` needs (``state.json``, ``checkpoints/``): see
 ``wirelessfl.results.run_folder`` for how they are written and checked.
 """
 
@@ -20,6 +21,7 @@ import pandas as pd
 import yaml
 
 from wirelessfl.errors import UserError
+from wirelessfl.results.energy import DEVICES_FILE
 from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.run_folder import INITIAL_EVALUATION, read_evaluation
 
@@ -36,6 +38,7 @@ class RunResult:
     meta: dict[str, Any]
     events: pd.DataFrame | None = None
     clients: pd.DataFrame | None = None
+    devices: pd.DataFrame | None = None
 
     @property
     def finished(self) -> bool:
@@ -63,16 +66,22 @@ def load(path: str | Path) -> RunResult:
     path = Path(path)
     if not (path / "rounds.csv").is_file():
         raise UserError(f"results: {path} is not a run folder (no rounds.csv)")
-    config = _read_mapping(path / "config.yaml", yaml.safe_load)
+    config = read_config(path)
     meta = _read_mapping(path / "meta.json", json.loads)
     return RunResult(
         path,
-        _read_table(path / "rounds.csv"),
+        read_table(path / "rounds.csv"),
         config,
         meta,
-        _read_table(path / "events.csv"),
-        _read_table(path / "clients.csv"),
+        read_table(path / "events.csv"),
+        read_table(path / "clients.csv"),
+        read_table(path / DEVICES_FILE),
     )
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A run folder's ``config.yaml`` ({} when missing; ``UserError`` when damaged)."""
+    return _read_mapping(path / "config.yaml", yaml.safe_load)
 
 
 def _read_mapping(path: Path, parse) -> dict[str, Any]:
@@ -90,7 +99,9 @@ def _read_mapping(path: Path, parse) -> dict[str, Any]:
     return data
 
 
-def _read_table(path: Path) -> pd.DataFrame | None:
+def read_table(path: Path) -> pd.DataFrame | None:
+    """A run folder's CSV table without a partial last row (None when missing; ``UserError``
+    when it cannot be read)."""
     if not path.exists():
         return None
     try:

@@ -2,8 +2,9 @@
 
 A study folder::
 
-    STUDY/study.json   scenario, fixed overrides, grid and seeds of the last sweep into it
-    STUDY/index.csv    one row per run of that sweep (``index_columns``)
+    STUDY/study.json   scenario, fixed overrides, grid and seeds of the last sweep into it, and
+                       ``sweeps``: every distinct sweep into the folder, in order
+    STUDY/index.csv    one row per run of every sweep into the folder (``index_columns``)
     STUDY/<run>/       a run folder (``wirelessfl.results.load``)
 
 ``wirelessfl.study`` writes them; this module defines their format and reads them. pandas is
@@ -13,6 +14,7 @@ imported inside the functions, so importing this module is cheap.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,21 +30,32 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "index.csv"
 STUDY_FILE = "study.json"
+#: ``status`` of a run that was never started (its folder is not made yet)
+PENDING = "pending"
+#: ``status`` of a listed run whose folder is gone (deleted by hand)
+MISSING = "missing"
+
+_log = logging.getLogger(__name__)
 
 
-def index_columns(grid_keys: Iterable[str]) -> list[str]:
-    """Columns of ``index.csv``: run, the grid keys, seed, finished, status, summary, error.
+def index_columns(param_keys: Iterable[str]) -> list[str]:
+    """Columns of ``index.csv``: run, the parameter keys, seed, finished, status, summary, error.
 
-    ``status`` is what the last sweep did: ``skipped`` (already finished), ``started``,
-    ``resumed``, ``failed`` (``error`` holds the message) or ``pending`` (not reached yet).
+    The parameter keys are every grid key of the sweeps into the study, then every other
+    dotted config key with two resolved values or more among the runs that have it (not a key
+    only one algorithm's runs have, with one value); each run's row holds its
+    own resolved value of each (empty where its config has no such key). ``status`` is what
+    the last sweep did: ``skipped`` (already finished), ``started``, ``resumed``, ``failed``
+    (``error`` holds the message), ``pending`` (not reached yet), ``kept`` (a run of an
+    earlier sweep that the last one did not ask for) or ``missing`` (its folder is gone).
 
     Args:
-        grid_keys: the sweep's dotted grid keys, in grid order.
+        param_keys: dotted config keys, in file order.
 
     Returns:
         The column names, in file order.
     """
-    return ["run", *grid_keys, "seed", "finished", "status", *SUMMARY_COLUMNS, "error"]
+    return ["run", *param_keys, "seed", "finished", "status", *SUMMARY_COLUMNS, "error"]
 
 
 @dataclass
@@ -56,20 +69,40 @@ class StudyResult:
     scenario: str | None = None
     overrides: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    sweeps: list[dict] = field(default_factory=list)
 
     def run_paths(self, *, finished_only: bool = False) -> list[Path]:
-        """Run folders in index order (those holding a ``rounds.csv``)."""
+        """Run folders in index order (those holding a ``rounds.csv``).
+
+        A listed run that was started but whose folder or ``rounds.csv`` is gone (deleted by
+        hand) is left out with a one-line warning naming it; a ``pending`` run (never
+        started) is left out silently."""
         rows = self.index
         if finished_only:
             rows = rows[rows["finished"].astype(bool)]
-        paths = [self.path / str(name) for name in rows["run"]]
-        return [p for p in paths if (p / "rounds.csv").exists()]
+        paths = []
+        for name, status in zip(rows["run"], rows["status"], strict=True):
+            path = self.path / str(name)
+            if (path / "rounds.csv").exists():
+                paths.append(path)
+            elif status != PENDING:
+                _log.warning("wirelessfl: warning: %s", missing_run_text(path))
+        return paths
 
     def runs(self, *, finished_only: bool = False) -> list[RunResult]:
         """The runs loaded with ``wirelessfl.results.load``, in index order."""
         from wirelessfl.results.store import load
 
         return [load(p) for p in self.run_paths(finished_only=finished_only)]
+
+
+def missing_run_text(path: Path) -> str:
+    """The warning for a run listed in ``index.csv`` whose folder (or its rounds.csv) is gone."""
+    what = "its folder is gone" if not path.exists() else "it has no rounds.csv"
+    return (
+        f"study: {path} is listed in {INDEX_FILE} but {what} (deleted by hand?); it is left "
+        "out (run its sweep again to redo it)"
+    )
 
 
 def load_study(path: str | Path) -> StudyResult:
@@ -101,4 +134,5 @@ def load_study(path: str | Path) -> StudyResult:
         scenario=spec.get("scenario"),
         overrides=spec.get("overrides", []),
         failed=failed,
+        sweeps=spec.get("sweeps", [spec] if spec else []),
     )

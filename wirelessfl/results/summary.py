@@ -1,12 +1,15 @@
-"""Summary numbers of one run's ``rounds`` table (the study index and the frontier table)."""
+"""Summary numbers of one run (the study index, the frontier table, ``summary.csv``)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from wirelessfl.results.store import RunResult
 
 #: The summary columns of ``index.csv``, in order, with what each holds.
 SUMMARY_COLUMNS: dict[str, str] = {
@@ -18,6 +21,16 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "virtual_time_s": "t_end_s of the last round",
     "final_queue": "queue_after of the last round (Q^T)",
     "rank": "rank of the last round",
+    "device_energy_j": "energy per device per round [J]: sum of compute_energy_j + "
+    "transmit_energy_j / (rounds_done x n_clients)",
+    "device_compute_energy_j": "its compute part [J]",
+    "device_transmit_energy_j": "its transmit part [J]",
+    "max_device_energy_j": "the largest time-average energy per round of one device [J] "
+    "(NaN without devices.csv or clients.csv)",
+    "energy_budget_j": "controller.energy_budget_j [J per device per round, time average] "
+    "(NaN: no budget)",
+    "budget_met_share": "share of the devices whose time-average energy per round is within "
+    "the budget (NaN without a budget, or without devices.csv or clients.csv)",
 }
 
 
@@ -55,11 +68,26 @@ def time_to_target(
     }
 
 
-def summarize(rounds: pd.DataFrame | None) -> dict[str, float]:
+def summarize(
+    rounds: pd.DataFrame | None,
+    *,
+    n_clients: int = 0,
+    energy_budget_j: float = math.nan,
+    per_device: pd.DataFrame | None = None,
+) -> dict[str, float]:
     """``SUMMARY_COLUMNS`` for one run; reads accuracy, delay_s, sparsification, bits_up,
-    t_end_s, queue_after and rank. All NaN (``rounds_done`` 0) for a missing or empty table."""
+    t_end_s, queue_after, rank, compute_energy_j and transmit_energy_j. All NaN
+    (``rounds_done`` 0) for a missing or empty table.
+
+    The energy columns (``wirelessfl.results.energy``) need ``n_clients`` (0: NaN), the
+    budget and ``per_device`` (``energy.device_energy``); :func:`summarize_run` passes a
+    run's."""
+    from wirelessfl.results.energy import energy_summary
+
+    energy = energy_summary(rounds, n_clients, energy_budget_j, per_device)
     if rounds is None or len(rounds) == 0:
-        return {key: (0 if key == "rounds_done" else math.nan) for key in SUMMARY_COLUMNS}
+        empty = {key: (0 if key == "rounds_done" else math.nan) for key in SUMMARY_COLUMNS}
+        return {**empty, "energy_budget_j": energy_budget_j}
     last = rounds.iloc[-1]
     return {
         "rounds_done": len(rounds),
@@ -70,4 +98,45 @@ def summarize(rounds: pd.DataFrame | None) -> dict[str, float]:
         "virtual_time_s": float(last["t_end_s"]),
         "final_queue": float(last["queue_after"]),
         "rank": int(last["rank"]),
+        **energy,
     }
+
+
+def summarize_run(run: RunResult) -> dict[str, float]:
+    """``summarize`` of a loaded run, with its devices, budget and per-device energy."""
+    return _summarize(run.rounds, run.config, run.devices, run.clients)
+
+
+def summarize_folder(folder: Path) -> dict[str, float]:
+    """``summarize`` of a run folder, reading only what it needs (``rounds.csv``,
+    ``config.yaml``, ``devices.csv``, and ``clients.csv`` when ``devices.csv`` does not cover
+    the rounds); all NaN when ``rounds.csv`` is missing or unreadable."""
+    import pandas as pd
+
+    from wirelessfl.errors import UserError
+    from wirelessfl.results.energy import DEVICES_FILE
+    from wirelessfl.results.store import read_config, read_table
+
+    try:
+        rounds = read_table(folder / "rounds.csv")
+        config = read_config(folder)
+        devices = read_table(folder / DEVICES_FILE)
+        current = devices is not None and rounds is not None
+        if current and len(devices) and (devices["rounds"] == len(rounds)).all():
+            clients = None
+        else:
+            clients = read_table(folder / "clients.csv")
+        return _summarize(rounds, config, devices, clients)
+    except (UserError, OSError, ValueError, KeyError, IndexError, pd.errors.ParserError):
+        return summarize(None)
+
+
+def _summarize(rounds, config, devices, clients) -> dict[str, float]:
+    from wirelessfl.results.energy import budget_of, device_energy
+
+    n_clients = int(config.get("n_clients") or 0)
+    done = 0 if rounds is None else len(rounds)
+    per_device = device_energy(done, n_clients, devices, clients)
+    return summarize(
+        rounds, n_clients=n_clients, energy_budget_j=budget_of(config), per_device=per_device
+    )

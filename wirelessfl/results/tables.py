@@ -23,7 +23,7 @@ from wirelessfl.results.groups import (
 )
 from wirelessfl.results.runs import Results, as_runs
 from wirelessfl.results.store import RunResult
-from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize
+from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize_run
 
 #: frontier x aliases: outcome columns of ``summarize`` or config keys
 FRONTIER_ALIASES = {
@@ -104,6 +104,111 @@ def accuracy_table(results: Results) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[columns]
 
 
+# -- energy -------------------------------------------------------------------------------------
+ENERGY_COLUMNS = [
+    "group",
+    "label",
+    "runs",
+    "seeds",
+    "energy_budget_j",
+    "round",
+    "t_end_s",
+    "compute_energy_j",
+    "transmit_energy_j",
+    "energy_j",
+    "energy_min",
+    "energy_max",
+    "average_energy_j",
+    "cumulative_energy_j",
+    "cumulative_min",
+    "cumulative_max",
+    "accuracy",
+    "acc_min",
+    "acc_max",
+    "n",
+]
+
+
+def run_energy(run: RunResult) -> pd.DataFrame:
+    """One run's energy per device by round (``wirelessfl.results.energy``), all in J.
+
+    ``round``, ``t_end_s``, ``compute_energy_j`` and ``transmit_energy_j`` (the round's sums
+    over the N = ``n_clients`` devices, divided by N), ``energy_j`` (their sum),
+    ``average_energy_j`` (the mean of ``energy_j`` over rounds 0..t: what the budget bounds),
+    ``cumulative_energy_j`` (the sum of ``energy_j`` over rounds 0..t) and ``accuracy`` (NaN
+    where not evaluated). First, when the run has one, the evaluation before round 0
+    (``round`` -1, ``t_end_s`` 0, ``cumulative_energy_j`` 0, the per-round energies NaN).
+    """
+    n_clients = int(run.config.get("n_clients") or 0)
+    if n_clients < 1 or "compute_energy_j" not in run.rounds:
+        raise UserError(
+            f"plot energy: {run.path} records no energy (rounds.csv without compute_energy_j, "
+            "or no n_clients in config.yaml)"
+        )
+    rounds = run.rounds
+    frame = pd.DataFrame(
+        {
+            "round": rounds["round"],
+            "t_end_s": rounds["t_end_s"],
+            "compute_energy_j": rounds["compute_energy_j"] / n_clients,
+            "transmit_energy_j": rounds["transmit_energy_j"] / n_clients,
+        }
+    )
+    frame["energy_j"] = frame["compute_energy_j"] + frame["transmit_energy_j"]
+    frame["cumulative_energy_j"] = frame["energy_j"].cumsum()
+    frame["average_energy_j"] = frame["cumulative_energy_j"] / np.arange(1, len(frame) + 1)
+    frame["accuracy"] = rounds["accuracy"]
+    initial = run.initial_accuracy
+    if not math.isnan(initial):
+        first = {"round": INITIAL_ROUND, "t_end_s": 0.0, "cumulative_energy_j": 0.0}
+        frame = pd.concat([pd.DataFrame([{**first, "accuracy": initial}]), frame])
+    return frame.reset_index(drop=True)
+
+
+def energy_table(results: Results) -> pd.DataFrame:
+    """Every group's energy per device by round (:func:`run_energy`), seeds averaged.
+
+    Args:
+        results: runs, a study or a folder.
+
+    Returns:
+        ``ENERGY_COLUMNS``: ``group``, ``label``, ``runs``, ``seeds`` (as ``accuracy_table``),
+        ``energy_budget_j`` (the group's ``controller.energy_budget_j``; NaN: none), then by
+        ``round`` the means over the group's runs of ``t_end_s`` and :func:`run_energy`'s
+        columns, with ``energy_min``/``energy_max`` and ``cumulative_min``/``cumulative_max``
+        across runs, ``acc_min``/``acc_max``, and ``n`` (runs with that round).
+    """
+    from wirelessfl.results.energy import budget_of
+
+    frames = []
+    for i, group in enumerate(group_runs(as_runs(results))):
+        both = pd.concat([run_energy(run) for run in group.runs], ignore_index=True)
+        means = both.groupby("round", sort=True).mean()
+        spread = both.groupby("round", sort=True).agg(
+            energy_min=("energy_j", "min"),
+            energy_max=("energy_j", "max"),
+            cumulative_min=("cumulative_energy_j", "min"),
+            cumulative_max=("cumulative_energy_j", "max"),
+            acc_min=("accuracy", "min"),
+            acc_max=("accuracy", "max"),
+            n=("t_end_s", "size"),
+        )
+        curve = means.join(spread).reset_index()
+        budgets = {budget_of(run.config) for run in group.runs}
+        frames.append(
+            curve.assign(
+                group=i,
+                label=group.label,
+                runs=len(group.runs),
+                seeds=group.seeds,
+                energy_budget_j=budgets.pop() if len(budgets) == 1 else math.nan,
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=ENERGY_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[ENERGY_COLUMNS]
+
+
 # -- per-round series ---------------------------------------------------------------------------
 def rounds_table(
     results: Results, columns: Sequence[str], config_keys: Sequence[str] = ()
@@ -161,7 +266,7 @@ def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
     for group in group_runs(as_runs(results)):
         xs, accs = [], []
         for run in group.runs:
-            summary = summarize(run.rounds)
+            summary = summarize_run(run)
             value = config_value(run, column) if source == "config" else summary[column]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise UserError(f"plot frontier: x={x!r} is not a number in {run.path}: {value!r}")

@@ -38,6 +38,7 @@ from wirelessfl.results.columns import (
     ROUND_COLUMNS,
     algorithm_columns,
 )
+from wirelessfl.results.energy import write_devices
 from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.folder_lock import FolderLock
 from wirelessfl.results.run_folder import (
@@ -64,6 +65,9 @@ from wirelessfl.sim.callbacks import CallbackError, RoundCallback, RunInfo, call
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
 from wirelessfl.sim.tensorboard_log import TensorBoardCallback, tensorboard_logdir
+
+#: a checkpoint's file of ``Simulator.device_energy_j``
+DEVICE_ENERGY = "device_energy_j.npy"
 
 
 def _now() -> str:
@@ -218,6 +222,8 @@ class Run:
     def _save_state(self, folder: Path) -> None:
         self.learner.save_state(folder)
         np.save(folder / "average_rate.npy", self.sim.average_rate)
+        if self.sim.device_energy_j is not None:
+            np.save(folder / DEVICE_ENERGY, self.sim.device_energy_j)
         (folder / "sim.json").write_text(json.dumps(self.sim.state_dict()))
 
     def _restore(self, checkpoint: Checkpoint) -> None:
@@ -227,6 +233,8 @@ class Run:
             average_rate = np.load(folder / "average_rate.npy")
             self.learner.load_state(folder)
             self.sim.load_state_dict(sim_state, average_rate)
+            energy = folder / DEVICE_ENERGY
+            self.sim.device_energy_j = np.load(energy) if energy.is_file() else None
         except UserError:
             raise
         except Exception as err:  # a checkpoint this version cannot read: one line, not a trace
@@ -235,6 +243,13 @@ class Run:
                 f"--resume {self.out}: checkpoint {folder.name} cannot be loaded ({first}); "
                 f"{run_again(self.out)}"
             ) from None
+
+    def _write_devices(self) -> None:
+        """``devices.csv`` for the rounds simulated so far (nothing when the sums are unknown:
+        a run resumed from a checkpoint of an older version)."""
+        energy = self.sim.device_energy_j
+        if energy is not None:
+            write_devices(self.out, self.sim.next_round, energy[0], energy[1])
 
     def _open_tables(self) -> dict[str, TableWriter]:
         sc = self.scenario
@@ -281,6 +296,7 @@ class Run:
         if self._checkpoint is not None:
             self._restore(self._checkpoint)
             start = self._checkpoint.next_round
+            self._write_devices()  # the tables were cut back to the checkpoint
         resumed = {"resumed": [*_meta(self.out).get("resumed", []), _now()], "finished": False}
         self._write_meta(**(resumed if self.resume else {}))
         initial = self._initial_evaluation(start)
@@ -344,6 +360,7 @@ class Run:
                     bar.update(1)
         except (SimulationError, KeyboardInterrupt) as err:
             _write_pending(writers, pending)  # the rounds completed before it; resume re-runs them
+            self._write_devices()
             if isinstance(err, SimulationError):
                 self._write_meta(stopped=str(err))
             raise
@@ -354,6 +371,7 @@ class Run:
                 writer.close()
             for callback in self.callbacks:
                 getattr(callback, "close", lambda: None)()
+        self._write_devices()
         self._write_meta(finished=True, ended=_now())
         result = load(self.out)
         call_each(self.callbacks, "on_run_end", result, where=" after the last round")

@@ -119,6 +119,7 @@ class RoundOutcome:
     record: dict
     events: EventTable
     clients: list[dict] = field(default_factory=list)
+    energy: RoundEnergy | None = None  # the training clients' energy
 
 
 @dataclass
@@ -203,6 +204,9 @@ class Simulator:
         self.next_round = 0
         #: :meth:`evaluate_initial`'s result once the runner asked for it (checkpointed)
         self.initial_evaluation: dict[str, float] | None = None
+        #: (2, N) each device's compute (row 0) and transmit (row 1) energy summed over rounds
+        #: 0..next_round-1 [J] (checkpointed; None: unknown, resumed from an older checkpoint)
+        self.device_energy_j: np.ndarray | None = np.zeros((2, scenario.n_clients))
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -231,6 +235,9 @@ class Simulator:
         self.env.run(until=process)
         outcome: RoundOutcome = process.value
         outcome.record["wall_s"] = time.perf_counter() - wall0
+        if self.device_energy_j is not None and outcome.energy is not None:
+            np.add.at(self.device_energy_j[0], outcome.energy.clients, outcome.energy.compute_j)
+            np.add.at(self.device_energy_j[1], outcome.energy.clients, outcome.energy.transmit_j)
         self.next_round = t + 1
         return outcome
 
@@ -562,7 +569,7 @@ class Simulator:
         for name, column in self.metric_columns.items():
             record[column] = metrics.get(name, math.nan)
         rows = self._client_rows(r, arrived_set) if sc.output.clients else []
-        return RoundOutcome(record, r.events, rows)
+        return RoundOutcome(record, r.events, rows, r.energy)
 
     def _client_rows(self, r: _Round, arrived: set[int]) -> list[dict]:
         """``clients.csv`` rows: the training clients in order, then dropped, outage and

@@ -13,7 +13,7 @@ Reading studies back (``load_study``, ``StudyResult``) and the summary numbers l
 """
 
 from wirelessfl.results.study import StudyResult, load_study
-from wirelessfl.results.summary import SUMMARY_COLUMNS, final_accuracy, summarize
+from wirelessfl.results.summary import SUMMARY_COLUMNS, final_accuracy, summarize, summarize_run
 from wirelessfl.study.grid import parse_grid
 from wirelessfl.study.plan import run_name
 from wirelessfl.study.sweep import run_sweep
@@ -27,4 +27,5 @@ __all__ = [
     "run_name",
     "run_sweep",
     "summarize",
+    "summarize_run",
 ]

@@ -36,10 +36,17 @@ def _study_summary(study: StudyResult) -> str:
     counts = index["status"].value_counts()
     what = ", ".join(f"{int(n)} {status}" for status, n in counts.items())
     show = ["run", "finished", "final_accuracy", "mean_delay_s", "mean_sparsification"]
-    table = index[show].assign(total_MB_up=index["total_bits_up"] / 8e6)
+    table = index[show].assign(
+        total_MB_up=index["total_bits_up"] / 8e6,
+        energy_J=index["device_energy_j"],  # per device per round
+        budget_J=index["energy_budget_j"],
+        budget_met=index["budget_met_share"],
+    )
     lines = [
         f"study      {study.path}   ({len(index)} runs: {what})",
         table.to_string(index=False, float_format=lambda x: f"{x:.4g}"),
+        "energy_J: per device per round; budget_met: share of the devices whose time-average "
+        "energy per round kept to budget_J",
         f"index      {study.path / INDEX_FILE}",
         f"load with  wirelessfl.study.load_study({str(study.path)!r})",
     ]

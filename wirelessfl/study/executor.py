@@ -21,7 +21,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from wirelessfl.errors import SimulationError
-from wirelessfl.results.summary import summarize
+from wirelessfl.results.summary import summarize_run
 
 #: seconds between checks that the workers are alive while waiting for an outcome
 _POLL_S = 0.2
@@ -72,7 +72,7 @@ def execute(task: RunTask) -> dict[str, Any]:
 
     Returns:
         ``error`` (the ``SimulationError`` message, or None), ``finished`` and, without an
-        error, ``summary`` (``summarize`` of its rounds).
+        error, ``summary`` (``summarize_run``).
     """
     from wirelessfl.config import load_scenario
     from wirelessfl.sim.runner import resume_run, run_scenario
@@ -85,7 +85,7 @@ def execute(task: RunTask) -> dict[str, Any]:
             result = run_scenario(scenario, task.folder)
     except SimulationError as err:
         return {"error": str(err) or type(err).__name__, "finished": False}
-    return {"error": None, "finished": result.finished, "summary": summarize(result.rounds)}
+    return {"error": None, "finished": result.finished, "summary": summarize_run(result)}
 
 
 Started = Callable[[RunTask], None]

@@ -75,6 +75,17 @@ def plan_sweep(
     return points
 
 
+def override_params(overrides: Sequence[str]) -> dict[str, str]:
+    """``--set`` strings as key -> value text (the last of a repeated key; ``seed`` left out:
+    a run name ends with its own), for naming a run apart from one of another ``--set``."""
+    params: dict[str, str] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.strip() != "seed":
+            params[key.strip()] = value.strip()
+    return params
+
+
 def seed_list(seeds: int | Sequence[int], base: int) -> list[int]:
     """Seeds from a count (``base`` and the next ones) or an explicit list of distinct seeds."""
     seeds = plain(seeds)

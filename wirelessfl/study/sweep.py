@@ -2,16 +2,21 @@
 
 A study folder (format in ``wirelessfl.results.study``)::
 
-    STUDY/study.json   scenario, fixed overrides, grid and seeds of the last sweep into it
-    STUDY/index.csv    one row per run of that sweep, rewritten atomically after every run
-                       that completes
+    STUDY/study.json   scenario, fixed overrides, grid and seeds of the last sweep into it, and
+                       every distinct sweep into it (``sweeps``)
+    STUDY/index.csv    one row per run of every sweep into the folder, with each run's resolved
+                       value of every grid key and of every key that differs between runs;
+                       rewritten atomically after every run that completes
     STUDY/<run>/       a run folder (``wirelessfl.results``) named from its parameters, grid keys
                        sorted, seed last: ``controller.V=0.0001,controller.d_th_s=2.0,seed=0``
 
 Running the same sweep again skips the runs whose ``meta.json`` says ``finished``, resumes the
 others from their last checkpoint and starts the missing ones, so a killed sweep continues where
-it stopped. A run folder whose ``config.yaml`` disagrees with what the sweep asks for (the base
-scenario or a ``--set`` changed) is refused rather than silently reused.
+it stopped. A sweep into a study adds to it: a run whose resolved config equals a listed run's
+reuses that run; one whose grid name is taken by a run of another config (the base scenario or
+a ``--set`` changed) gets a folder named with its ``--set`` keys too; the runs it does not ask
+for stay listed (``kept``), and one whose folder was deleted is reported and listed as
+``missing``.
 
 Heavy imports (pandas, the simulator) happen inside the functions, so importing this module
 costs the command line nothing.
@@ -21,12 +26,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem
 from wirelessfl.plugins import resolve_plugin
-from wirelessfl.results.study import StudyResult, load_study
+from wirelessfl.results.study import PENDING, StudyResult, load_study
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.executor import EXECUTORS, RunTask, run_tasks
 from wirelessfl.study.folder import (
@@ -34,11 +40,12 @@ from wirelessfl.study.folder import (
     check_study_folder,
     folder_summary,
     make_folder,
-    run_state,
+    place_run,
+    resolved_config,
     write_spec,
 )
 from wirelessfl.study.grid import normalize_grid, plain
-from wirelessfl.study.plan import plan_sweep, seed_list
+from wirelessfl.study.plan import override_params, plan_sweep, seed_list
 
 #: runs a sweep may run at a time (each is a process importing the simulator, maybe torch)
 MIN_JOBS, MAX_JOBS = 1, 256
@@ -136,8 +143,25 @@ def run_sweep(
             "would wait for the CPUs the sweep's own tasks hold; use one of the two"
         )
 
+    index = StudyIndex(out)  # the runs already listed (before anything is written)
+    sets = override_params(fixed)
+    placed, states, by_folder = [], {}, {}
+    for p in points:
+        config = resolved_config(scenarios[p.name])
+        name, state = place_run(index, p, config, sets)
+        if name in by_folder:  # two points of this sweep resolve to one config
+            raise UserError(
+                f"sweep: {p.name} and another run of this sweep resolve to the same scenario "
+                f"(folder {name}); drop the repeated grid value or --set"
+            )
+        by_folder[name] = scenarios[p.name]
+        placed.append(replace(p, name=name))
+        states[name] = state
+        index.add(name, p.seed, config)
+    points, scenarios = placed, by_folder
+
     make_folder(out, "--out")
-    write_spec(
+    sweeps = write_spec(
         out,
         {
             "scenario": str(scenario),
@@ -148,16 +172,17 @@ def run_sweep(
             "plugins": list(plugins),
         },
     )
-    index = StudyIndex(out, list(grid), points)
+    index.keep_others([p.name for p in points])
+    index.resolve([k for sweep in sweeps for k in sweep.get("grid", {})])
     tasks = []
     for p in points:
         folder = out / p.name
-        state = run_state(folder, scenarios[p.name])
+        state = states[p.name]
         if state == "missing":
-            index.update(p.name, finished=False, status="pending", **summarize(None))
+            index.update(p.name, finished=False, status=PENDING, **summarize(None))
         else:
             finished = state == "finished"
-            status = "skipped" if finished else "pending"
+            status = "skipped" if finished else PENDING
             index.update(p.name, finished=finished, status=status, **folder_summary(folder))
         if state != "finished":
             resume = state == "unfinished"

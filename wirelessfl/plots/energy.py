@@ -1,0 +1,131 @@
+"""Device energy: per device per round against round, cumulative against virtual time, and
+accuracy against energy (definitions: ``wirelessfl.results.energy``).
+
+Each figure draws ``energy_table`` (built from ``results`` unless one is given): one colour per
+group, the mean over its seeds with the min–max across seeds shaded, as the accuracy figures do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from wirelessfl.plots.axes import legend, new_axes
+from wirelessfl.results.runs import Results
+from wirelessfl.results.tables import energy_table
+
+_PER_ROUND = "energy per device per round [J]"
+_CUMULATIVE = "cumulative energy per device [J]"
+
+
+def _table(results: Results | pd.DataFrame) -> pd.DataFrame:
+    return results if isinstance(results, pd.DataFrame) else energy_table(results)
+
+
+def _curves(table: pd.DataFrame):
+    """(label, curve) per group, the label with its seed count when it has several."""
+    for _, curve in table.groupby("group", sort=True):
+        label, seeds = curve["label"].iloc[0], int(curve["seeds"].iloc[0])
+        yield (f"{label} ({seeds} seeds)" if seeds > 1 else label), curve
+
+
+def energy_vs_round(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Energy per device per round (``energy_j``: compute + transmit over the N devices) vs
+    round: a thin line per group with its min–max across seeds shaded, its time average so far
+    (``average_energy_j``, what ``controller.energy_budget_j`` bounds) thick, and each budget
+    dashed in its colour. On the axes each group adds two lines in that order, then its budget's
+    line if it has one."""
+    table = _table(results)
+    table = table[table["round"] >= 0]
+    fig, ax = new_axes(ax)
+    labelled: set[float] = set()  # each budget named once in the legend
+    for label, curve in _curves(table):
+        (line,) = ax.plot(curve["round"], curve["energy_j"], lw=0.8, alpha=0.7, label="_round")
+        if int(curve["runs"].iloc[0]) > 1:
+            ax.fill_between(
+                curve["round"],
+                curve["energy_min"],
+                curve["energy_max"],
+                color=line.get_color(),
+                alpha=0.15,
+            )
+        color = line.get_color()
+        ax.plot(curve["round"], curve["average_energy_j"], lw=2.0, color=color, label=label)
+        budget = float(curve["energy_budget_j"].iloc[0])
+        if not math.isnan(budget):
+            name = "_budget" if budget in labelled else f"budget {budget:.3g} J"
+            ax.axhline(budget, color=color, ls="--", lw=1, label=name)
+            labelled.add(budget)
+    ax.set_xlabel("round $t$")
+    ax.set_ylabel(_PER_ROUND)
+    ax.grid(alpha=0.3)
+    legend(ax)
+    return fig
+
+
+def energy_vs_time(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Cumulative energy per device (``cumulative_energy_j``) vs cumulative virtual time
+    (``t_end_s``, mean over seeds): one line per group, min–max across seeds shaded."""
+    table = _table(results)
+    table = table[table["round"] >= 0]
+    fig, ax = new_axes(ax)
+    for label, curve in _curves(table):
+        (line,) = ax.plot(curve["t_end_s"], curve["cumulative_energy_j"], label=label)
+        if int(curve["runs"].iloc[0]) > 1:
+            ax.fill_between(
+                curve["t_end_s"],
+                curve["cumulative_min"],
+                curve["cumulative_max"],
+                color=line.get_color(),
+                alpha=0.2,
+            )
+    ax.set_xlabel("cumulative virtual time [s]")
+    ax.set_ylabel(_CUMULATIVE)
+    ax.grid(alpha=0.3)
+    legend(ax)
+    return fig
+
+
+def accuracy_vs_energy(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Test accuracy vs cumulative energy per device at each evaluation (the initial one at 0
+    J when the runs have it): one line per group, min–max accuracy across seeds shaded."""
+    table = _table(results)
+    table = table[table["accuracy"].notna()]
+    fig, ax = new_axes(ax)
+    for label, curve in _curves(table):
+        (line,) = ax.plot(curve["cumulative_energy_j"], curve["accuracy"], marker=".", label=label)
+        if int(curve["runs"].iloc[0]) > 1:
+            ax.fill_between(
+                curve["cumulative_energy_j"],
+                curve["acc_min"],
+                curve["acc_max"],
+                color=line.get_color(),
+                alpha=0.2,
+            )
+    ax.set_xlabel(_CUMULATIVE)
+    ax.set_ylabel("test accuracy")
+    ax.grid(alpha=0.3)
+    legend(ax)
+    return fig
+
+
+def energy_overview(results: Results | pd.DataFrame) -> Figure:
+    """The three energy figures side by side (``wirelessfl plot --kind energy``):
+    :func:`energy_vs_round`, :func:`energy_vs_time` and :func:`accuracy_vs_energy` of one
+    ``energy_table``, with one legend for the three, outside the axes."""
+    table = _table(results)
+    fig = Figure(figsize=(14.0, 4.2), layout="constrained")
+    axes = fig.subplots(1, 3)
+    energy_vs_round(table, ax=axes[0])
+    energy_vs_time(table, ax=axes[1])
+    accuracy_vs_energy(table, ax=axes[2])
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if labels:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    return fig
