@@ -49,7 +49,8 @@ EXAMPLES = {
   wirelessfl sweep paper --grid controller.d_th_s=1,2,4 --seeds 0,1,2 --jobs 2 --out runs/dth""",
     "plot": """\
   wirelessfl plot runs/network_only --kind queue
-  wirelessfl plot runs/dth --kind frontier --x delay --by controller.d_th_s --out dth.pdf""",
+  wirelessfl plot runs/dth --kind frontier --x delay --by controller.d_th_s --out dth.pdf
+  wirelessfl plot runs/tsfa runs/fixed --kind latency_accuracy --out compare.png""",
     "reproduce": """\
   wirelessfl reproduce dpp                      # the drift-plus-penalty trade-off
   wirelessfl reproduce fig3ab --seeds 3 --jobs 2
