@@ -41,9 +41,13 @@ def _read_runs(paths: list[Path]) -> list:
     from wirelessfl.results.runs import as_runs
 
     runs: list = []
+    seen: set[Path] = set()
     for path in paths:
         try:
-            runs.extend(as_runs(path, where="plot"))
+            for run in as_runs(path, where="plot"):
+                if Path(run.path).resolve() not in seen:
+                    seen.add(Path(run.path).resolve())
+                    runs.append(run)
         except UserError:
             raise
         except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError, KeyError) as err:
@@ -56,7 +60,7 @@ def _read_runs(paths: list[Path]) -> list:
                 f"plot: cannot read the results in {short_path(path)} ({first}); "
                 "is it a run or study folder written by wirelessfl?"
             ) from None
-    return as_runs(runs, where="plot") if len(paths) > 1 else runs
+    return runs
 
 
 def _folders(texts: list[str]) -> list[Path]:

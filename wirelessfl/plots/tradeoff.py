@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -40,6 +42,11 @@ def _annotate(ax: Axes, part: pd.DataFrame) -> None:
             fontsize="x-small",
             alpha=0.7,
         )
+
+
+def _missing(value: object) -> bool:
+    """A group's value of a key that does not apply to it (None; NaN in a table)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def frontier(
@@ -89,7 +96,8 @@ def frontier(
     else:
         keys = []
     short = {k: k.rsplit(".", 1)[-1] for k in keys}
-    series = list(table.groupby(keys, sort=True)) if keys else [((), table)]
+    # a key that does not apply to a group is None there: that group is a series of its own
+    series = list(table.groupby(keys, sort=True, dropna=False)) if keys else [((), table)]
     joined = bool(keys) or source == "config"
     made = ax is None
     fig, ax = new_axes(ax)
@@ -97,7 +105,9 @@ def frontier(
         part = part.sort_values("x")
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(
-            f"{short[k]}={format_label(v)}" for k, v in zip(keys, values, strict=True)
+            f"{short[k]}={format_label(v)}"
+            for k, v in zip(keys, values, strict=True)
+            if not _missing(v)
         )
         (line,) = ax.plot(
             part["x"],

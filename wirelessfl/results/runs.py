@@ -45,11 +45,12 @@ def as_runs(
         UserError: a folder is not a run or study folder, or there are no runs.
     """
     items = [results] if _is_source(results) else _items(results, where, accepted)
-    runs: list[RunResult] = []
-    seen: set[Path] = set()
     for item in items:
         if not _is_source(item):
             raise TypeError(f"{where}: a list holds {_kind(item)}; each item must be {accepted}")
+    runs: list[RunResult] = []
+    seen: set[Path] = set()
+    for item in items:
         for run, loaded in _runs_of(item, where):
             folder = Path(run.path).resolve()
             if loaded and folder in seen:
