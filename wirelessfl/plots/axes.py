@@ -1,15 +1,21 @@
 """What every figure shares: a new figure, a group's mean with its seeds' band, a legend off
 the data, a title naming the study or run, and the x axis of a per-round figure.
 
-A new figure function draws like this (``energy`` for a ``rounds_table`` column)::
+A figure of a ``rounds.csv`` column ``C`` (per device and round, say) reads::
 
-    table = tidy(results, lambda runs: rounds_table(runs, ["energy_j"]), figure="energy",
-                 needs=["energy_j"])                       # wirelessfl.plots.inputs
-    fig, ax = new_axes(ax)
-    draw_bands(ax, band_table(table, "energy_j"), round_or_time(x))
-    ax.set_ylabel("energy per device and round [J]")
-    ax.set_xlabel(x_label(x))
-    finish(ax, table, title, made=made)               # legend off the data, title
+    def my_figure(results, *, x="round", ax=None, title=None):
+        table = tidy(results, lambda runs: rounds_table(runs, ["C"]), figure="my_figure",
+                     needs=["run", "group", "group_label", "seeds", "round", "t_end_s", "C"])
+        made = ax is None
+        fig, ax = new_axes(ax)
+        draw_bands(ax, band_table(table, "C"), round_or_time(x))  # mean over seeds, min–max
+        ax.set_ylabel("C per device and round [J]")                # a unit on every axis
+        ax.set_xlabel(x_label(x))
+        finish(ax, table, title, made=made)                        # grid, legend, title
+        return fig
+
+(``tidy``: ``wirelessfl.plots.inputs``; ``rounds_table``, ``band_table``:
+``wirelessfl.results.tables``.)
 """
 
 from __future__ import annotations
