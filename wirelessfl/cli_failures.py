@@ -67,7 +67,7 @@ _PATH_OPTIONS = (
     ("resume", "--resume"),
     ("output", "--out"),
     ("default_out", "--out (default runs/<scenario name>)"),
-    ("path", "plot"),
+    ("paths", "plot"),
     ("scenario", "scenario"),
 )
 
@@ -178,11 +178,12 @@ def _user_path(filename: str | None, args: argparse.Namespace) -> str | None:
         target = os.path.abspath(filename)
         for attr, label in _PATH_OPTIONS:
             given = getattr(args, attr, None)
-            if not given:
-                continue
-            given = os.path.abspath(os.fspath(given))
-            if target == given or target.startswith(given.rstrip(os.sep) + os.sep):
-                return label
+            for one in given if isinstance(given, list) else [given]:
+                if not one:
+                    continue
+                one = os.path.abspath(os.fspath(one))
+                if target == one or target.startswith(one.rstrip(os.sep) + os.sep):
+                    return label
     except (OSError, ValueError, TypeError):
         return None
     return None

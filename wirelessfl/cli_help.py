@@ -52,7 +52,8 @@ EXAMPLES = {
   wirelessfl sweep my.yaml --plugin my_controller.py --grid controller.d_th_s=0.3,0.6""",
     "plot": """\
   wirelessfl plot runs/network_only --kind queue
-  wirelessfl plot runs/dth --kind frontier --x delay --by controller.d_th_s --out dth.pdf""",
+  wirelessfl plot runs/dth --kind frontier --x delay --by controller.d_th_s --out dth.pdf
+  wirelessfl plot runs/tsfa runs/fixed --kind latency_accuracy --out compare.png""",
     "reproduce": """\
   wirelessfl reproduce dpp                      # the drift-plus-penalty trade-off
   wirelessfl reproduce fig3ab --seeds 3 --jobs 2

@@ -20,6 +20,7 @@ from wirelessfl.registries import ALGORITHMS
 from wirelessfl.results import accuracy_table
 from wirelessfl.results.groups import group_runs, run_labels
 from wirelessfl.results.store import RunResult
+from wirelessfl.sim import run_scenario
 
 SPARSIFIERS = ["soft", "topk", "random", "structured", "none"]
 
@@ -81,6 +82,53 @@ def test_the_config_rule_is_the_stage_the_algorithm_resolves(name, sparsifier, r
     stage = resolve_compression(SimpleNamespace(**section), cost_model_class(name).OWN_STAGE)
     assert applies(Scenario, config, "controller.sparsification") == stage.follows_controller
     assert applies(Scenario, config, "compression.ratio") == stage.active
+
+
+_TABLE_COLUMNS = ["delay_s", "sparsification", "queue", "bits_up", "t_end_s"]
+
+
+@pytest.mark.parametrize("name", ["tsfa", "osfa", "fixed"])
+def test_the_controller_rule_is_what_the_controllers_read(name, tmp_path):
+    """controller.sparsification and controller.bandwidth apply exactly where changing them
+    changes a run's tables: the fixed controller's, not tsfa's or osfa's (they choose O^t)."""
+    tables = {}
+    for o, rule in ((0.3, "equal_delay"), (1.0, "equal_delay"), (0.3, "minmax")):
+        scenario = small_scenario(
+            **{
+                "controller.name": name,
+                "controller.sparsification": o,
+                "controller.bandwidth": rule,
+                "rounds": 8,
+                "devices.include_compute": True,  # min-max shares weigh compute times
+                "devices.kind": "lognormal",
+                "devices.median_flops_per_s": 1.0e9,
+            }
+        )
+        run = run_scenario(scenario, tmp_path / f"{o}-{rule}")
+        tables[o, rule] = run.rounds[_TABLE_COLUMNS]
+        config = run.config
+    same_o = tables[0.3, "equal_delay"].equals(tables[1.0, "equal_delay"])
+    same_rule = tables[0.3, "equal_delay"].equals(tables[0.3, "minmax"])
+    assert applies(Scenario, config, "controller.sparsification") == (not same_o)
+    assert applies(Scenario, config, "controller.bandwidth") == (not same_rule)
+    assert same_o == (name != "fixed")
+
+
+def test_a_controller_that_chooses_o_is_labelled_without_the_fixed_ratio():
+    """A grid of controller.name x controller.sparsification: the ratio labels only the fixed
+    controller's groups; tsfa's runs at either ratio are one group (2 runs, 1 seed)."""
+    runs = [
+        _run(**{"controller.name": c, "controller.sparsification": o})
+        for c in ("tsfa", "fixed")
+        for o in (0.3, 1.0)
+    ]
+    groups = group_runs(runs)
+    assert [g.label for g in groups] == [
+        "name=tsfa",
+        "name=fixed, sparsification=0.3",
+        "name=fixed, sparsification=1",
+    ]
+    assert (len(groups[0].runs), groups[0].seeds) == (2, 1)
 
 
 # -- labels ---------------------------------------------------------------------------------------

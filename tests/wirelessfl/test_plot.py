@@ -133,10 +133,23 @@ def test_queue_and_delay_against_d_th(run):
     _close(top.lines[0].get_xdata(), run.rounds["t_end_s"])
 
 
-def test_queue_of_a_study_has_one_colour_per_run(study):
+def test_queue_of_a_study_averages_the_seeds_with_a_band(study):
+    """One colour per value of V: the mean over its two seeds, their min–max shaded."""
+    runs = study.runs()
     top, bottom = plots.queue_delay(study).axes
-    assert len(bottom.lines) == 4 and len(top.lines) == 4 * 2 + 1  # one D_th for all
-    assert bottom.lines[3].get_label() == "V=0.01, seed=1"
+    assert len(bottom.lines) == 2 and len(top.lines) == 2 * 2 + 1  # one D_th for all
+    assert bottom.lines[1].get_label() == "V=0.01 (2 seeds)"
+    q0, q1 = (np.asarray(r.rounds["queue"], dtype=float) for r in runs[2:])
+    _close(bottom.lines[1].get_ydata(), (q0 + q1) / 2)
+    band = bottom.collections[1].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(np.minimum(q0, q1).min())
+    assert band.max() == pytest.approx(np.maximum(q0, q1).max())
+    d0, d1 = (np.asarray(r.rounds["delay_s"], dtype=float) for r in runs[:2])
+    steps = np.arange(1, len(d0) + 1)
+    _close(top.lines[0].get_ydata(), (d0 + d1) / 2)  # D^t of V=0.0001, mean of the seeds
+    running = (np.cumsum(d0) / steps + np.cumsum(d1) / steps) / 2
+    _close(top.lines[1].get_ydata(), running)  # the mean of each seed's running mean
+    assert len(top.collections) == 2  # the running means' bands
 
 
 def test_sparsification(run):
@@ -211,8 +224,10 @@ def test_figures_draw_the_tables_they_are_given(study):
     table = rounds_table(study, ["sparsification"], ["controller.o_min"])
     assert list(table["run"].unique()) == [0, 1, 2, 3]
     ax = plots.sparsification(table).axes[0]
-    _close(ax.lines[3].get_ydata(), runs[3].rounds["sparsification"])
-    assert ax.lines[3].get_label() == "V=0.01, seed=1"
+    o2, o3 = (np.asarray(r.rounds["sparsification"], dtype=float) for r in runs[2:])
+    _close(ax.lines[1].get_ydata(), (o2 + o3) / 2)  # V=0.01: the mean of its two seeds
+    assert ax.lines[1].get_label() == "V=0.01 (2 seeds)"
+    assert len(ax.collections) == 2  # each group's min–max band
 
 
 def test_every_kind_has_a_figure():

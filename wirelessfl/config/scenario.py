@@ -7,7 +7,7 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -117,6 +117,25 @@ def _stage_follows_controller(config: Mapping[str, Any]) -> bool:
     (otherwise O is moot: a stage that sends everything, or a fixed ``compression.ratio``)."""
     sparsifier, ratio = _stage(config)
     return sparsifier != NO_STAGE and ratio is None
+
+
+def _controller_reads(setting: str) -> Callable[[Mapping[str, Any]], bool]:
+    """The ``applies`` rule of ``controller.<setting>``: the run's controller reads it (it is not
+    among the registered class's ``IGNORED_SETTINGS``: the fixed controller's ratio and share
+    rule do not reach tsfa, osfa or sketch). A config that names no controller (not a resolved
+    one) is not judged: the setting applies."""
+
+    def reads(config: Mapping[str, Any]) -> bool:
+        name = (config.get("controller") or {}).get("name")
+        return name is None or setting not in CONTROLLERS.load(name).IGNORED_SETTINGS
+
+    return reads
+
+
+def _ratio_reaches_messages(config: Mapping[str, Any]) -> bool:
+    """``controller.sparsification``: the fixed ratio O reaches a run's messages when its
+    controller reads it and its compression stage follows the controller."""
+    return _controller_reads("sparsification")(config) and _stage_follows_controller(config)
 
 
 def _stage_weighs_importance(config: Mapping[str, Any]) -> bool:
@@ -406,11 +425,14 @@ class ControllerConfig:
         gt=0.0,
         le=1.0,
         doc="O for the fixed controller",
-        applies=_stage_follows_controller,
+        applies=_ratio_reaches_messages,
     )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
     bandwidth: str = option(
-        "equal_delay", choices=("equal_delay", "minmax"), doc="share rule (fixed controller)"
+        "equal_delay",
+        choices=("equal_delay", "minmax"),
+        doc="share rule (fixed controller)",
+        applies=_controller_reads("bandwidth"),
     )
     offline_channel: str = option(
         "mean_snr",

@@ -130,6 +130,11 @@ class Controller(ABC):
     #: The algorithm knobs the controller needs, one of which at least (``"ratio"``, ``"rank"``;
     #: empty: any algorithm). An algorithm with none of them is refused in one line.
     NEEDS_KNOBS: frozenset[str] = frozenset()
+    #: The ``controller.*`` settings (field names of the scenario's ``ControllerConfig``) that
+    #: never reach this controller's decisions, so they cannot change its runs' tables: results
+    #: leave them out of its runs' groups and labels (``wirelessfl.config.schema.applies``).
+    #: Empty (the default, and a plug-in's unless it says so): every setting may matter.
+    IGNORED_SETTINGS: frozenset[str] = frozenset()
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx

@@ -43,6 +43,8 @@ class OnlineLyapunov(Controller):
 
     SUPPORTS_ENERGY_BUDGET = True
     NEEDS_KNOBS = frozenset({RATIO, RANK})
+    #: O^t is chosen each round; the fixed controller's ratio and share rule are never read
+    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)

@@ -67,6 +67,9 @@ class SketchRatio(Controller):
     """
 
     NEEDS_KNOBS = frozenset({RANK})
+    #: the sketch sizes are chosen each round; the fixed controller's ratio and share rule are
+    #: never read
+    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)

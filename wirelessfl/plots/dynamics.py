@@ -1,7 +1,8 @@
 """Network dynamics over the rounds: delay and virtual queue, sparsification, Cov norm.
 
-Each figure draws a ``rounds_table`` (one colour per run) built from ``results`` unless one is
-given; ``x`` picks its ``round`` or ``t_end_s`` column.
+Each figure draws a ``rounds_table`` built from ``results`` unless one is given: one curve per
+group of runs (runs differing only in seed), the mean over its runs aligned by round, their
+min–max shaded (``band_table``). ``x`` picks the ``round`` or the (mean) ``t_end_s`` column.
 """
 
 from __future__ import annotations
@@ -12,15 +13,23 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wirelessfl.plots.axes import legend, new_axes, round_or_time
-from wirelessfl.results.runs import Results
-from wirelessfl.results.tables import rounds_table
+from wirelessfl.plots.axes import (
+    draw_band,
+    draw_bands,
+    finish,
+    legend,
+    new_axes,
+    round_or_time,
+    set_title,
+    x_label,
+)
+from wirelessfl.plots.inputs import FigureInput, tidy
+from wirelessfl.results.tables import band_table, rounds_table
 
 _D_TH, _O_MIN = "controller.d_th_s", "controller.o_min"
-
-
-def _xlabel(x: str) -> str:
-    return "round $t$" if x == "round" else "virtual time [s]"
+#: the columns every given ``rounds_table`` needs
+_HEADS = ("run", "group", "group_label", "seeds", "round", "t_end_s")
+_RUNNING = "delay_running_mean_s"
 
 
 def _finite(values: pd.Series) -> list[float]:
@@ -29,93 +38,159 @@ def _finite(values: pd.Series) -> list[float]:
     return sorted({float(v) for v in numbers[np.isfinite(numbers)]})
 
 
-def queue_delay(results: Results | pd.DataFrame, *, x: str = "round") -> Figure:
-    """Top: D^t (rounds.delay_s, thin), its running mean (thick) and D_th (config
-    controller.d_th_s, dashed); bottom: the virtual queue Q^t (rounds.queue). One colour per
-    run; x is rounds.round, or rounds.t_end_s with ``x="time"``. On the top axes each run adds
-    two lines in that order (D^t, running mean); the bottom axes hold one Q^t line per run.
-    A given table needs the columns ``rounds_table(results, ["delay_s", "queue"],
-    ["controller.d_th_s"])`` has."""
+def _how(columns: list[str], keys: list[str]) -> str:
+    """How to build a figure's table by hand, for the message about a missing column."""
+    return (
+        f"rounds_table(results, {columns!r}, {keys!r})"
+        if keys
+        else (f"rounds_table(results, {columns!r})")
+    )
+
+
+def queue_delay(results: FigureInput, *, x: str = "round", title: str | None = None) -> Figure:
+    """Top: the round delay D^t (rounds.delay_s, thin), its running mean (thick, min–max across
+    seeds shaded) and D_th (config controller.d_th_s, dashed); bottom: the virtual queue Q^t
+    (rounds.queue, seconds like D^t) with its min–max across seeds shaded. One colour per group
+    of runs (the mean over its seeds); x is rounds.round, or the mean rounds.t_end_s with
+    ``x="time"``. On the top axes each group adds two lines in that order (mean D^t, mean
+    running mean), then one line per D_th; the bottom axes hold one Q^t line per group.
+
+    Args:
+        results: a run, a run or study folder (str or Path), a study, a list of these, or the
+            table ``rounds_table(results, ["delay_s", "queue"], ["controller.d_th_s"])``.
+        x: ``round`` or ``time``.
+        title: the title; None: the study or run drawn; "": none.
+    """
     column = round_or_time(x)
-    if not isinstance(results, pd.DataFrame):
-        results = rounds_table(results, ["delay_s", "queue"], [_D_TH])
-    fig = Figure(figsize=(7.0, 5.6), layout="constrained")
+    columns, keys = ["delay_s", "queue"], [_D_TH]
+    table = tidy(
+        results,
+        lambda runs: rounds_table(runs, columns, keys),
+        figure="queue_delay",
+        needs=[*_HEADS, *columns, *keys],
+        table=_how(columns, keys),
+    )
+    table = table.assign(
+        **{_RUNNING: table.groupby("run")["delay_s"].transform(lambda d: d.expanding().mean())}
+    )
+    fig = Figure(figsize=(7.6, 5.6), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    n_runs = 0
-    for _, run in results.groupby("run", sort=True):
-        xs, delay, label = run[column], run["delay_s"], run["label"].iloc[0]
-        (line,) = top.plot(xs, delay, lw=0.7, alpha=0.6, label="_delay")
-        running = delay.cumsum() / np.arange(1, len(delay) + 1)
-        top.plot(xs, running, lw=1.8, color=line.get_color(), label="_running mean")
-        bottom.plot(xs, run["queue"], color=line.get_color(), label=label or "$Q^t$")
-        n_runs += 1
+    delays = band_table(table, "delay_s")
+    running = band_table(table, _RUNNING)
+    for (_, delay), (_, mean) in zip(
+        delays.groupby("group", sort=True), running.groupby("group", sort=True), strict=True
+    ):
+        (thin,) = top.plot(delay[column], delay["mean"], lw=0.7, alpha=0.6, label="_delay")
+        spread = int(mean["runs"].iloc[0]) > 1
+        draw_band(
+            top,
+            mean[column],
+            mean["mean"],
+            mean["min"] if spread else None,
+            mean["max"] if spread else None,
+            label="_running mean",
+            lw=1.8,
+            color=thin.get_color(),
+        )
+    draw_bands(bottom, band_table(table, "queue"), column)
     styles = ["--", "-.", ":"]
     handles = [
-        Line2D([], [], color="0.4", lw=0.7, label="$D^t$"),
+        Line2D([], [], color="0.4", lw=0.7, label="$D^t$ (mean over seeds)"),
         Line2D([], [], color="0.4", lw=1.8, label="running mean of $D^t$"),
     ]
-    for i, d_th in enumerate(_finite(results[_D_TH])):
+    for i, d_th in enumerate(_finite(table[_D_TH])):
         handles.append(
             top.axhline(d_th, color="k", ls=styles[i % 3], lw=1, label=f"$D_{{th}}$ = {d_th:.3g} s")
         )
     top.set_ylabel("round delay $D^t$ [s]")
-    bottom.set_ylabel("virtual queue $Q^t$")
-    bottom.set_xlabel(_xlabel(x))
+    bottom.set_ylabel("virtual queue $Q^t$ [s]")
+    bottom.set_xlabel(x_label(x))
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
-    top.legend(handles=handles, fontsize="small")
-    if n_runs > 1:
-        bottom.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    legend(top, handles, always=True)
+    legend(bottom)
+    set_title(top, table, title, made=True)
     return fig
 
 
 def sparsification(
-    results: Results | pd.DataFrame, *, x: str = "round", ax: Axes | None = None
+    results: FigureInput,
+    *,
+    x: str = "round",
+    ax: Axes | None = None,
+    title: str | None = None,
 ) -> Figure:
-    """O^t over rounds (rounds.sparsification vs rounds.round, or t_end_s with ``x="time"``),
-    one line per run, with O_min (config controller.o_min) dashed. A given table needs the
-    columns ``rounds_table(results, ["sparsification"], ["controller.o_min"])`` has."""
+    """O^t over rounds (rounds.sparsification vs rounds.round, or the mean t_end_s with
+    ``x="time"``): one line per group of runs (the mean over its seeds, min–max shaded), with
+    O_min (config controller.o_min) dashed.
+
+    Args:
+        results: a run, a run or study folder (str or Path), a study, a list of these, or the
+            table ``rounds_table(results, ["sparsification"], ["controller.o_min"])``.
+        x: ``round`` or ``time``.
+        ax: axes to draw on (default: a new figure).
+        title: the title; None: the study or run drawn (on a new figure); "": none.
+    """
     column = round_or_time(x)
-    if not isinstance(results, pd.DataFrame):
-        results = rounds_table(results, ["sparsification"], [_O_MIN])
+    columns, keys = ["sparsification"], [_O_MIN]
+    table = tidy(
+        results,
+        lambda runs: rounds_table(runs, columns, keys),
+        figure="sparsification",
+        needs=[*_HEADS, *columns, *keys],
+        table=_how(columns, keys),
+    )
+    made = ax is None
     fig, ax = new_axes(ax)
-    for _, run in results.groupby("run", sort=True):
-        label = run["label"].iloc[0]
-        ax.plot(run[column], run["sparsification"], lw=0.9, label=label or "$O^t$")
-    for o_min in _finite(results[_O_MIN]):
+    draw_bands(ax, band_table(table, "sparsification"), column, lw=0.9)
+    for o_min in _finite(table[_O_MIN]):
         ax.axhline(o_min, color="k", ls="--", lw=1, label=f"$O_{{min}}$ = {o_min:.3g}")
-    ax.set_ylabel("sparsification ratio $O^t$")
-    ax.set_xlabel(_xlabel(x))
+    ax.set_ylabel("sparsification ratio $O^t$ (fraction sent)")
+    ax.set_xlabel(x_label(x))
     ax.set_ylim(0, 1.05)
-    ax.grid(alpha=0.3)
-    legend(ax)
+    finish(ax, table, title, made=made)
     return fig
 
 
 def cov_norm(
-    results: Results | pd.DataFrame, *, x: str = "round", ax: Axes | None = None
+    results: FigureInput,
+    *,
+    x: str = "round",
+    ax: Axes | None = None,
+    title: str | None = None,
 ) -> Figure:
-    """||Cov(θ_B, θ_A)||_F over rounds (rounds.cov_norm vs rounds.round or t_end_s), NaN rows
-    left out, one line per run; log scale when every value is positive. Runs without the
-    column's data (the surrogate learner writes NaN) get a note instead of a line. A given
-    table needs the columns ``rounds_table(results, ["cov_norm"])`` has."""
+    """||Cov(θ_B, θ_A)||_F over rounds (rounds.cov_norm vs rounds.round or the mean t_end_s),
+    NaN rows left out: one line per group of runs (the mean over its seeds, min–max shaded);
+    log scale when every value is positive. Runs without the column's data (the surrogate
+    learner writes NaN) get a note instead of a line.
+
+    Args:
+        results: a run, a run or study folder (str or Path), a study, a list of these, or the
+            table ``rounds_table(results, ["cov_norm"])``.
+        x: ``round`` or ``time``.
+        ax: axes to draw on (default: a new figure).
+        title: the title; None: the study or run drawn (on a new figure); "": none.
+    """
     column = round_or_time(x)
-    if not isinstance(results, pd.DataFrame):
-        results = rounds_table(results, ["cov_norm"])
+    table = tidy(
+        results,
+        lambda runs: rounds_table(runs, ["cov_norm"]),
+        figure="cov_norm",
+        needs=[*_HEADS, "cov_norm"],
+        table=_how(["cov_norm"], []),
+    )
+    made = ax is None
     fig, ax = new_axes(ax)
-    measured = results[results["cov_norm"].notna()]
-    for _, run in measured.groupby("run", sort=True):
-        label = run["label"].iloc[0]
-        ax.plot(run[column], run["cov_norm"], marker=".", lw=0.9, label=label or "Cov norm")
-    if measured.empty:
+    band = band_table(table, "cov_norm")
+    draw_bands(ax, band, column, marker=".", lw=0.9)
+    if band.empty:
         ax.text(
             0.5, 0.5, "no Cov data (cov_norm is NaN in every round)",
             ha="center", va="center", transform=ax.transAxes,
         )  # fmt: skip
-    elif bool((measured["cov_norm"] > 0).all()):
+    elif bool((band["min"] > 0).all()):
         ax.set_yscale("log")
-    ax.set_ylabel(r"$\|\mathrm{Cov}(\theta_B, \theta_A)\|_F$")
-    ax.set_xlabel(_xlabel(x))
-    ax.grid(alpha=0.3)
-    legend(ax)
+    ax.set_ylabel(r"$\|\mathrm{Cov}(\theta_B, \theta_A)\|_F$ (unitless)")
+    ax.set_xlabel(x_label(x))
+    finish(ax, table, title, made=made)
     return fig

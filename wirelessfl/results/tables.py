@@ -1,7 +1,9 @@
 """Tidy DataFrames of runs and studies: what each figure of ``wirelessfl.plots`` draws.
 
-Every function takes ``Results`` (a run, a list of runs, a study or a folder path) and returns
-one DataFrame; runs that differ only in seed form one group (``groups.group_runs``).
+Every function takes ``Results`` (a run, a study, a run or study folder path, or a list of any
+of these) and returns one DataFrame; runs that differ only in seed form one group
+(``groups.group_runs``). Each table's ``attrs["source"]`` names the runs it was built from
+(``runs.source_name``: ``study cmp (8 runs)``), which the figures use as their title.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from wirelessfl.results.groups import (
     group_runs,
     run_labels,
 )
-from wirelessfl.results.runs import Results, as_runs
+from wirelessfl.results.runs import Results, as_runs, source_name
 from wirelessfl.results.store import RunResult
 from wirelessfl.results.summary import SUMMARY_COLUMNS, summarize_run
 
@@ -36,6 +38,10 @@ FRONTIER_ALIASES = {
 FRONTIER_COLUMNS = ("label", "x", "accuracy", "acc_min", "acc_max", "n")
 _CURVE_COLUMNS = ["round", "rounds_done", "t_end_s", "accuracy", "acc_min", "acc_max", "n"]
 _OFFLINE_COLUMNS = ["curve", "label", "r", "bound", "sparsification", "chosen_rank"]
+#: ``DataFrame.attrs`` key naming the runs a table was built from (a figure's title)
+SOURCE = "source"
+#: the columns of ``band_table``
+BAND_COLUMNS = ["group", "label", "runs", "seeds", "round", "t_end_s", "mean", "min", "max", "n"]
 #: ``round`` of the evaluation before round 0 (``meta.json``'s ``initial_evaluation``)
 INITIAL_ROUND = -1
 
@@ -91,17 +97,25 @@ def accuracy_table(results: Results) -> pd.DataFrame:
         differ between groups), ``runs`` (runs in the group), ``seeds`` (distinct seeds among
         them), then ``accuracy_curve``'s columns. A group with no evaluation has no rows.
     """
+    runs = as_runs(results)
     frames = []
-    for i, group in enumerate(group_runs(as_runs(results))):
+    for i, group in enumerate(group_runs(runs)):
         curve = accuracy_curve(group)
         if not curve.empty:
             frames.append(
                 curve.assign(group=i, label=group.label, runs=len(group.runs), seeds=group.seeds)
             )
     columns = ["group", "label", "runs", "seeds", *_CURVE_COLUMNS]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
+    table = (
+        pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    )
+    return with_source(table, runs)
+
+
+def with_source(table: pd.DataFrame, runs: list[RunResult]) -> pd.DataFrame:
+    """``table`` with ``attrs["source"]`` naming ``runs`` (``runs.source_name``)."""
+    table.attrs[SOURCE] = source_name(runs)
+    return table
 
 
 # -- energy -------------------------------------------------------------------------------------
@@ -221,22 +235,72 @@ def rounds_table(
         config_keys: dotted config keys with scalar values, one column each.
 
     Returns:
-        ``run`` (0, 1, ... in input order), ``label`` (``groups.run_labels``), ``round``,
+        ``run`` (0, 1, ... in input order), ``label`` (``groups.run_labels``), ``group`` (the
+        run's group, 0, 1, ... in order of the groups' first runs: ``groups.group_runs``),
+        ``group_label`` (its label), ``seeds`` (distinct seeds in the group), ``round``,
         ``t_end_s``, ``columns``, then one column per config key (the run's value on each of
-        its rows, NaN if absent).
+        its rows, NaN if absent). ``band_table`` turns it into the groups' mean and spread.
     """
     runs = as_runs(results)
     keep = list(dict.fromkeys(["round", "t_end_s", *columns]))
+    group_of = {}
+    for g, group in enumerate(group_runs(runs)):
+        for run in group.runs:
+            group_of[id(run)] = (g, group.label, group.seeds)
     frames = []
     for i, (run, label) in enumerate(zip(runs, run_labels(runs), strict=True)):
         frame = run.rounds[keep].assign(**{key: config_value(run, key) for key in config_keys})
-        frame.insert(0, "label", label)
-        frame.insert(0, "run", i)
+        g, group_label, seeds = group_of[id(run)]
+        heads = {"run": i, "label": label, "group": g, "group_label": group_label, "seeds": seeds}
+        for position, (name, value) in enumerate(heads.items()):
+            frame.insert(position, name, value)
         if not frame.empty:
             frames.append(frame)
     if not frames:
-        return pd.DataFrame(columns=["run", "label", *keep, *config_keys])
-    return pd.concat(frames, ignore_index=True)
+        columns = ["run", "label", "group", "group_label", "seeds", *keep, *config_keys]
+        return with_source(pd.DataFrame(columns=columns), runs)
+    return with_source(pd.concat(frames, ignore_index=True), runs)
+
+
+def band_table(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The groups' mean of a ``rounds_table`` column per round, with its spread across seeds.
+
+    Runs of a group are aligned by ``round``; rows where ``column`` is NaN are left out.
+
+    Args:
+        table: a ``rounds_table`` (its ``group``, ``group_label``, ``seeds``, ``run``,
+            ``round``, ``t_end_s`` and ``column``).
+        column: the column to aggregate.
+
+    Returns:
+        ``BAND_COLUMNS``: ``group``, ``label`` (the group's), ``runs`` (runs in the group),
+        ``seeds``, ``round``, ``t_end_s`` (mean over the runs), ``mean``, ``min``, ``max`` of
+        ``column``, ``n`` (runs with a value at that round); by group, then round. ``attrs``
+        are ``table``'s.
+    """
+    measured = table[table[column].notna()]
+    runs = table.groupby("group")["run"].nunique()
+    band = (
+        measured.groupby(["group", "round"], sort=True)
+        .agg(
+            label=("group_label", "first"),
+            seeds=("seeds", "first"),
+            t_end_s=("t_end_s", "mean"),
+            mean=(column, "mean"),
+            min=(column, "min"),
+            max=(column, "max"),
+            n=(column, "size"),
+        )
+        .reset_index()
+    )
+    band["runs"] = band["group"].map(runs)
+    band = (
+        band[BAND_COLUMNS].astype({"runs": int})
+        if len(band)
+        else band.reindex(columns=BAND_COLUMNS)
+    )
+    band.attrs.update(table.attrs)
+    return band
 
 
 # -- frontier -----------------------------------------------------------------------------------
@@ -262,8 +326,9 @@ def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
         The table, groups in order of their first runs.
     """
     source, column = frontier_x(x)
+    runs = as_runs(results)
     rows = []
-    for group in group_runs(as_runs(results)):
+    for group in group_runs(runs):
         xs, accs = [], []
         for run in group.runs:
             summary = summarize_run(run)
@@ -285,7 +350,7 @@ def frontier_table(results: Results, *, x: str = "bits") -> pd.DataFrame:
                 **group.params,
             }
         )
-    return pd.DataFrame(rows)
+    return with_source(pd.DataFrame(rows), runs)
 
 
 def pareto_front(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -315,16 +380,17 @@ def offline_table(results: Results) -> pd.DataFrame:
         (O*(r), ``offline_sparsifications``; NaN if not written) and ``chosen_rank``
         (``rank``; NaN if none).
     """
+    runs = as_runs(results)
     members: dict[str, list[RunResult]] = {}
-    for run in as_runs(results):
+    for run in runs:
         ctrl = run.meta.get("controller") or {}
         if ctrl.get("offline_bounds"):
             key = json.dumps([ctrl.get("offline_bounds"), ctrl.get("rank")])
             members.setdefault(key, []).append(run)
     labels = distinguishing_labels(list(members.values()))
     frames = []
-    for i, (runs, label) in enumerate(zip(members.values(), labels, strict=True)):
-        ctrl = runs[0].meta["controller"]
+    for i, (alike, label) in enumerate(zip(members.values(), labels, strict=True)):
+        ctrl = alike[0].meta["controller"]
         bounds = np.asarray(ctrl["offline_bounds"], dtype=float)
         sparsifications = ctrl.get("offline_sparsifications")
         rank = ctrl.get("rank")
@@ -341,19 +407,22 @@ def offline_table(results: Results) -> pd.DataFrame:
             }
         )
         frames.append(frame)
-    if not frames:
-        return pd.DataFrame(columns=_OFFLINE_COLUMNS)
-    return pd.concat(frames, ignore_index=True)
+    table = (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_OFFLINE_COLUMNS)
+    )
+    return with_source(table, runs)
 
 
 # -- bandwidth shares ---------------------------------------------------------------------------
 def share_table(results: Results) -> pd.DataFrame:
     """clients.share of the first run pivoted to rounds (index) × clients (columns); NaN: not
-    scheduled. Needs the run's ``clients.csv`` (``output.clients: true``)."""
+    scheduled. Needs the run's ``clients.csv`` (``output.clients: true``). ``attrs["source"]``
+    names that run."""
     run = as_runs(results)[0]
     if run.clients is None or run.clients.empty:
         raise UserError(
             f"plot shares: {run.path} has no clients.csv (run with --set output.clients=true)"
         )
     table = run.clients.pivot_table(index="round", columns="client", values="share", aggfunc="sum")
-    return table.reindex(run.rounds["round"]) if len(run.rounds) else table
+    table = table.reindex(run.rounds["round"]) if len(run.rounds) else table
+    return with_source(table, [run])
