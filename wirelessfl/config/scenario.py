@@ -56,6 +56,8 @@ PEFT_SETTINGS: dict[str, object] = {
     "lora_bias": "none",
     "modules_to_save": None,
     "init_lora_weights": True,
+    "use_dora": False,
+    "layers_to_transform": None,
 }
 
 #: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a

@@ -13,33 +13,40 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from wirelessfl.plots.axes import legend, new_axes
-from wirelessfl.results.runs import Results
-from wirelessfl.results.tables import energy_table
+from wirelessfl.plots.axes import finish, new_axes, seeds_label, set_title
+from wirelessfl.plots.inputs import FigureInput, tidy
+from wirelessfl.results.tables import ENERGY_COLUMNS, energy_table
 
 _PER_ROUND = "energy per device per round [J]"
 _CUMULATIVE = "cumulative energy per device [J]"
+_ACCURACY = "test accuracy (fraction correct)"
 
 
-def _table(results: Results | pd.DataFrame) -> pd.DataFrame:
-    return results if isinstance(results, pd.DataFrame) else energy_table(results)
+def _table(results: FigureInput, figure: str) -> pd.DataFrame:
+    return tidy(
+        results, energy_table, figure=figure, needs=ENERGY_COLUMNS, table="energy_table(results)"
+    )
 
 
 def _curves(table: pd.DataFrame):
     """(label, curve) per group, the label with its seed count when it has several."""
     for _, curve in table.groupby("group", sort=True):
-        label, seeds = curve["label"].iloc[0], int(curve["seeds"].iloc[0])
-        yield (f"{label} ({seeds} seeds)" if seeds > 1 else label), curve
+        yield seeds_label(str(curve["label"].iloc[0]), int(curve["seeds"].iloc[0])), curve
 
 
-def energy_vs_round(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+def energy_vs_round(
+    results: FigureInput, *, ax: Axes | None = None, title: str | None = None
+) -> Figure:
     """Energy per device per round (``energy_j``: compute + transmit over the N devices) vs
     round: a thin line per group with its min–max across seeds shaded, its time average so far
     (``average_energy_j``, what ``controller.energy_budget_j`` bounds) thick, and each budget
     dashed in its colour. On the axes each group adds two lines in that order, then its budget's
-    line if it has one."""
-    table = _table(results)
-    table = table[table["round"] >= 0]
+    line if it has one. ``results``: a run, a run or study folder, a study, a list of these, or
+    an ``energy_table``; ``title``: None names the study or run drawn (on a new figure), ""
+    none."""
+    full = _table(results, "energy_vs_round")
+    table = full[full["round"] >= 0]
+    made = ax is None
     fig, ax = new_axes(ax)
     labelled: set[float] = set()  # each budget named once in the legend
     for label, curve in _curves(table):
@@ -61,16 +68,19 @@ def energy_vs_round(results: Results | pd.DataFrame, *, ax: Axes | None = None) 
             labelled.add(budget)
     ax.set_xlabel("round $t$")
     ax.set_ylabel(_PER_ROUND)
-    ax.grid(alpha=0.3)
-    legend(ax)
+    finish(ax, full, title, made=made)
     return fig
 
 
-def energy_vs_time(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+def energy_vs_time(
+    results: FigureInput, *, ax: Axes | None = None, title: str | None = None
+) -> Figure:
     """Cumulative energy per device (``cumulative_energy_j``) vs cumulative virtual time
-    (``t_end_s``, mean over seeds): one line per group, min–max across seeds shaded."""
-    table = _table(results)
-    table = table[table["round"] >= 0]
+    (``t_end_s``, mean over seeds): one line per group, min–max across seeds shaded. Inputs
+    as :func:`energy_vs_round`."""
+    full = _table(results, "energy_vs_time")
+    table = full[full["round"] >= 0]
+    made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
         (line,) = ax.plot(curve["t_end_s"], curve["cumulative_energy_j"], label=label)
@@ -84,16 +94,19 @@ def energy_vs_time(results: Results | pd.DataFrame, *, ax: Axes | None = None) -
             )
     ax.set_xlabel("cumulative virtual time [s]")
     ax.set_ylabel(_CUMULATIVE)
-    ax.grid(alpha=0.3)
-    legend(ax)
+    finish(ax, full, title, made=made)
     return fig
 
 
-def accuracy_vs_energy(results: Results | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+def accuracy_vs_energy(
+    results: FigureInput, *, ax: Axes | None = None, title: str | None = None
+) -> Figure:
     """Test accuracy vs cumulative energy per device at each evaluation (the initial one at 0
-    J when the runs have it): one line per group, min–max accuracy across seeds shaded."""
-    table = _table(results)
-    table = table[table["accuracy"].notna()]
+    J when the runs have it): one line per group, min–max accuracy across seeds shaded.
+    Inputs as :func:`energy_vs_round`."""
+    full = _table(results, "accuracy_vs_energy")
+    table = full[full["accuracy"].notna()]
+    made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
         (line,) = ax.plot(curve["cumulative_energy_j"], curve["accuracy"], marker=".", label=label)
@@ -106,22 +119,24 @@ def accuracy_vs_energy(results: Results | pd.DataFrame, *, ax: Axes | None = Non
                 alpha=0.2,
             )
     ax.set_xlabel(_CUMULATIVE)
-    ax.set_ylabel("test accuracy")
-    ax.grid(alpha=0.3)
-    legend(ax)
+    ax.set_ylabel(_ACCURACY)
+    finish(ax, full, title, made=made)
     return fig
 
 
-def energy_overview(results: Results | pd.DataFrame) -> Figure:
+def energy_overview(results: FigureInput, *, title: str | None = None) -> Figure:
     """The three energy figures side by side (``wirelessfl plot --kind energy``):
     :func:`energy_vs_round`, :func:`energy_vs_time` and :func:`accuracy_vs_energy` of one
-    ``energy_table``, with one legend for the three, outside the axes."""
-    table = _table(results)
+    ``energy_table``, with one legend for the three, outside the axes, and the title (None:
+    the study or run drawn; "": none) over the first panel. Inputs as
+    :func:`energy_vs_round`."""
+    table = _table(results, "energy_overview")
     fig = Figure(figsize=(14.0, 4.2), layout="constrained")
     axes = fig.subplots(1, 3)
-    energy_vs_round(table, ax=axes[0])
-    energy_vs_time(table, ax=axes[1])
-    accuracy_vs_energy(table, ax=axes[2])
+    energy_vs_round(table, ax=axes[0], title="")
+    energy_vs_time(table, ax=axes[1], title="")
+    accuracy_vs_energy(table, ax=axes[2], title="")
+    set_title(axes[0], table, title, made=True)
     handles, labels = axes[0].get_legend_handles_labels()
     for ax in axes:
         if ax.get_legend() is not None:

@@ -194,8 +194,9 @@ def energy_table(results: Results) -> pd.DataFrame:
     """
     from wirelessfl.results.energy import budget_of
 
+    runs = as_runs(results)
     frames = []
-    for i, group in enumerate(group_runs(as_runs(results))):
+    for i, group in enumerate(group_runs(runs)):
         both = pd.concat([run_energy(run) for run in group.runs], ignore_index=True)
         means = both.groupby("round", sort=True).mean()
         spread = both.groupby("round", sort=True).agg(
@@ -218,9 +219,12 @@ def energy_table(results: Results) -> pd.DataFrame:
                 energy_budget_j=budgets.pop() if len(budgets) == 1 else math.nan,
             )
         )
-    if not frames:
-        return pd.DataFrame(columns=ENERGY_COLUMNS)
-    return pd.concat(frames, ignore_index=True)[ENERGY_COLUMNS]
+    table = (
+        pd.concat(frames, ignore_index=True)[ENERGY_COLUMNS]
+        if frames
+        else pd.DataFrame(columns=ENERGY_COLUMNS)
+    )
+    return with_source(table, runs)
 
 
 # -- per-round series ---------------------------------------------------------------------------
