@@ -178,9 +178,9 @@ def _not_a_client(cid: int) -> int:
     [
         ({"client_fn": None}, "fixed", "learner.client_fn: learner.kind 'flower' needs"),
         ({"client_fn": "no_such_module_x:f"}, "fixed", "cannot import module 'no_such_module_x'"),
-        ({"client_fn": "math"}, "fixed", "expected 'module:function', got 'math'"),
+        ({"client_fn": "math"}, "fixed", "expected 'module:attribute', got 'math'"),
         ({"client_fn": "math:nope"}, "fixed", "'math:nope' does not exist"),
-        ({"client_fn": "math:pi"}, "fixed", "'math:pi' is a float, not a function"),
+        ({"client_fn": "math:pi"}, "fixed", "'math:pi' is a float; expected a flwr ClientApp"),
         ({"client_fn": f"{__name__}:_not_a_client"}, "fixed", "returned int; expected a flwr"),
         ({}, "tsfa", "controller.name: learner.kind 'flower' sends"),
     ],
