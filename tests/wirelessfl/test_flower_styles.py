@@ -482,6 +482,16 @@ def _torch_scenario():
     )
 
 
+@pytest.fixture
+def one_thread():
+    """Torch on one thread: a tiny model, on a shared CPU."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("one_thread")
 def test_quickstart_pytorch_learns_repeatably_with_its_state_dict_names(tmp_path):
     one = run_scenario(_torch_scenario(), tmp_path / "one")
     two = run_scenario(_torch_scenario(), tmp_path / "two")
