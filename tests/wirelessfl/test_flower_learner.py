@@ -214,7 +214,18 @@ def test_the_example_of_docs_flower_md_runs_as_it_says(tmp_path, monkeypatch):
     scenario = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
     (tmp_path / "flower_logreg.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
-    result = run_scenario(scenario_from_dict(yaml.safe_load(scenario)), tmp_path / "run")
-    accuracy = result.rounds.accuracy.dropna()
-    assert result.rounds.n_arrived.sum() == 81 and result.rounds.n_scheduled.sum() == 100
-    assert round(accuracy.iloc[0], 3) == 0.985 and round(accuracy.iloc[-1], 3) == 0.998
+    runs = []
+    for style in ("app", "client_fn"):  # the Message API ClientApp, then client_fn(context)
+        data = yaml.safe_load(scenario)
+        data["learner"]["client_fn"] = f"flower_logreg:{style}"
+        runs.append(run_scenario(scenario_from_dict(data), tmp_path / style))
+    for result in runs:
+        accuracy = result.rounds.accuracy.dropna()
+        assert result.rounds.n_arrived.sum() == 81 and result.rounds.n_scheduled.sum() == 100
+        assert round(accuracy.iloc[0], 3) == 0.985 and round(accuracy.iloc[-1], 3) == 0.998
+    app, client_fn = (r.rounds.drop(columns="wall_s") for r in runs)
+    assert app.drop(columns=["loss", "accuracy", "test_loss"]).equals(
+        client_fn.drop(columns=["loss", "accuracy", "test_loss"])
+    )
+    for column in ("loss", "accuracy", "test_loss"):  # each style averaged as Flower does
+        np.testing.assert_allclose(app[column], client_fn[column], rtol=1e-12)

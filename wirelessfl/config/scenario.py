@@ -561,7 +561,7 @@ class LearnerConfig:
     kind: str = option(
         "surrogate",
         choices=LEARNERS,
-        doc="surrogate (network-only) | lora (real training) | flower (Flower NumPyClients; "
+        doc="surrogate (network-only) | lora (real training) | flower (Flower clients; "
         "docs/flower.md)",
     )
     # surrogate
