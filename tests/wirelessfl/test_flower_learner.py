@@ -178,9 +178,9 @@ def _not_a_client(cid: int) -> int:
     [
         ({"client_fn": None}, "fixed", "learner.client_fn: learner.kind 'flower' needs"),
         ({"client_fn": "no_such_module_x:f"}, "fixed", "cannot import module 'no_such_module_x'"),
-        ({"client_fn": "math"}, "fixed", "expected 'module:function', got 'math'"),
+        ({"client_fn": "math"}, "fixed", "expected 'module:attribute', got 'math'"),
         ({"client_fn": "math:nope"}, "fixed", "'math:nope' does not exist"),
-        ({"client_fn": "math:pi"}, "fixed", "'math:pi' is a float, not a function"),
+        ({"client_fn": "math:pi"}, "fixed", "'math:pi' is a float; expected a flwr ClientApp"),
         ({"client_fn": f"{__name__}:_not_a_client"}, "fixed", "returned int; expected a flwr"),
         ({}, "tsfa", "controller.name: learner.kind 'flower' sends"),
     ],
@@ -214,7 +214,18 @@ def test_the_example_of_docs_flower_md_runs_as_it_says(tmp_path, monkeypatch):
     scenario = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
     (tmp_path / "flower_logreg.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
-    result = run_scenario(scenario_from_dict(yaml.safe_load(scenario)), tmp_path / "run")
-    accuracy = result.rounds.accuracy.dropna()
-    assert result.rounds.n_arrived.sum() == 81 and result.rounds.n_scheduled.sum() == 100
-    assert round(accuracy.iloc[0], 3) == 0.985 and round(accuracy.iloc[-1], 3) == 0.998
+    runs = []
+    for style in ("app", "client_fn"):  # the Message API ClientApp, then client_fn(context)
+        data = yaml.safe_load(scenario)
+        data["learner"]["client_fn"] = f"flower_logreg:{style}"
+        runs.append(run_scenario(scenario_from_dict(data), tmp_path / style))
+    for result in runs:
+        accuracy = result.rounds.accuracy.dropna()
+        assert result.rounds.n_arrived.sum() == 81 and result.rounds.n_scheduled.sum() == 100
+        assert round(accuracy.iloc[0], 3) == 0.985 and round(accuracy.iloc[-1], 3) == 0.998
+    app, client_fn = (r.rounds.drop(columns="wall_s") for r in runs)
+    assert app.drop(columns=["loss", "accuracy", "test_loss"]).equals(
+        client_fn.drop(columns=["loss", "accuracy", "test_loss"])
+    )
+    for column in ("loss", "accuracy", "test_loss"):  # each style averaged as Flower does
+        np.testing.assert_allclose(app[column], client_fn[column], rtol=1e-12)

@@ -2,8 +2,10 @@
 
 Flower (``flwr``, the ``[scale]`` extra), imported only inside these modules' functions:
 
-- :mod:`wirelessfl.bridges.flower_learner`: clients written against Flower's ``NumPyClient``
-  API trained through our channel, controller and virtual clock (``learner.kind: flower``);
+- :mod:`wirelessfl.bridges.flower_learner`: clients written against Flower's API (a Message API
+  ``ClientApp``, ``client_fn(context)`` or ``client_fn(cid) -> NumPyClient``;
+  :mod:`~wirelessfl.bridges.flower_clients`) trained through our channel, controller and
+  virtual clock (``learner.kind: flower``);
 - :mod:`wirelessfl.bridges.flower_serverapp` and :mod:`wirelessfl.bridges.flower_clientapp`:
   our simulator and federated algorithms as a Flower ``ServerApp``, with local training and
   the client's message built by a Flower ``ClientApp``;

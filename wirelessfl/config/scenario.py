@@ -85,6 +85,16 @@ def _check_option_names(options: dict, key: str) -> None:
             )
 
 
+def _check_flower_values(values: dict, key: str) -> None:
+    """Flower's config records hold text keys and numbers, text or bools (``UserConfigValue``)."""
+    for name, value in values.items():
+        if not isinstance(name, str) or not isinstance(value, (bool, int, float, str)):
+            raise ConfigError(
+                f"{key}: Flower config values are numbers, text or true/false, got "
+                f"{show(name)}: {show(value)}"
+            )
+
+
 def _gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.3g} GiB"
 
@@ -575,7 +585,7 @@ class LearnerConfig:
     kind: str = option(
         "surrogate",
         choices=LEARNERS,
-        doc="surrogate (network-only) | lora (real training) | flower (Flower NumPyClients; "
+        doc="surrogate (network-only) | lora (real training) | flower (Flower clients; "
         "docs/flower.md)",
     )
     # surrogate
@@ -670,7 +680,24 @@ class LearnerConfig:
     # Flower clients (kind = flower)
     client_fn: str | None = option(
         None,
-        doc="flower: 'module:function', client_fn(client_id) -> flwr NumPyClient (docs/flower.md)",
+        doc="flower: 'module:attribute' naming a flwr ClientApp, a client_fn(context) -> Client "
+        "or a client_fn(client_id) -> NumPyClient (docs/flower.md)",
+    )
+    initial_parameters: str | None = option(
+        None,
+        doc="flower: the initial global parameters, 'module:attribute' (a list of numpy arrays "
+        "or an ArrayRecord) or a .npz file (null: client 0's get_parameters)",
+    )
+    run_config: dict[str, object] = option(
+        default_factory=dict, doc="flower: the clients' context.run_config (numbers, text, bools)"
+    )
+    train_config: dict[str, object] = option(
+        default_factory=dict,
+        doc="flower: the train message's config record (fit's config) besides server-round",
+    )
+    evaluate_config: dict[str, object] = option(
+        default_factory=dict,
+        doc="flower: the evaluate message's config record (evaluate's config) besides server-round",
     )
     client_flops: float = option(
         0.0, ge=0.0, doc="flower: FLOPs of a client's fit, unless its metrics report 'flops'"
@@ -687,6 +714,8 @@ class LearnerConfig:
                 "loftq and mica change the base weights or need data; the rank truncation of "
                 "lower-rank clients and export's base_model.json assume an unchanged base)"
             )
+        for key in ("run_config", "train_config", "evaluate_config"):
+            _check_flower_values(getattr(self, key), f"{prefix}.{key}")
         if self.executor != "local" and self.kind != "lora":
             raise ConfigError(
                 f"{prefix}.executor: {self.executor!r} farms out real training, and "
