@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -121,3 +123,36 @@ def test_cli_sweep_on_ray(local_ray, sequential, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main([*argv, "--executor", "dask", "--out", str(tmp_path / "t")])
     assert stop.value.code == 2
+
+
+def test_a_dead_cluster_address_is_one_line_before_anything_is_written(tmp_path):
+    out = tmp_path / "study"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wirelessfl",
+            "sweep",
+            "paper",
+            "--grid",
+            "controller.V=1e-4,1e-3",
+            "--set",
+            "rounds=2",
+            "--executor",
+            "ray",
+            "--ray-address",
+            "127.0.0.1:1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""  # no sweep header, no progress bar
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "wirelessfl: error: --ray-address: no Ray cluster answers at '127.0.0.1:1'"
+    )
+    assert not out.exists()

@@ -60,10 +60,7 @@ def connect(address: str | None, *, key: str, address_key: str) -> ModuleType:
     ray = import_ray(key)
     if ray.is_initialized():
         return ray
-    if address is None and os.environ.get("RAY_ADDRESS"):
-        address, address_key = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
-    if address is not None and address not in LOCAL_ADDRESSES:
-        _probe(address, address_key)
+    address = check_reachable(address, address_key=address_key)
     with warnings.catch_warnings():  # Ray's notice about a future change of its GPU masking
         warnings.simplefilter("ignore", FutureWarning)
         ray.init(
@@ -73,6 +70,17 @@ def connect(address: str | None, *, key: str, address_key: str) -> ModuleType:
             logging_level=logging.WARNING,
         )
     return ray
+
+
+def check_reachable(address: str | None, *, address_key: str) -> str | None:
+    """The cluster address to use (``address``, else ``RAY_ADDRESS``, else None: a local
+    instance), after a one-line ``ConfigError`` naming where it came from unless it answers:
+    what a command checks before it writes or prints anything."""
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address, address_key = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    if address is not None and address not in LOCAL_ADDRESSES:
+        _probe(address, address_key)
+    return address
 
 
 def cluster_resources(ray: ModuleType) -> tuple[int, int]:

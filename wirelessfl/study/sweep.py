@@ -119,6 +119,11 @@ def run_sweep(
 
     if executor not in EXECUTORS:
         raise UserError(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if executor == "ray":  # before anything is written or printed
+        from wirelessfl.learners.ray_cluster import check_reachable, import_ray
+
+        import_ray("--executor")
+        check_reachable(ray_address, address_key="--ray-address")
     if not MIN_JOBS <= jobs <= MAX_JOBS:
         raise UserError(f"--jobs: expected an integer from {MIN_JOBS} to {MAX_JOBS}, got {jobs}")
     count = plain(seeds)
