@@ -78,3 +78,30 @@ def test_a_folder_holding_only_a_stale_lock_takes_a_new_run(tmp_path):
     done = _cli("run", "paper", "--set", "rounds=2", "--out", str(out), "--quiet")
     assert done.returncode == 0, done.stderr
     assert Path(out / "rounds.csv").is_file()
+
+
+def test_a_second_sweep_into_a_live_study_is_refused_and_a_killed_one_resumes(tmp_path):
+    out = tmp_path / "study"
+    sweep = ["sweep", "paper", "--grid", "controller.V=1e-4", "--out", str(out), "--jobs", "1"]
+    holder = subprocess.Popen(
+        [*CLI, *sweep, "--set", "rounds=100000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        lock = out / LOCK_FILE
+        _wait_for(lambda: lock.is_file() and lock.read_text().strip(), "the study's lock")
+        assert lock.read_text().strip() == str(holder.pid)
+        second = _cli(*sweep, "--set", "rounds=100000")
+        lines = second.stderr.strip().splitlines()
+        assert second.returncode == 2, second.stderr
+        assert len(lines) == 1 and f"--out: {out} is in use by process {holder.pid} " in lines[0]
+        assert second.stdout == "" and holder.poll() is None
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    # the .lock files the killed sweep leaves (the study's, its run's) block nothing
+    assert lock.is_file()
+    after = _cli(*sweep, "--set", "rounds=3")
+    assert after.returncode == 0, after.stderr
+    assert len(list(out.glob("*/rounds.csv"))) == 2  # the killed run kept, the new one beside

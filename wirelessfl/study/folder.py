@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.errors import RESOURCE_ERRNOS, UserError, folder_problem, held_names, short_path
+from wirelessfl.results.folder_lock import LOCK_FILE
 from wirelessfl.results.study import (
     INDEX_FILE,
     MISSING,
@@ -56,7 +57,7 @@ def check_study_folder(out: Path) -> None:
     writes into a folder it did not make (``UserError`` naming what the folder holds)."""
     if not out.is_dir() or (out / STUDY_FILE).is_file():
         return
-    shown = held_names(out)
+    shown = held_names(out, ignore=(LOCK_FILE,))  # a lock alone: a sweep killed at once
     if shown:
         raise UserError(
             f"--out: {out} is not empty and is not a study folder (it holds {shown}); "

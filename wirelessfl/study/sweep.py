@@ -32,6 +32,7 @@ from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem
 from wirelessfl.plugins import resolve_plugin
+from wirelessfl.results.folder_lock import FolderLock
 from wirelessfl.results.study import PENDING, StudyResult, load_study
 from wirelessfl.results.summary import summarize
 from wirelessfl.study.executor import EXECUTORS, RunTask, run_tasks
@@ -135,6 +136,9 @@ def run_sweep(
     if problem:
         raise UserError(f"--out: {problem}")
     check_study_folder(out)
+    # one process owns a study folder: a second sweep into it is refused before it reads
+    # the index (a new folder is locked as soon as it is made, below)
+    lock = FolderLock(out, what="--out") if out.is_dir() else None
     scenario_path = resolve_scenario_path(scenario).resolve()
     fixed = list(overrides or [])
     plugins = tuple(resolve_plugin(p, Path.cwd(), "--plugin") for p in plugins)
@@ -166,6 +170,7 @@ def run_sweep(
     points, scenarios = placed, by_folder
 
     make_folder(out, "--out")
+    lock = lock or FolderLock(out, what="--out")
     sweeps = write_spec(
         out,
         {
@@ -230,4 +235,5 @@ def run_sweep(
         bar.close()
     study = load_study(out)
     study.failed = failed
+    lock.release()
     return study
