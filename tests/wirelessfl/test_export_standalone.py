@@ -36,6 +36,7 @@ transformers = pytest.importorskip("transformers")
 from packaging.requirements import Requirement  # noqa: E402
 from packaging.utils import canonicalize_name  # noqa: E402
 from scenario_helpers import digits_scenario  # noqa: E402
+from tiny_models import write_tiny_llama_gguf  # noqa: E402
 
 from wirelessfl.config import load_scenario  # noqa: E402
 from wirelessfl.data import load_dataset  # noqa: E402
@@ -49,7 +50,10 @@ from wirelessfl.learners.exported_loader import (  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
 
-pytestmark = pytest.mark.train
+pytestmark = [
+    pytest.mark.train,
+    pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning"),
+]
 
 _CHECK = """
 import importlib.util, json, sys
@@ -212,7 +216,10 @@ def _loader_outputs(bundle, folder):
     base = loader["build_base"](folder / BASE_FOLDER)
     from safetensors.torch import load_model
 
-    load_model(base, str(folder / BASE_FOLDER / "model.safetensors"), strict=True)
+    whole = bundle.standalone.saved_modules is None  # else the head (a hub model)
+    path = str(folder / BASE_FOLDER / "model.safetensors")
+    _, unexpected = load_model(base, path, strict=whole)
+    assert not unexpected
     return loader, base.eval()
 
 
@@ -233,3 +240,80 @@ def test_each_familys_loader_rebuilds_its_base_model(case, tmp_path):
         batch["y"] = torch.zeros(len(batch["x"]), got.shape[1])
     _, expected = bundle.loss_and_logits(bundle.model.eval(), batch)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """A tiny Llama (SmolLM2's architecture, from a GGUF as the smollm2 family reads it, with
+    its tokenizer) and a tiny ViT for digits (1 channel, 8 px), as local model folders."""
+    root = tmp_path_factory.mktemp("models")
+    write_tiny_llama_gguf(root / "tiny.gguf")
+    build_model("smollm2", n_classes=2, cache_dir=str(root / "llama"), gguf_path=root / "tiny.gguf")
+    config = transformers.ViTConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        image_size=8,
+        patch_size=4,
+        num_channels=1,
+        num_labels=3,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        transformers.ViTForImageClassification(config).save_pretrained(str(root / "vit"))
+    return root
+
+
+#: (model, n_classes, options, batch) of models in ``folders``: the transformers families
+FOLDER_CASES = {
+    "smollm2": ("smollm2", 2, {}, _text(64)),
+    "smollm2_instruct": ("smollm2_instruct", 2, {"answers": ["b", "c"]}, _text(64)),
+    "hub_text": ("hub:llama", 3, {}, _text(64)),
+    "hub_causal": ("hub:llama", 2, {"answers": ["b", "c"]}, _text(64)),
+    "hub_image": ("hub:vit", 7, {}, _image((2, 1, 8, 8))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOLDER_CASES))
+@torch.no_grad()
+def test_transformers_and_hub_loaders_rebuild_their_base_model(case, folders, tmp_path):
+    name, n_classes, options, batch = FOLDER_CASES[case]
+    if name.startswith("hub:"):
+        name = f"hub:{folders / name[4:]}"
+    else:
+        options = {**options, "cache_dir": str(folders / "llama")}
+    bundle = build_model(name, n_classes=n_classes, seed=3, **options)
+    loader, base = _loader_outputs(bundle, tmp_path)
+    hub = name.startswith("hub:")
+    assert bundle.standalone.base_model_name_or_path == (str(folders / name[4:]) if hub else None)
+    assert (tmp_path / BASE_FOLDER / "config.json").exists() != hub  # a hub model: its own
+    got = loader["predict"](base, batch)
+    batch = {**batch, "y": torch.zeros(len(batch["x"]), dtype=torch.long)}
+    _, expected = bundle.loss_and_logits(bundle.model.eval(), batch)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("head", ["train", "frozen"])
+def test_hub_export_names_its_model_and_reproduces_the_run(head, folders, tmp_path):
+    """A digits run on a local hub ViT: adapter_config.json names the folder; the loader (the
+    seeded head from base/ when the run kept it frozen) gives rounds.csv's last accuracy."""
+    vit = folders / "vit"
+    scenario = digits_scenario(
+        rounds=2, eval_every=2, **{"learner.model": f"hub:{vit}", "learner.head": head}
+    )
+    result = Run(scenario, tmp_path / "run").execute()
+    adapter = export_run(tmp_path / "run", tmp_path / "adapter")
+    config = json.loads((adapter / "global" / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(vit)
+    assert _pip_names(adapter) == ["torch", "peft", "safetensors", "transformers"]
+    card = (adapter / "README.md").read_text()  # the card shows the loader exactly as saved
+    assert f"```python\n{(adapter / LOADER).read_text().rstrip()}\n```" in card
+    assert "`pip install torch peft safetensors transformers`" in card
+    loader = runpy.run_path(str(adapter / LOADER))
+    test = load_dataset("digits", seed=scenario.seed, n_clients=scenario.n_clients).test
+    batch = test.batch(torch.arange(len(test)))
+    with torch.no_grad():
+        logits = loader["predict"](loader["load_model"](adapter), batch)
+    accuracy = float((logits.argmax(-1) == batch["y"]).double().mean())
+    assert accuracy == pytest.approx(float(result.rounds["accuracy"].iloc[-1]), abs=1e-12)
