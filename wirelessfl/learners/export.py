@@ -5,6 +5,12 @@ What is written::
     DIR/global/          peft ``save_pretrained``: adapter_config.json, adapter_model.safetensors
                          (the LoRA factors and, when the run trained it, the task head as
                          peft ``modules_to_save``)
+    DIR/base/            the frozen base model's weights (model.safetensors; config.json for a
+                         transformers model); a hub model's seeded head only
+    DIR/load_exported.py rebuilds the base model without wirelessfl (torch, transformers, the
+                         model's own package), loads base/ and the adapter
+                         (:mod:`wirelessfl.learners.exported_loader`); not for a plug-in model
+                         without ``ModelBundle.standalone``
     DIR/base_model.json  the arguments of ``wirelessfl.models.build_model`` that rebuild the
                          frozen base model the adapter belongs to (with
                          ``learner.model_options``)

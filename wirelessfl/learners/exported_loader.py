@@ -58,7 +58,8 @@ def write_base(model: nn.Module, standalone: Standalone, folder: Path) -> None:
 
 def loader_source(standalone: Standalone, run_name: str) -> str:
     """The text of ``load_exported.py`` for a base model rebuilt by ``standalone``."""
-    imports = "\n".join(dict.fromkeys([*_COMMON, *standalone.imports]))
+    lines = dict.fromkeys([*_COMMON, *standalone.imports])
+    imports = "\n".join(sorted(lines, key=lambda line: (line.split()[1], line.startswith("from"))))
     strict = standalone.saved_modules is None
     weights = (
         "the whole base model"
