@@ -157,7 +157,6 @@ def _check_run(run: Path, adapter: Path, tmp: Path) -> None:
     assert report["test_loss"] == pytest.approx(float(row["test_loss"]), rel=1e-5)
 
 
-@pytest.mark.slow  # about 35 s: peft and transformers import in the fresh venv
 def test_tiny_mlp_export_loads_without_wirelessfl(tmp_path):
     Run(digits_scenario(rounds=3, eval_every=3), tmp_path / "run").execute()
     adapter = export_run(tmp_path / "run", tmp_path / "adapter")
