@@ -164,7 +164,7 @@ def test_tiny_mlp_export_loads_without_wirelessfl(tmp_path):
     _check_run(tmp_path / "run", adapter, tmp_path)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # 11 s on an idle 2-core CPU, 50 s and more on a busy one
 def test_default_scenario_export_loads_without_wirelessfl(tmp_path):
     """The default scenario (EfficientNet-Lite0 on MNIST-5k), 2 rounds of 3 of 4 clients."""
     small = load_scenario("default", ["rounds=2", "eval_every=2", "n_clients=4", "n_scheduled=3"])
