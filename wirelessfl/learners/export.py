@@ -5,6 +5,12 @@ What is written::
     DIR/global/          peft ``save_pretrained``: adapter_config.json, adapter_model.safetensors
                          (the LoRA factors and, when the run trained it, the task head as
                          peft ``modules_to_save``)
+    DIR/base/            the frozen base model's weights (model.safetensors; config.json for a
+                         transformers model); a hub model's seeded head only
+    DIR/load_exported.py rebuilds the base model without wirelessfl (torch, transformers, the
+                         model's own package), loads base/ and the adapter
+                         (:mod:`wirelessfl.learners.exported_loader`); not for a plug-in model
+                         without ``ModelBundle.standalone``
     DIR/base_model.json  the arguments of ``wirelessfl.models.build_model`` that rebuild the
                          frozen base model the adapter belongs to (with
                          ``learner.model_options``)
@@ -33,6 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.errors import UserError, folder_problem, held_names, short_path
+from wirelessfl.learners.exported_loader import (
+    BASE_FOLDER,
+    LOADER,
+    loader_source,
+    requirements,
+    write_base,
+)
 from wirelessfl.registries import ALGORITHMS
 from wirelessfl.results.files import file_sha256
 from wirelessfl.results.folder_lock import FolderLock
@@ -97,7 +110,12 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         **dict(scenario.learner.model_options),
     }
     from wirelessfl.learners.model_card import model_card
+    from wirelessfl.models import build_model
 
+    # the base model as the run built it, before peft wrapped it (its weights go to base/)
+    bundle = build_model(**{k: v for k, v in base.items() if k != "dtype"})
+    standalone = bundle.standalone
+    loader = None if standalone is None else loader_source(standalone, run.name)
     card = model_card(
         run,
         base,
@@ -105,10 +123,18 @@ def export_run(run: str | Path, out: str | Path) -> Path:
         lora_alpha=scenario.learner.lora_alpha,
         trains_head=runtime.trains_head,
         use_rslora=scenario.learner.use_rslora,
+        loader=loader,
+        requirements=None if standalone is None else requirements(standalone),
     )
     _check_out(out)  # created only once everything is read and checked
+    # a hub model's id or folder; None for a base rebuilt from base/ (not a hub checkpoint)
+    named = None if standalone is None else standalone.base_model_name_or_path
+    runtime.model.peft_config["default"].base_model_name_or_path = named
     runtime.model.save_pretrained(out / "global")
     (out / BASE_MODEL).write_text(json.dumps(base, indent=1) + "\n", encoding="utf-8")
+    if standalone is not None:
+        write_base(bundle.model, standalone, out / BASE_FOLDER)
+        (out / LOADER).write_text(loader, encoding="utf-8")
     (out / "README.md").write_text(card, encoding="utf-8")
     return out
 

@@ -23,10 +23,14 @@ def model_card(
     lora_alpha: float,
     trains_head: bool,
     use_rslora: bool = False,
+    loader: str | None = None,
+    requirements: list[str] | None = None,
 ) -> str:
     """Markdown for the exported run ``run`` whose base model is ``build_model(**base)``; its
     adapter has rank ``rank`` and ``lora_alpha`` (scaled by alpha / sqrt(r) if
-    ``use_rslora``), and holds the task head if ``trains_head``."""
+    ``use_rslora``), and holds the task head if ``trains_head``; ``loader`` is the text of
+    ``load_exported.py`` (which needs the pip distributions ``requirements``), ``None`` for a
+    model that only wirelessfl rebuilds."""
     from wirelessfl.results import load
 
     result = load(run)
@@ -52,6 +56,7 @@ def model_card(
         if use_rslora
         else f"scaling alpha / r = {lora_alpha / rank:g}"
     )
+    without = _standalone_loading(loader, requirements)
     return f"""# {name}: federated LoRA adapter (wirelessfl)
 
 LoRA adapter of `{base["name"]}` trained by federated fine-tuning with algorithm `{algorithm}`
@@ -67,8 +72,9 @@ over a simulated wireless network (wirelessfl run `{run.name}`): rank {rank}, lo
 
 ## Loading
 
-The base model is rebuilt by wirelessfl (`pip install "wirelessfl[train]"`) from the arguments
-in `base_model.json` (its random initialisations come from the seed, so it is the run's base):
+{without}The base model is also rebuilt by wirelessfl (`pip install "wirelessfl[train]"`) from the
+arguments in `base_model.json` (its random initialisations come from the seed, so it is the
+run's base):
 
 ```python
 import json
@@ -87,4 +93,22 @@ The run's resolved scenario (`config.yaml`):
 ```yaml
 {scenario}
 ```
+"""
+
+
+def _standalone_loading(loader: str | None, requirements: list[str] | None) -> str:
+    """The card's paragraph on loading without wirelessfl (empty when there is no loader)."""
+    if loader is None:
+        return (
+            "This base model is not one that can be rebuilt without wirelessfl (a plug-in "
+            "model), so there is no `load_exported.py`.\n\n"
+        )
+    return f"""Without wirelessfl: `pip install {" ".join(requirements or [])}`, then in this folder
+`load_exported.py` (below, exactly as saved here) rebuilds the base model, loads its weights
+from `base/` and puts the adapter in `global/` on it with `PeftModel.from_pretrained`:
+
+```python
+{loader.rstrip()}
+```
+
 """

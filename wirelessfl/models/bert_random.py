@@ -13,7 +13,7 @@ from wirelessfl.data.assets import offline_env
 from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import text_loss_and_logits
-from wirelessfl.models.minilm import MeanPoolClassifier
+from wirelessfl.models.minilm import MeanPoolClassifier, mean_pool_standalone
 from wirelessfl.models.rng import seeded
 
 __all__ = ["MINILM_VOCAB_SIZE", "build_bert_random"]
@@ -98,4 +98,5 @@ def build_bert_random(
             "intermediate": intermediate,
             "max_positions": max_positions,
         },
+        standalone=mean_pool_standalone(model),
     )

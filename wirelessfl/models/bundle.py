@@ -18,6 +18,7 @@ from wirelessfl.data.arrays import KINDS
 from wirelessfl.errors import UserError
 from wirelessfl.models.layers import is_peft_internal, layer_in_out, matches
 from wirelessfl.models.losses import LossFn
+from wirelessfl.models.standalone import Standalone
 
 __all__ = ["ModelBundle", "check_rank"]
 
@@ -37,6 +38,8 @@ class ModelBundle:
             peft-wrapped one.
         name: Registry name it was built from.
         info: Settings worth recording (sources of weights, image size, ...).
+        standalone: How the model is rebuilt without wirelessfl (what ``wirelessfl export``
+            writes as ``load_exported.py``); ``None`` when it cannot be.
     """
 
     model: nn.Module
@@ -46,6 +49,7 @@ class ModelBundle:
     loss_and_logits: LossFn
     name: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    standalone: Standalone | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

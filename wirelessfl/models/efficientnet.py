@@ -29,6 +29,7 @@ from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import image_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import IMAGE_PREDICT, Standalone, build_base_source, sources
 
 __all__ = [
     "load_backbone",
@@ -168,4 +169,24 @@ def build_efficientnet_lite0(
             "n_blocks": n_blocks,
             "normalisation": "(x - 127) / 128",
         },
+        standalone=_standalone(n_classes, image_size, dropout),
+    )
+
+
+def _standalone(n_classes: int, image_size: int | None, dropout: float | None) -> Standalone:
+    """The rebuild without wirelessfl: the package's architecture (no weights package: the
+    export holds every weight), its 1x1 convs swapped as :func:`load_backbone` does."""
+    overrides = {"num_classes": n_classes, "image_size": image_size, "dropout_rate": dropout}
+    args = "".join(f", {k}={v!r}" for k, v in overrides.items() if v is not None)
+    return Standalone(
+        imports=("from efficientnet_lite_pytorch import EfficientNet", "from torch import nn"),
+        definitions=sources(_plain_conv, swap_pointwise_convs)
+        + "\n\n"
+        + build_base_source(
+            f'model = EfficientNet.from_name("efficientnet-lite0"{args})',
+            "swap_pointwise_convs(model)  # plain nn.Conv2d 1x1 convs, as the run adapted them",
+            "return model",
+        ),
+        predict=IMAGE_PREDICT,
+        packages=("efficientnet-lite-pytorch",),
     )

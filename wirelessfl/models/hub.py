@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,6 +30,13 @@ from wirelessfl.models.dtypes import autocast_dtype, in_dtype, torch_dtype, unde
 from wirelessfl.models.layers import ATTENTION_TARGETS, detect_attention_targets
 from wirelessfl.models.losses import image_loss_and_logits, text_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import (
+    IMAGE_PREDICT,
+    TEXT_PREDICT,
+    Standalone,
+    build_base_source,
+    verbalizer_predict,
+)
 from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
 
 __all__ = ["build_hub", "DEFAULT_TARGETS"]
@@ -60,6 +68,39 @@ def _default_targets(model: torch.nn.Module, model_type: str) -> list[str] | Non
         table = {}
     candidates = [c for c in (table.get(model_type), DEFAULT_TARGETS.get(model_type)) if c]
     return detect_attention_targets(model, [*candidates, *ATTENTION_TARGETS])
+
+
+def _standalone(
+    spec: str,
+    model: torch.nn.Module,
+    auto_class: str,
+    head_options: str,
+    from_pretrained: dict[str, Any],
+    saved_modules: Sequence[str],
+    predict: str,
+) -> Standalone:
+    """The rebuild without wirelessfl: ``transformers.<auto_class>.from_pretrained`` of the
+    same checkpoint (an absolute folder when ``spec`` is a local one) with the run's loader
+    arguments; the export holds ``saved_modules`` (the head) only."""
+    source = str(Path(spec).resolve()) if Path(spec).is_dir() else spec
+    options = {k: v for k, v in from_pretrained.items() if v not in (None, False)}
+    pad = getattr(model.config, "pad_token_id", None)
+    body = [
+        f"model = {auto_class}.from_pretrained(",
+        f"    BASE_MODEL,{head_options} dtype=torch.float32, **FROM_PRETRAINED",
+        ")",
+    ]
+    if pad is not None:
+        body.append(f"model.config.pad_token_id = {int(pad)}  # as the run padded")
+    return Standalone(
+        imports=(f"from transformers import {auto_class}",),
+        definitions=f"BASE_MODEL = {source!r}\nFROM_PRETRAINED = {options!r}\n\n\n"
+        + build_base_source(*body, "return model"),
+        predict=predict,
+        packages=("transformers",),
+        saved_modules=tuple(saved_modules),
+        base_model_name_or_path=source,
+    )
 
 
 @contextlib.contextmanager
@@ -175,6 +216,15 @@ def build_hub(
                 "answers": list(answers),
                 "answer_token_ids": answer_ids,
             },
+            standalone=_standalone(
+                spec,
+                model,
+                "AutoModelForCausalLM",
+                "",
+                {**kwargs, "cache_dir": None, **(loader_kwargs or {})},
+                head_modules or [],
+                verbalizer_predict(answer_ids),
+            ),
         )
     auto = (
         AutoModelForImageClassification if task == "image" else AutoModelForSequenceClassification
@@ -226,4 +276,13 @@ def build_hub(
             "dtype": dtype,
             "autocast": autocast,
         },
+        standalone=_standalone(
+            spec,
+            model,
+            auto.__name__,
+            f" num_labels={n_classes}, ignore_mismatched_sizes=True,",
+            {**kwargs, "cache_dir": None, **(loader_kwargs or {})},
+            head_modules,
+            IMAGE_PREDICT if task == "image" else TEXT_PREDICT,
+        ),
     )

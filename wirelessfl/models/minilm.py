@@ -16,8 +16,9 @@ from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import text_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import TEXT_PREDICT, Standalone, build_base_source, sources
 
-__all__ = ["MeanPoolClassifier", "build_minilm"]
+__all__ = ["MeanPoolClassifier", "build_minilm", "mean_pool_standalone"]
 
 
 class MeanPoolClassifier(nn.Module):
@@ -42,6 +43,24 @@ class MeanPoolClassifier(nn.Module):
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
         return self.classifier(self.dropout(pooled))
+
+
+def mean_pool_standalone(model: MeanPoolClassifier) -> Standalone:
+    """The rebuild of ``model`` without wirelessfl: a ``BertModel`` from its config
+    (``base/config.json``) under :class:`MeanPoolClassifier`."""
+    n_classes, dropout = model.classifier.out_features, model.dropout.p
+    return Standalone(
+        imports=("from torch import nn", "from transformers import BertConfig, BertModel"),
+        definitions=sources(MeanPoolClassifier)
+        + "\n\n"
+        + build_base_source(
+            "encoder = BertModel(BertConfig.from_pretrained(folder), add_pooling_layer=False)",
+            f"return MeanPoolClassifier(encoder, {n_classes}, {dropout!r})",
+        ),
+        predict=TEXT_PREDICT,
+        packages=("transformers",),
+        config=model.encoder.config,
+    )
 
 
 #: Transformer layers in the all-MiniLM-L6-v2 checkpoint.
@@ -98,4 +117,5 @@ def build_minilm(
             "tokenizer": "minilm",
             "n_layers": n_layers,
         },
+        standalone=mean_pool_standalone(model),
     )

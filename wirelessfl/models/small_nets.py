@@ -21,14 +21,77 @@ from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import image_loss_and_logits, regression_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import IMAGE_PREDICT, Standalone, build_base_source, sources
 
-__all__ = ["build_mnist_mlp", "build_small_cnn", "build_synthetic_linear", "build_synthetic_mlp"]
+__all__ = [
+    "build_mnist_mlp",
+    "build_small_cnn",
+    "build_synthetic_linear",
+    "build_synthetic_mlp",
+    "mnist_mlp",
+    "small_cnn",
+    "synthetic_linear",
+    "synthetic_mlp",
+]
 
 
 def _positive(**sizes: int) -> None:
     for key, value in sizes.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise UserError(f"{key} must be an integer >= 1, got {value!r}")
+
+
+def mnist_mlp(in_features: int, hidden: int, n_classes: int) -> nn.Sequential:
+    """The ``mnist_mlp`` architecture (PyTorch's default init)."""
+    return nn.Sequential(
+        OrderedDict(
+            flatten=nn.Flatten(),
+            fc1=nn.Linear(in_features, hidden),
+            act=nn.ReLU(),
+            head=nn.Linear(hidden, n_classes),
+        )
+    )
+
+
+def synthetic_linear(d_x: int, d_y: int) -> nn.Sequential:
+    """The ``synthetic_linear`` architecture (PyTorch's default init)."""
+    return nn.Sequential(OrderedDict(linear=nn.Linear(d_x, d_y)))
+
+
+def synthetic_mlp(d_x: int, d_hidden: int, d_y: int) -> nn.Sequential:
+    """The ``synthetic_mlp`` architecture (PyTorch's default init)."""
+    return nn.Sequential(
+        OrderedDict(fc1=nn.Linear(d_x, d_hidden), act=nn.ReLU(), fc2=nn.Linear(d_hidden, d_y))
+    )
+
+
+def small_cnn(in_channels: int, image_size: int, n_classes: int) -> nn.Sequential:
+    """The ``small_cnn`` architecture (PyTorch's default init)."""
+    side = ((image_size - 4) // 2 - 2) // 3  # side of conv2's pooled map
+    return nn.Sequential(
+        OrderedDict(
+            conv1=nn.Conv2d(in_channels, 32, 5),
+            act1=nn.ReLU(),
+            pool1=nn.MaxPool2d(2),
+            conv2=nn.Conv2d(32, 64, 3),
+            act2=nn.ReLU(),
+            pool2=nn.MaxPool2d(3),
+            flatten=nn.Flatten(),
+            fc1=nn.Linear(64 * side * side, 64),
+            act3=nn.ReLU(),
+            head=nn.Linear(64, n_classes),
+        )
+    )
+
+
+def _standalone(architecture, *args: int) -> Standalone:
+    """The rebuild of the network ``architecture(*args)`` without wirelessfl."""
+    call = f"{architecture.__name__}({', '.join(str(a) for a in args)})"
+    return Standalone(
+        imports=("from collections import OrderedDict", "from torch import nn"),
+        definitions=sources(architecture) + "\n\n" + build_base_source(f"return {call}"),
+        predict=IMAGE_PREDICT,
+    )
 
 
 def build_mnist_mlp(
@@ -38,14 +101,7 @@ def build_mnist_mlp(
     ``hidden x n_classes``; logits ``(B, n_classes)``. LoRA target ``fc1``, head ``head``."""
     _positive(in_features=in_features, hidden=hidden)
     with seeded(seed):
-        model = nn.Sequential(
-            OrderedDict(
-                flatten=nn.Flatten(),
-                fc1=nn.Linear(in_features, hidden),
-                act=nn.ReLU(),
-                head=nn.Linear(hidden, n_classes),
-            )
-        )
+        model = mnist_mlp(in_features, hidden, n_classes)
     return ModelBundle(
         model=model,
         target_modules=["fc1"],
@@ -53,6 +109,7 @@ def build_mnist_mlp(
         kind="image",
         loss_and_logits=image_loss_and_logits,
         info={"pretrained": False, "in_features": in_features, "hidden": hidden},
+        standalone=_standalone(mnist_mlp, in_features, hidden, n_classes),
     )
 
 
@@ -66,7 +123,7 @@ def build_synthetic_linear(
     """
     _positive(d_x=d_x, d_y=d_y)
     with seeded(seed):
-        model = nn.Sequential(OrderedDict(linear=nn.Linear(d_x, d_y)))
+        model = synthetic_linear(d_x, d_y)
     return ModelBundle(
         model=model,
         target_modules=["linear"],
@@ -74,6 +131,7 @@ def build_synthetic_linear(
         kind="regression",
         loss_and_logits=regression_loss_and_logits,
         info={"pretrained": False, "d_x": d_x, "d_y": d_y},
+        standalone=_standalone(synthetic_linear, d_x, d_y),
     )
 
 
@@ -84,9 +142,7 @@ def build_synthetic_mlp(
     ``(B, d_y)``. Regression: ``n_classes`` is ignored. LoRA target ``fc1``, head ``fc2``."""
     _positive(d_x=d_x, d_hidden=d_hidden, d_y=d_y)
     with seeded(seed):
-        model = nn.Sequential(
-            OrderedDict(fc1=nn.Linear(d_x, d_hidden), act=nn.ReLU(), fc2=nn.Linear(d_hidden, d_y))
-        )
+        model = synthetic_mlp(d_x, d_hidden, d_y)
     return ModelBundle(
         model=model,
         target_modules=["fc1"],
@@ -94,6 +150,7 @@ def build_synthetic_mlp(
         kind="regression",
         loss_and_logits=regression_loss_and_logits,
         info={"pretrained": False, "d_x": d_x, "d_hidden": d_hidden, "d_y": d_y},
+        standalone=_standalone(synthetic_mlp, d_x, d_hidden, d_y),
     )
 
 
@@ -109,22 +166,8 @@ def build_small_cnn(
     _positive(in_channels=in_channels, image_size=image_size)
     if image_size < 14:
         raise UserError(f"image_size must be >= 14 for small_cnn, got {image_size}")
-    side = ((image_size - 4) // 2 - 2) // 3  # side of conv2's pooled map
     with seeded(seed):
-        model = nn.Sequential(
-            OrderedDict(
-                conv1=nn.Conv2d(in_channels, 32, 5),
-                act1=nn.ReLU(),
-                pool1=nn.MaxPool2d(2),
-                conv2=nn.Conv2d(32, 64, 3),
-                act2=nn.ReLU(),
-                pool2=nn.MaxPool2d(3),
-                flatten=nn.Flatten(),
-                fc1=nn.Linear(64 * side * side, 64),
-                act3=nn.ReLU(),
-                head=nn.Linear(64, n_classes),
-            )
-        )
+        model = small_cnn(in_channels, image_size, n_classes)
     return ModelBundle(
         model=model,
         target_modules=["conv1", "conv2", "fc1"],
@@ -132,4 +175,5 @@ def build_small_cnn(
         kind="image",
         loss_and_logits=image_loss_and_logits,
         info={"pretrained": False, "in_channels": in_channels, "image_size": image_size},
+        standalone=_standalone(small_cnn, in_channels, image_size, n_classes),
     )

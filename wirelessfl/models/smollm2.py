@@ -34,6 +34,7 @@ from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.dtypes import autocast_dtype, in_dtype, torch_dtype, under_autocast
 from wirelessfl.models.losses import text_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import TEXT_PREDICT, from_config_standalone, verbalizer_predict
 from wirelessfl.models.verbalizer import answer_token_ids, verbalizer_loss
 
 __all__ = ["build_smollm2", "build_smollm2_instruct", "ensure_fp32_cache", "cache_is_complete"]
@@ -168,6 +169,9 @@ def build_smollm2(
             "pad_token_id": model.config.pad_token_id,
             "tokenizer": "smollm2",
         },
+        standalone=from_config_standalone(
+            model, "AutoModelForSequenceClassification", TEXT_PREDICT
+        ),
     )
 
 
@@ -224,4 +228,7 @@ def build_smollm2_instruct(
             "dtype": dtype,
             "autocast": autocast,
         },
+        standalone=from_config_standalone(
+            model, "AutoModelForCausalLM", verbalizer_predict(answer_ids)
+        ),
     )

@@ -13,6 +13,7 @@ from wirelessfl.errors import UserError
 from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.losses import image_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import IMAGE_PREDICT, Standalone, build_base_source, sources
 
 __all__ = ["TinyMLP", "build_tiny_mlp"]
 
@@ -52,4 +53,11 @@ def build_tiny_mlp(
         kind="image",
         loss_and_logits=image_loss_and_logits,
         info={"pretrained": False, "in_features": in_features, "hidden": hidden},
+        standalone=Standalone(
+            imports=("from torch import nn",),
+            definitions=sources(TinyMLP)
+            + "\n\n"
+            + build_base_source(f"return TinyMLP({in_features}, {hidden}, {n_classes})"),
+            predict=IMAGE_PREDICT,
+        ),
     )

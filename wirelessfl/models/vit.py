@@ -15,6 +15,7 @@ from wirelessfl.models.bundle import ModelBundle
 from wirelessfl.models.layers import detect_attention_targets
 from wirelessfl.models.losses import image_loss_and_logits
 from wirelessfl.models.rng import seeded
+from wirelessfl.models.standalone import IMAGE_PREDICT, from_config_standalone
 
 __all__ = ["build_vit_random"]
 
@@ -78,4 +79,5 @@ def build_vit_random(
             "image_size": image_size,
             "patch_size": patch_size,
         },
+        standalone=from_config_standalone(model, "AutoModelForImageClassification", IMAGE_PREDICT),
     )
