@@ -131,6 +131,24 @@ def test_a_controller_that_chooses_o_is_labelled_without_the_fixed_ratio():
     assert (len(groups[0].runs), groups[0].seeds) == (2, 1)
 
 
+def test_an_energy_budget_labels_only_the_controllers_that_keep_one():
+    """A budgeted tsfa, an unbudgeted tsfa and a fixed controller (which has no online stage
+    and refuses a budget): the budget names the tsfa groups, never the fixed one."""
+    runs = [
+        _run(**{"controller.name": "tsfa", "controller.energy_budget_j": 0.005}),
+        _run(**{"controller.name": "tsfa"}),
+        _run(),
+    ]
+    assert [g.label for g in group_runs(runs)] == [
+        "energy_budget_j=0.005, name=tsfa",
+        "energy_budget_j=None, name=tsfa",
+        "name=fixed",
+    ]
+    budgeted = {**runs[2].config, "controller": {"name": "fixed", "energy_budget_j": 0.005}}
+    assert not applies(Scenario, budgeted, "controller.energy_budget_j")
+    assert applies(Scenario, runs[0].config, "controller.energy_budget_j")
+
+
 # -- labels ---------------------------------------------------------------------------------------
 def test_dense_ilora_is_labelled_without_the_ratio_the_sparsifiers_keep():
     # strategy.soft.zeta pinned: left null it resolves to SOFT's 0.001 and the baselines' 0,

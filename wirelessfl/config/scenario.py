@@ -144,6 +144,13 @@ def _controller_reads(setting: str) -> Callable[[Mapping[str, Any]], bool]:
     return reads
 
 
+def _controller_keeps_budget(config: Mapping[str, Any]) -> bool:
+    """``controller.energy_budget_j``: the run's controller has an online stage that keeps a
+    budget (``SUPPORTS_ENERGY_BUDGET``); a config naming no controller is not judged."""
+    name = (config.get("controller") or {}).get("name")
+    return name is None or bool(CONTROLLERS.load(name).SUPPORTS_ENERGY_BUDGET)
+
+
 def _ratio_reaches_messages(config: Mapping[str, Any]) -> bool:
     """``controller.sparsification``: the fixed ratio O reaches a run's messages when its
     controller reads it and its compression stage follows the controller."""
@@ -457,6 +464,7 @@ class ControllerConfig:
         gt=0.0,
         doc="time-average energy per device per round (compute + transmit); a virtual queue "
         "per device joins the online stage (osfa, tsfa); null: no budget",
+        applies=_controller_keeps_budget,
     )
     offline_outage_prob: float = option(
         0.01,
