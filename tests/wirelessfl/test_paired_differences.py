@@ -347,6 +347,7 @@ def test_reproduce_writes_paired_columns_and_table(tmp_path, monkeypatch, capsys
         target=None,
         executor="local",
         ray_address=None,
+        plugin=None,
     )
     assert module._cmd_reproduce(args) == 0
     printed = capsys.readouterr().out
