@@ -16,6 +16,12 @@ def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 3
 
 
+def test_readme_lists_every_notebook():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [path.name for path in NOTEBOOKS if f"`{path.name}`" not in readme]
+    assert not missing, f"README.md's notebook list lacks {missing}"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_executes(path, tmp_path, monkeypatch):
     monkeypatch.setenv("WIRELESSFL_SMALL", "1")

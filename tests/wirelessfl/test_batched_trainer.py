@@ -9,14 +9,9 @@ client, LoRA-sized per-client memory, and the layer types it refuses.
 
 from __future__ import annotations
 
-import os
+import math
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import math  # noqa: E402
-
-import pytest  # noqa: E402
+import pytest
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -35,19 +30,12 @@ from wirelessfl.training.rank_padding import truncate_rank  # noqa: E402
 
 pytestmark = [
     pytest.mark.train,
+    pytest.mark.usefixtures("one_torch_thread"),
     pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning"),
 ]
 
 TOL = {torch.float64: dict(rtol=1e-10, atol=1e-12), torch.float32: dict(rtol=1e-4, atol=2e-6)}
 LOSS_TOL = {torch.float64: 1e-12, torch.float32: 1e-6}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
@@ -605,7 +593,6 @@ def test_generic_head_module_via_vmap(digits):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_matches_sequential_and_memory():
     """On CUDA: same results as the sequential trainer (CPU generators, so the batch order is
     the CPU one), peak memory of the same order as one step over K x b samples plus the

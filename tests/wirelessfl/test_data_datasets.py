@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import zlib
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 torch = pytest.importorskip("torch")
 
@@ -20,7 +16,6 @@ pytestmark = pytest.mark.train
 
 @pytest.fixture(scope="module")
 def rotten():
-    torch.set_num_threads(1)
     return load_dataset("rotten_tomatoes", seed=0)
 
 

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 torch = pytest.importorskip("torch")
 hfds = pytest.importorskip("datasets")

@@ -56,6 +56,7 @@ def test_synthetic_reproduction_tables_the_last_evaluation_of_every_run(tmp_path
     assert curve.test_loss.iloc[1:].tolist() == run.rounds.test_loss.dropna().tolist()
 
 
+@pytest.mark.slow  # 80-120 s on a 2-core CPU
 def test_adaptors_study_bits_grow_with_c(tmp_path):
     spec = REPRODUCTIONS["floral-adaptors"]
     grid = spec.sweeps["C"]

@@ -19,10 +19,7 @@ from wirelessfl.sim import run_scenario
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
-]
+pytestmark = pytest.mark.gpu  # skipped without CUDA (tests/conftest.py)
 
 #: Every scenario shape an algorithm family needs: LoRA on a CNN, FLoRAL's per-client tests.
 SCENARIOS = ("default", "floral/synthetic_linear")

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 
 import pandas as pd
 import pytest
 from scenario_helpers import interrupt_at
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")

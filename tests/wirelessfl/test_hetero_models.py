@@ -4,12 +4,7 @@ depth and width on MiniLM's vocabulary)."""
 
 from __future__ import annotations
 
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import pytest  # noqa: E402
+import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -17,17 +12,9 @@ pytest.importorskip("transformers")
 from wirelessfl.errors import UserError  # noqa: E402
 from wirelessfl.models import build_model  # noqa: E402
 
-pytestmark = [pytest.mark.train]
+pytestmark = [pytest.mark.train, pytest.mark.usefixtures("one_torch_thread")]
 
 SMALL = {"n_layers": 2, "hidden": 32, "heads": 2, "max_positions": 64}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,9 @@ MNIST clients get their cluster's transform, rows are per client, ``by_client`` 
 from __future__ import annotations
 
 import math
-import os
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 torch = pytest.importorskip("torch")
 
@@ -179,7 +176,6 @@ def test_by_client_partition_gives_each_client_its_rows():
 
 @pytest.fixture(scope="module")
 def mnist():
-    torch.set_num_threads(1)
     base = load_mnist5k(seed=0, image_size=28, channels=1)
     return {
         "base": base,

@@ -3,12 +3,7 @@ LoRA layer shapes that match what peft actually creates."""
 
 from __future__ import annotations
 
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import pytest  # noqa: E402
+import pytest
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -17,19 +12,12 @@ from wirelessfl.models import MODELS, build_model, check_rank  # noqa: E402
 
 pytestmark = [
     pytest.mark.train,
+    pytest.mark.usefixtures("one_torch_thread"),
     # peft 0.21 calls a transformers 5 API that warns about its own deprecation
     pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning"),
 ]
 
 R = 4
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def lora_factor_shapes(peft_model):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import pytest  # noqa: E402
+import pytest
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -17,16 +12,9 @@ from wirelessfl.models import build_model, check_rank  # noqa: E402
 
 pytestmark = [
     pytest.mark.train,
+    pytest.mark.usefixtures("one_torch_thread"),
     pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _lora_count(model):

@@ -8,12 +8,8 @@ rsLoRA output of a lower-rank client computed by hand from the layer's factors, 
 from __future__ import annotations
 
 import math
-import os
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import pytest  # noqa: E402
+import pytest
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")

@@ -11,13 +11,9 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-import pytest  # noqa: E402
-from tiny_models import write_tiny_llama_gguf  # noqa: E402
+import pytest
+from tiny_models import write_tiny_llama_gguf
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -35,7 +31,6 @@ def test_gguf_to_fp32_cache_with_a_tiny_gguf(tmp_path):
     from wirelessfl.models import build_model
     from wirelessfl.models.smollm2 import cache_is_complete
 
-    torch.set_num_threads(1)
     gguf_file = tmp_path / "tiny.gguf"
     write_tiny_llama_gguf(gguf_file)
     cache = tmp_path / "cache"
@@ -97,7 +92,6 @@ def test_real_smollm2_gguf(tmp_path):
     from wirelessfl.models import build_model
     from wirelessfl.models.smollm2 import cache_is_complete
 
-    torch.set_num_threads(2)
     cache = tmp_path / "smollm2_fp32"
     b = build_model("smollm2", n_classes=2, seed=0, cache_dir=str(cache))
     assert cache_is_complete(cache)
@@ -173,7 +167,6 @@ def test_instruct_verbalizer_matches_the_full_lm_logits_and_autocast_stays_close
     from wirelessfl.data import load_dataset
     from wirelessfl.models import build_model
 
-    torch.set_num_threads(2)
     plain = build_model("smollm2_instruct", n_classes=2)
     mixed = build_model("smollm2_instruct", n_classes=2, autocast="bfloat16")
     data = load_dataset(

@@ -16,10 +16,7 @@ from wirelessfl.sim.runner import run_scenario
 torch = pytest.importorskip("torch")
 ray = pytest.importorskip("ray")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
-]
+pytestmark = pytest.mark.gpu  # skipped without CUDA (tests/conftest.py)
 
 ROUNDS = ["rounds=2", "n_clients=8", "n_scheduled=4", "learner.device=cuda"]
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from scenario_helpers import digits_scenario
 
 from wirelessfl.study.calibrate import calibrate
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_pilot_constants_come_from_the_recorded_arrays():
-    torch.set_num_threads(1)
     sc = digits_scenario(rounds=2)
     constants, record, ranks = calibrate(sc, 4, rounds=2, progress=lambda *_: None)
     assert ranks == [2, 4, 8]
