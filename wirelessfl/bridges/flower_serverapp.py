@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from wirelessfl.config.scenario import Scenario
 
-__all__ = ["FlowerGridLearner", "server_app"]
+__all__ = ["FlowerGridLearner", "run_on_grid", "server_app"]
 
 #: Seconds between looks at the nodes connected while waiting for all of them.
 POLL_S = 0.2
@@ -64,10 +64,16 @@ def server_app(scenario: Scenario, out_dir: str | Path, *, timeout_s: float = 60
 
     @app.main()
     def main(grid: Grid, context: Any) -> None:
-        learner = FlowerGridLearner(scenario, grid, timeout_s=timeout_s)
-        Run(scenario, out_dir, learner=learner).execute()
+        run_on_grid(scenario, out_dir, grid, timeout_s=timeout_s)
 
     return app
+
+
+def run_on_grid(scenario: Scenario, out_dir: str | Path, grid: Grid, *, timeout_s: float) -> None:
+    """Simulate ``scenario`` into the new folder ``out_dir``, training on ``grid``'s nodes (a
+    ServerApp's main function; ``timeout_s`` [s] as in :func:`server_app`)."""
+    learner = FlowerGridLearner(scenario, grid, timeout_s=timeout_s)
+    Run(scenario, out_dir, learner=learner).execute()
 
 
 class FlowerGridLearner(FederatedLearner):
