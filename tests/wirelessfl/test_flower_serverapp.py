@@ -80,9 +80,7 @@ def _superlink(home: Path):
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         # the code under test, wherever the SuperLink's processes start
         "PYTHONPATH": str(Path(wirelessfl.__file__).parents[1]),
-        # wirelessfl and flwr are installed here: no `uv sync` of the app's dependencies
-        "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-        "FLWR_DISABLE_UPDATE_CHECK": "1",
+        "FLWR_DISABLE_UPDATE_CHECK": "1",  # no look-up of newer flwr releases
         "OMP_NUM_THREADS": "1",  # torch on one thread in the ServerApp and the actor, as ours
     }
     command = [BIN / "flower-superlink", "--insecure", "--simulation", "--isolation"]
