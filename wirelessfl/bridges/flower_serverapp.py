@@ -1,9 +1,11 @@
 """Our simulator and federated algorithms as a Flower ``ServerApp``.
 
-:func:`server_app` returns a ``ServerApp`` whose main function runs the scenario with our
-simulator (:class:`~wirelessfl.sim.Run`: channel, client selection, controller, faults, virtual
-clock, results folder and checkpoints), with a learner, :class:`FlowerGridLearner`, that has the
-Flower ClientApps of :mod:`wirelessfl.bridges.flower_clientapp` do the clients' part:
+:func:`server_app` returns a ``ServerApp`` whose main function, :func:`run_on_grid` (also the
+Flower App's, :mod:`wirelessfl.bridges.flower_app`, with the scenario of its run config), runs
+the scenario with our simulator (:class:`~wirelessfl.sim.Run`: channel, client selection,
+controller, faults, virtual clock, results folder and checkpoints), with a learner,
+:class:`FlowerGridLearner`, that has the Flower ClientApps of
+:mod:`wirelessfl.bridges.flower_clientapp` do the clients' part:
 
 1. server: the controller's decision, then ``algorithm.plan`` and ``algorithm.broadcast``;
 2. one Flower ``train`` message per client that trains, to the node whose ``partition-id`` is
