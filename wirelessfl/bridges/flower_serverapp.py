@@ -1,9 +1,11 @@
 """Our simulator and federated algorithms as a Flower ``ServerApp``.
 
-:func:`server_app` returns a ``ServerApp`` whose main function runs the scenario with our
-simulator (:class:`~wirelessfl.sim.Run`: channel, client selection, controller, faults, virtual
-clock, results folder and checkpoints), with a learner, :class:`FlowerGridLearner`, that has the
-Flower ClientApps of :mod:`wirelessfl.bridges.flower_clientapp` do the clients' part:
+:func:`server_app` returns a ``ServerApp`` whose main function, :func:`run_on_grid` (also the
+Flower App's, :mod:`wirelessfl.bridges.flower_app`, with the scenario of its run config), runs
+the scenario with our simulator (:class:`~wirelessfl.sim.Run`: channel, client selection,
+controller, faults, virtual clock, results folder and checkpoints), with a learner,
+:class:`FlowerGridLearner`, that has the Flower ClientApps of
+:mod:`wirelessfl.bridges.flower_clientapp` do the clients' part:
 
 1. server: the controller's decision, then ``algorithm.plan`` and ``algorithm.broadcast``;
 2. one Flower ``train`` message per client that trains, to the node whose ``partition-id`` is
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 
     from wirelessfl.config.scenario import Scenario
 
-__all__ = ["FlowerGridLearner", "server_app"]
+__all__ = ["FlowerGridLearner", "run_on_grid", "server_app"]
 
 #: Seconds between looks at the nodes connected while waiting for all of them.
 POLL_S = 0.2
@@ -64,10 +66,16 @@ def server_app(scenario: Scenario, out_dir: str | Path, *, timeout_s: float = 60
 
     @app.main()
     def main(grid: Grid, context: Any) -> None:
-        learner = FlowerGridLearner(scenario, grid, timeout_s=timeout_s)
-        Run(scenario, out_dir, learner=learner).execute()
+        run_on_grid(scenario, out_dir, grid, timeout_s=timeout_s)
 
     return app
+
+
+def run_on_grid(scenario: Scenario, out_dir: str | Path, grid: Grid, *, timeout_s: float) -> None:
+    """Simulate ``scenario`` into the new folder ``out_dir``, training on ``grid``'s nodes (a
+    ServerApp's main function; ``timeout_s`` [s] as in :func:`server_app`)."""
+    learner = FlowerGridLearner(scenario, grid, timeout_s=timeout_s)
+    Run(scenario, out_dir, learner=learner).execute()
 
 
 class FlowerGridLearner(FederatedLearner):
