@@ -72,14 +72,23 @@ def _outcomes(xml: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _pytest(args: list[str], tmp_path: Path, *, prelude: str = "") -> dict[str, tuple[str, str]]:
-    """Run pytest in a fresh interpreter from the repository root; its outcomes."""
+def _pytest(
+    args: list[str], tmp_path: Path, *, prelude: str = "", ci: bool = False
+) -> dict[str, tuple[str, str]]:
+    """Run pytest in a fresh interpreter from the repository root (``CI=true`` in its
+    environment when ``ci``, else no ``CI``); its outcomes."""
     xml = tmp_path / "report.xml"
     code = f"{prelude}\nimport sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))"
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HF_", "TRANSFORMERS_")) and k != "CI"
+    }
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))},
+        **inherited,
         "OMP_NUM_THREADS": "2",
         "PYTHONPATH": str(ROOT),
+        **({"CI": "true"} if ci else {}),
     }
     done = subprocess.run(
         [sys.executable, "-c", code, "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", *args],
@@ -110,6 +119,19 @@ def test_the_conftest_in_a_fresh_session(tmp_path):
     import torch
 
     assert outcomes["test_f_gpu"][0] == ("ok" if torch.cuda.is_available() else "skipped")
+
+
+def test_under_ci_a_missing_asset_fails(tmp_path):
+    """CI installs every asset (.ci/run): there a missing one is a broken setup, not a skip."""
+    test_file = tmp_path / "test_generated.py"
+    test_file.write_text(textwrap.dedent(GENERATED))
+    outcomes = _pytest(
+        ["-p", "tests.conftest", "-o", "markers=gpu: needs CUDA", str(test_file), "-k", "asset"],
+        tmp_path,
+        ci=True,
+    )
+    assert outcomes["test_c_asset_missing_in_a_fixture"][0] == "error"
+    assert outcomes["test_d_asset_missing_in_the_test"][0] == "failure"
 
 
 BLOCKER = """
