@@ -311,13 +311,30 @@ def test_bad_settings_are_one_line(overrides, starts):
     assert "\n" not in str(err.value)
 
 
-def test_an_algorithm_without_single_updates_is_refused(tmp_path):
-    sc = small_scenario(**{"server.mode": "async", "algorithm.name": "fedstack"})
+@pytest.mark.parametrize("algorithm", ["fedstack", "flexlora", "floral"])
+def test_an_algorithm_without_single_updates_is_refused_when_loaded(algorithm):
     with pytest.raises(ConfigError) as err:
-        run_scenario(sc, tmp_path / "run")
+        small_scenario(**{"server.mode": "async", "algorithm.name": algorithm})
     message = str(err.value)
     assert message.startswith("server.mode: async adds single weighted updates")
-    assert "'fedstack'" in message and "\n" not in message
+    assert f"{algorithm!r}" in message and "\n" not in message
+
+
+def test_a_learner_without_event_driven_rounds_is_refused(tmp_path):
+    """A learner made in Python that does not implement dispatch / add_updates."""
+    from wirelessfl.learners.surrogate import SurrogateLearner
+
+    class SyncOnly(SurrogateLearner):
+        def event_driven_refusal(self):
+            return "the learner SyncOnly has no event-driven rounds"
+
+    sc = small_scenario(**{"server.mode": "buffered"})
+    with pytest.raises(ConfigError) as err:
+        run_scenario(sc, tmp_path / "run", learner=SyncOnly.from_scenario(sc))
+    assert str(err.value) == (
+        "server.mode: buffered needs a learner that adds single weighted updates, and the "
+        "learner SyncOnly has no event-driven rounds; use server.mode: sync"
+    )
 
 
 def test_resuming_mid_run_is_refused_in_one_line(tmp_path):

@@ -974,6 +974,13 @@ class Scenario:
                 f"server.concurrency: must be <= n_clients ({self.n_clients:,}), got "
                 f"{sv.concurrency:,}"
             )
+        if not ALGORITHMS.load(self.algorithm.name).CostModel.SINGLE_UPDATES:
+            raise ConfigError(
+                f"server.mode: {sv.mode} adds single weighted updates, and algorithm "
+                f"{self.algorithm.name!r} does not aggregate single weighted updates; use "
+                "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
+                "fedit_topk, ffa_lora, soft)"
+            )
         not_yet = {
             "faults.dropout_prob": self.faults.dropout_prob > 0,
             "faults.outage_snr_db": self.faults.outage_snr_db is not None,

@@ -103,9 +103,8 @@ class AsyncEngine:
         refusal = sim.learner.event_driven_refusal()
         if refusal is not None:
             raise ConfigError(
-                f"server.mode: {self.mode} adds single weighted updates, and {refusal}; use "
-                "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
-                "fedit_topk, ffa_lora, soft)"
+                f"server.mode: {self.mode} needs a learner that adds single weighted updates, "
+                f"and {refusal}; use server.mode: sync"
             )
         self.band = SharedBand()
         self.computing: list[tuple[float, int]] = []  # (compute end [s], client), a heap
