@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ClientPlan", "ModelGeometry", "RoundPlan"]
+__all__ = ["ClientPlan", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,26 @@ class ClientPlan:
     round_index: int
     rank: int
     ratio: float
+
+
+@dataclass(frozen=True)
+class WeightedUpdate:
+    """One update the server adds in an event-driven mode (``wirelessfl.sim.staleness``):
+    ``x <- x + weight (Delta + mix (x_start - x))``, x_start the global state the client
+    downloaded.
+
+    Attributes:
+        client: the client whose pending update it is.
+        weight: w (FedAsync's alpha_t, FedBuff's eta_g s(tau) / M).
+        mix: 1.0 for FedAsync's mixing of the client's model (x_start + Delta), 0.0 for an
+            update added as it is (FedBuff).
+        staleness: tau, aggregations the update missed.
+    """
+
+    client: int
+    weight: float
+    mix: float
+    staleness: int
 
 
 @dataclass(frozen=True)

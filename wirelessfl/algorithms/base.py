@@ -286,12 +286,41 @@ class FederatedAlgorithm(ABC):
         """The new global state from the arrived clients' messages (not empty); default:
         theta <- theta + sum_k w_k Delta_k, every update's LoRA factors placed at their rank
         components of the global factors (zero elsewhere), whatever tensors it carries."""
+        ids = list(messages)
+        weights = self.client_weights(ids, messages, round_plan)
+        return self.add_updates(global_state, messages, weights)
+
+    def add_updates(
+        self,
+        global_state: State,
+        messages: dict[int, Message],
+        weights: Sequence[float],
+        mixes: Sequence[float] | None = None,
+        starts: dict[int, State] | None = None,
+    ) -> State:
+        """``theta <- theta + sum_k w_k (Delta_k + m_k (theta_start,k - theta))`` in the order
+        of ``messages``, every update's LoRA factors placed at their rank components.
+
+        :meth:`aggregate` with its weights and no mixing (m_k = 0). The event-driven modes
+        (``server.mode``) call it for algorithms whose ``CostModel.SINGLE_UPDATES``: FedAsync
+        mixes a client's model ``theta_start + Delta`` into the global one (m_k = 1, with
+        ``starts[k]`` the global state the client downloaded), over the tensors its update
+        holds; FedBuff adds staleness-weighted updates (m_k = 0).
+        """
         from wirelessfl.algorithms.state_ops import add_weighted, at_global_rank
 
         ids = list(messages)
         layers = self.runtime_or_fail().state.layers
         updates = [at_global_rank(messages[c], global_state, layers) for c in ids]
-        add_weighted(global_state, updates, self.client_weights(ids, messages, round_plan))
+        for i, c in enumerate(ids):
+            m = 0.0 if mixes is None else float(mixes[i])
+            if m != 0.0:
+                assert starts is not None, "mixing needs the start states"
+                start = starts[c]
+                updates[i] = {
+                    n: v + m * (start[n] - global_state[n]) for n, v in updates[i].items()
+                }
+        add_weighted(global_state, updates, weights)
         return global_state
 
     def client_weights(

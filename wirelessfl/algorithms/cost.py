@@ -106,6 +106,11 @@ class CostModel:
     #: Whether the penalty depends on the model rank r (TSFA's offline search trades r by it;
     #: without, it takes the largest feasible rank).
     PENALTY_DEPENDS_ON_RANK: ClassVar[bool] = True
+    #: Whether the algorithm's aggregation is a weighted sum of single updates that each may
+    #: carry any weight (the base class's ``aggregate``): it then runs in the event-driven
+    #: modes (``server.mode``: FedAsync, FedBuff, semi-sync), which add updates one at a time
+    #: or a few at a time with staleness weights. False refuses those modes in one line.
+    SINGLE_UPDATES: ClassVar[bool] = False
 
     def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
         self.settings = settings

@@ -756,6 +756,93 @@ class FaultsConfig:
     )
 
 
+#: ``server.mode``: the synchronous round (every release so far) and the event-driven modes.
+SERVER_MODES = ("sync", "async", "buffered", "semi_sync")
+#: ``server.staleness``: FedAsync's staleness functions s(tau) (Xie, Koyejo, Gupta,
+#: arXiv:1903.03934; ``wirelessfl.sim.staleness``).
+STALENESS_FUNCTIONS = ("constant", "polynomial", "hinge")
+
+
+def _mode_is(*modes: str) -> Callable[[Mapping[str, Any]], bool]:
+    """The ``applies`` rule of a ``server`` key read only in ``modes``."""
+
+    def reads(config: Mapping[str, Any]) -> bool:
+        return (config.get("server") or {}).get("mode", "sync") in modes
+
+    return reads
+
+
+@dataclass
+class ServerConfig:
+    """How the server runs its rounds: synchronous rounds, or one of the event-driven modes
+    (FedAsync, FedBuff, semi-synchronous; docs/simulator.md, "Asynchronous rounds")."""
+
+    mode: str = option(
+        "sync",
+        choices=SERVER_MODES,
+        doc="sync (rounds of K clients) | async (FedAsync: mix each arrival) | buffered "
+        "(FedBuff: aggregate every buffer_size arrivals) | semi_sync (aggregate every "
+        "deadline_s, late updates carried over)",
+    )
+    concurrency: int | None = option(
+        None,
+        ge=1,
+        le=MAX_CLIENTS,
+        doc="clients training at once in the event-driven modes (null: n_scheduled)",
+        applies=_mode_is("async", "buffered", "semi_sync"),
+    )
+    dispatch: str = option(
+        "random",
+        choices=("random",),
+        doc="who starts when a slot frees: random (uniform among the idle clients; the "
+        "controller's choice is not there yet)",
+        applies=_mode_is("async", "buffered", "semi_sync"),
+    )
+    alpha: float = option(
+        0.6, gt=0.0, le=1.0, doc="async: FedAsync's mixing weight alpha", applies=_mode_is("async")
+    )
+    staleness: str = option(
+        "polynomial",
+        choices=STALENESS_FUNCTIONS,
+        doc="s(tau) weighting a stale update: constant (1) | polynomial ((tau + 1)^-a; a = 0.5 "
+        "is FedBuff's 1/sqrt(1 + tau)) | hinge (1 for tau <= b, else 1 / (a (tau - b) + 1))",
+        applies=_mode_is("async", "buffered", "semi_sync"),
+    )
+    staleness_a: float = option(
+        0.5, ge=0.0, doc="a of the polynomial and hinge staleness functions"
+    )
+    staleness_b: float = option(4.0, ge=0.0, doc="b of the hinge staleness function")
+    buffer_size: int = option(
+        10,
+        ge=1,
+        doc="buffered: FedBuff's M, arrivals per aggregation",
+        applies=_mode_is("buffered"),
+    )
+    server_lr: float = option(
+        1.0,
+        gt=0.0,
+        doc="buffered and semi_sync: FedBuff's server learning rate eta_g",
+        applies=_mode_is("buffered", "semi_sync"),
+    )
+    deadline_s: float | None = option(
+        None,
+        gt=0.0,
+        doc="semi_sync: virtual time between aggregations (required there, refused elsewhere)",
+    )
+
+    @property
+    def event_driven(self) -> bool:
+        """Whether the run is one of the event-driven modes (``wirelessfl.sim.async_engine``)."""
+        return self.mode != "sync"
+
+    def validate(self, prefix: str) -> None:
+        if (self.mode == "semi_sync") != (self.deadline_s is not None):
+            raise ConfigError(
+                f"{prefix}.deadline_s: semi_sync aggregates every deadline_s (and only it reads "
+                f"it); mode is {self.mode!r}, deadline_s is {show(self.deadline_s)}"
+            )
+
+
 @dataclass
 class OutputConfig:
     """What the results folder records."""
@@ -824,6 +911,7 @@ class Scenario:
     )
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     faults: FaultsConfig = field(default_factory=FaultsConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     plugins: list[str] = option(
         default_factory=list,
@@ -868,11 +956,49 @@ class Scenario:
                 f"{self.n_clients:,} (devices.kind: listed gives one FLOP/s per client)"
             )
         self._validate_wireless()
+        self._validate_server()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
         resolve = getattr(self.strategy, "resolve", None)  # settings that depend on others
         if callable(resolve):
             resolve(self)
+
+    def _validate_server(self) -> None:
+        """The event-driven modes: the concurrency fits N; what they do not model yet is
+        refused in one line (docs/simulator.md, "Asynchronous rounds")."""
+        sv = self.server
+        if not sv.event_driven:
+            return
+        if sv.concurrency is not None and sv.concurrency > self.n_clients:
+            raise ConfigError(
+                f"server.concurrency: must be <= n_clients ({self.n_clients:,}), got "
+                f"{sv.concurrency:,}"
+            )
+        if not ALGORITHMS.load(self.algorithm.name).CostModel.SINGLE_UPDATES:
+            raise ConfigError(
+                f"server.mode: {sv.mode} adds single weighted updates, and algorithm "
+                f"{self.algorithm.name!r} does not aggregate single weighted updates; use "
+                "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
+                "fedit_topk, ffa_lora, soft)"
+            )
+        not_yet = {
+            "faults.dropout_prob": self.faults.dropout_prob > 0,
+            "faults.outage_snr_db": self.faults.outage_snr_db is not None,
+            "faults.deadline_s": self.faults.deadline_s is not None,
+            "faults.redistribute_unused": self.faults.redistribute_unused,
+            "availability.model": self.availability.model != "always",
+            "channel.downlink_rate_bps": self.channel.downlink_rate_bps > 0,
+            "controller.energy_budget_j": self.controller.energy_budget_j is not None,
+            "selection.method": self.selection.method != "uniform",
+            "selection.available_only": self.selection.available_only,
+        }
+        for key, given in not_yet.items():
+            if given:
+                raise ConfigError(
+                    f"{key}: not modelled yet with server.mode: {sv.mode} (the event-driven "
+                    "modes dispatch at random with no faults, availability, downlink or "
+                    "energy budget); remove it or use server.mode: sync"
+                )
 
     def _validate_wireless(self) -> None:
         """Cross-section checks of mobility, power, availability, energy and fading."""

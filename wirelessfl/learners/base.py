@@ -13,15 +13,16 @@ sizes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from wirelessfl.algorithms.cost import CostModel
-from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan
+from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
 
-__all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan"]
+__all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,23 @@ class Learner(ABC):
     @abstractmethod
     def load_state(self, folder: Path) -> None:
         """Restore what :meth:`save_state` wrote."""
+
+    # ---- the event-driven modes (server.mode: async, buffered, semi_sync) ---------------------
+    def event_driven_refusal(self) -> str | None:
+        """Why this learner cannot run the event-driven modes (one line), or None if it can."""
+        return f"the learner {type(self).__name__} has no event-driven rounds"
+
+    def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
+        """Train ``plan.clients`` from the current global state, keeping their updates pending
+        next to those of earlier dispatches until :meth:`add_updates` takes them (with
+        ``keep_start``, also the global state each downloaded, for FedAsync's mixing)."""
+        raise NotImplementedError
+
+    def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
+        """Aggregation ``index`` of an event-driven mode: add the pending updates of
+        ``updates`` with their weights (``wirelessfl.sim.staleness``); returns the metrics, as
+        :meth:`aggregate` does."""
+        raise NotImplementedError
 
     def metric_names(self) -> dict[str, str]:
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +30,14 @@ from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
 from wirelessfl.errors import SimulationError, UserError
-from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
+from wirelessfl.learners.base import (
+    ClientPlan,
+    ClientReport,
+    Learner,
+    ModelGeometry,
+    RoundPlan,
+    WeightedUpdate,
+)
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
@@ -78,6 +86,8 @@ class FederatedLearner(Learner):
         self._losses: dict[int, float] = {}
         self._round_plan: RoundPlan | None = None
         self._plans: dict[int, ClientPlan] = {}
+        #: the event-driven modes with mixing: the global state each pending client downloaded
+        self._starts: dict[int, dict[str, torch.Tensor]] = {}
         self.remote: RayTraining | None = None  # learner.executor: ray
 
     # ---- sizes -----------------------------------------------------------------------------
@@ -111,6 +121,11 @@ class FederatedLearner(Learner):
     # ---- a round ---------------------------------------------------------------------------
     def local_round(self, plan: RoundPlan) -> dict[int, ClientReport]:
         """Steps 1-4 of the algorithm for every client that trains (wall time only)."""
+        self._pending, self._losses, self._plans = {}, {}, {}
+        return self._train_clients(plan)
+
+    def _train_clients(self, plan: RoundPlan) -> dict[int, ClientReport]:
+        """Steps 1-4 for ``plan.clients``, their messages added to the pending ones."""
         t = plan.round_index
         self._round_plan = plan
         plans = self.algorithm.plan(plan)  # 1. server: per-client plans
@@ -120,7 +135,7 @@ class FederatedLearner(Learner):
         results = train(  # 3. client: local training (here, or on Ray actors)
             plans, [d.shared for d in downloads], self.private, record_grad_norms=record
         )
-        self._pending, self._losses, self._plans, reports = {}, {}, {}, {}
+        reports = {}
         try:
             for p, result in zip(plans, results, strict=True):
                 self._check_update(p, result)  # before the algorithm compresses it
@@ -178,26 +193,80 @@ class FederatedLearner(Learner):
         assert self._round_plan is not None
         ids = [int(c) for c in arrived]
         messages = {c: self._pending[c] for c in ids}
+        plans = {c: self._plans[c] for c in ids}
         if messages:
-            plans = {c: self._plans[c] for c in ids}
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
-            bad = non_finite(self.global_state, label=self._label)
-            if bad is not None:
-                raise SimulationError(
-                    f"round {round_index}: the global state holds non-finite values ({bad}) "
-                    f"after {type(self.algorithm).__name__}.aggregate of {_clients(ids)}, though "
-                    f"their messages are finite; {KEPT} Check the algorithm's aggregation "
-                    "and its weights"
-                )
-        self.cost_model().aggregated(round_index, {c: self._plans[c] for c in ids})
-        metrics = self.algorithm.metrics(self.global_state, messages, self._round_plan)
+        losses = self._losses
+        self._pending, self._losses, self._plans = {}, {}, {}
+        return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
+
+    # ---- the event-driven modes ------------------------------------------------------------
+    def event_driven_refusal(self) -> str | None:
+        if self.cost_model().SINGLE_UPDATES:
+            return None
+        return (
+            f"algorithm {self.scenario.algorithm.name!r} does not aggregate single weighted updates"
+        )
+
+    def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
+        if keep_start:
+            start = {n: v.detach().clone() for n, v in self.global_state.items()}
+            for c in plan.clients.tolist():
+                self._starts[int(c)] = start
+        return self._train_clients(plan)
+
+    def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
+        """The algorithm's :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.add_updates`
+        with the pending messages of ``updates`` (taken out of the pending ones)."""
+        ids = [u.client for u in updates]
+        messages = {c: self._pending.pop(c) for c in ids}
+        losses = {c: self._losses.pop(c) for c in ids}
+        plans = {c: self._plans.pop(c) for c in ids}
+        starts = {c: self._starts.pop(c) for c in ids if c in self._starts}
+        round_plan = RoundPlan(
+            index,
+            np.array(sorted(ids), dtype=int),
+            np.array([plans[c].rank for c in sorted(ids)], dtype=int),
+            np.array([plans[c].ratio for c in sorted(ids)], dtype=float),
+            math.nan,
+            len(ids),
+        )
+        self.global_state = self.algorithm.add_updates(
+            self.global_state,
+            messages,
+            [u.weight for u in updates],
+            [u.mix for u in updates],
+            starts,
+        )
+        return self._after_aggregation(index, ids, messages, plans, losses, round_plan)
+
+    def _after_aggregation(
+        self,
+        index: int,
+        ids: list[int],
+        messages: dict[int, Message],
+        plans: dict[int, ClientPlan],
+        losses: dict[int, float],
+        round_plan: RoundPlan,
+    ) -> dict[str, float]:
+        """The global state's check, the cost model told, the metrics and the data-weighted
+        loss of the clients ``ids`` just aggregated."""
+        bad = non_finite(self.global_state, label=self._label)
+        if bad is not None:
+            raise SimulationError(
+                f"round {index}: the global state holds non-finite values ({bad}) "
+                f"after {type(self.algorithm).__name__}.aggregate of {_clients(ids)}, though "
+                f"their messages are finite; {KEPT} Check the algorithm's aggregation "
+                "and its weights"
+            )
+        self.cost_model().aggregated(index, plans)
+        metrics = self.algorithm.metrics(self.global_state, messages, round_plan)
         if self.cost_model().COMPRESSES is not None:
             metrics = {**stage_metrics(messages), **metrics}
         p = np.array([self.runtime.data_fractions[c] for c in ids])
-        loss = float(np.dot(p, [self._losses[c] for c in ids]) / p.sum()) if ids else math.nan
-        self._pending, self._losses, self._plans = {}, {}, {}
+        loss = float(np.dot(p, [losses[c] for c in ids]) / p.sum()) if ids else math.nan
         metrics = {"loss": loss, **metrics}
         for observer in self.observers:
             observer.aggregated(self, metrics)

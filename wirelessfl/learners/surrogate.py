@@ -28,6 +28,7 @@ sized from ``learner.shape`` is refused in one line when the run is built.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,7 +38,14 @@ from channels import lora_training_flops
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.algorithms.spec import cost_model_class
 from wirelessfl.errors import SimulationError
-from wirelessfl.learners.base import ClientPlan, ClientReport, Learner, ModelGeometry, RoundPlan
+from wirelessfl.learners.base import (
+    ClientPlan,
+    ClientReport,
+    Learner,
+    ModelGeometry,
+    RoundPlan,
+    WeightedUpdate,
+)
 from wirelessfl.results.store import atomic_write_text
 
 if TYPE_CHECKING:
@@ -171,6 +179,44 @@ class SurrogateLearner(Learner):
             if not np.isfinite(excess):
                 raise SimulationError(
                     self._fault(round_index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
+                )
+            self.excess = excess
+        return {"loss": float(self.excess)}
+
+    # ---- the event-driven modes ------------------------------------------------------------
+    def event_driven_refusal(self) -> str | None:
+        if self.cost.SINGLE_UPDATES:
+            return None
+        return f"algorithm {self.cost.name!r} does not aggregate single weighted updates"
+
+    def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
+        """Size the uploads of ``plan.clients``; their plans wait for :meth:`add_updates`."""
+        self._last_plan = plan
+        reports = {}
+        for p in self.cost.plan(plan):
+            reports[p.client] = self._sized_report(p)
+            self.cost.downloaded(p)
+            self._arrivals[p.client] = p
+        return reports
+
+    def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
+        """The loss model's step for one aggregation of n updates with weights w_k: as if
+        n sum_k w_k of the K = ``plan.n_scheduled`` (the concurrency) clients of a synchronous
+        round arrived (a round of K fresh updates at unit server rate counts 1; a staleness
+        weight below 1 counts less; one step never passes the floor). Its floor takes the
+        plans' gamma (NaN, no controller decision per dispatch yet: floor 0)."""
+        plans = {u.client: self._arrivals.pop(u.client) for u in updates}
+        self.cost.aggregated(index, plans)
+        plan = self._last_plan
+        if plan is not None and plan.n_scheduled > 0 and updates:
+            gamma = plan.bound if np.isfinite(plan.bound) else 0.0
+            floor = self.initial_loss * gamma / (gamma + self.bound_half)
+            frac = len(updates) * sum(u.weight for u in updates) / plan.n_scheduled
+            step = min(self.progress_rate * frac, 1.0)  # never past the floor
+            excess = self.excess - step * (self.excess - floor)
+            if not np.isfinite(excess):
+                raise SimulationError(
+                    self._fault(index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
                 )
             self.excess = excess
         return {"loss": float(self.excess)}

@@ -21,7 +21,9 @@ from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
     DEVICE_COLUMNS,
     EVENT_COLUMNS,
+    EVENT_DRIVEN_ROUND_COLUMNS,
     ROUND_COLUMNS,
+    UPDATE_COLUMNS,
 )
 
 _MODULES = {
@@ -52,7 +54,15 @@ _MODULES = {
     "share_table": "tables",
 }
 
-__all__ = ["CLIENT_COLUMNS", "DEVICE_COLUMNS", "EVENT_COLUMNS", "ROUND_COLUMNS", *_MODULES]
+__all__ = [
+    "CLIENT_COLUMNS",
+    "DEVICE_COLUMNS",
+    "EVENT_COLUMNS",
+    "EVENT_DRIVEN_ROUND_COLUMNS",
+    "ROUND_COLUMNS",
+    "UPDATE_COLUMNS",
+    *_MODULES,
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -85,6 +85,45 @@ CLIENT_COLUMNS: dict[str, str] = {
     "transmit_energy_j": "energy of the upload: tx_power_w x the time it transmitted",
 }
 
+#: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` in the event-driven modes
+#: (``server.mode`` async | buffered | semi_sync), where a row is one aggregation: ``round`` is
+#: its index, ``t_start_s`` the previous aggregation's time (0 for the first), ``t_end_s`` its
+#: own, ``n_arrived`` the updates it took, ``n_scheduled`` the clients dispatched since the
+#: previous one, ``delay_s`` the longest upload it took, ``bits_up``, ``index_bits``, the SNR
+#: and energy columns those of the updates it took (their whole compute and upload),
+#: ``bits_down`` the dispatched clients' downloads; the controller's columns (``queue``,
+#: ``queue_after``, ``sparsification``, ``planned_delay_s``, ``bound``,
+#: ``energy_queue_mean_j``) are NaN: no controller decides per dispatch yet.
+EVENT_DRIVEN_ROUND_COLUMNS: dict[str, str] = {
+    "version": "model version after the aggregation (aggregations done: round + 1)",
+    "mean_staleness": "mean staleness tau of the updates taken (NaN: none taken)",
+    "max_staleness": "largest staleness tau of the updates taken (NaN: none taken)",
+    "n_in_flight": "clients dispatched and not yet aggregated after the aggregation",
+}
+
+#: ``clients.csv``'s columns in the event-driven modes: one row per update, by aggregation and
+#: then arrival.
+UPDATE_COLUMNS: dict[str, str] = {
+    "round": "index of the aggregation that took the update",
+    "client": "client id",
+    "dispatch_s": "virtual time the client was dispatched (downloaded the model)",
+    "upload_start_s": "virtual time its upload started (its compute ended)",
+    "arrival_s": "virtual time its upload ended at the server",
+    "compute_s": "local compute duration",
+    "upload_s": "upload duration on the shared band (arrival_s - upload_start_s)",
+    "snr_db": "SNR of its upload (the channel at its dispatch)",
+    "bits": "uplink payload bits",
+    "bits_down": "downlink bits of its download",
+    "rank": "LoRA rank r_k it trained",
+    "ratio": "sparsification O_k it sent with",
+    "version": "model version it started from (aggregations done at its dispatch)",
+    "staleness": "tau = the aggregation's round - version: aggregations it missed",
+    "weight": "its server weight w: FedAsync's alpha s(tau), FedBuff's eta_g s(tau) / M",
+    "tx_power_w": "its transmit power",
+    "compute_energy_j": "energy of its local training",
+    "transmit_energy_j": "energy of its upload: tx_power_w x upload_s",
+}
+
 DEVICE_COLUMNS: dict[str, str] = {
     "device": "device (client) id k, 0..n_clients-1",
     "rounds": "rounds the sums cover (rounds 0..rounds-1; equal to rounds.csv's rows when the "

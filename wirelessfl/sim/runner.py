@@ -35,7 +35,9 @@ from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
     EVENT_COLUMNS,
+    EVENT_DRIVEN_ROUND_COLUMNS,
     ROUND_COLUMNS,
+    UPDATE_COLUMNS,
     algorithm_columns,
 )
 from wirelessfl.results.energy import write_devices
@@ -253,11 +255,14 @@ class Run:
 
     def _open_tables(self) -> dict[str, TableWriter]:
         sc = self.scenario
-        columns = {"rounds": [*ROUND_COLUMNS, *algorithm_columns(self.learner.metric_names())]}
+        event_driven = sc.server.event_driven
+        extra = EVENT_DRIVEN_ROUND_COLUMNS if event_driven else {}
+        algo = algorithm_columns(self.learner.metric_names())
+        columns = {"rounds": [*ROUND_COLUMNS, *extra, *algo]}
         if sc.output.events:
             columns["events"] = EVENT_COLUMNS
         if sc.output.clients:
-            columns["clients"] = CLIENT_COLUMNS
+            columns["clients"] = UPDATE_COLUMNS if event_driven else CLIENT_COLUMNS
         marks = self._checkpoint.tables if self._checkpoint else {}
         verified = {}
         try:  # check every table before cutting any

@@ -69,9 +69,11 @@ from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
+from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
+from wirelessfl.sim.outcome import RoundOutcome, delay_to
 from wirelessfl.sim.setup import (
     bound_constants,
     build_availability,
@@ -92,17 +94,6 @@ def _listed(values: dict[str, float]) -> str:
     return ", ".join(f"{name} = {value}" for name, value in values.items())
 
 
-def _delay_to(now_s: float, end_s: float) -> float:
-    """The delay d with now_s + d == end_s exactly in floating point (SimPy adds it to now)."""
-    delay = end_s - now_s
-    for _ in range(64):
-        reached = now_s + delay
-        if reached == end_s:
-            break
-        delay = math.nextafter(delay, math.inf if reached < end_s else -math.inf)
-    return delay
-
-
 def _first_non_finite(value: object) -> str:
     """The first non-finite entry of a number or array, with its index if an array."""
     a = np.asarray(value, dtype=float)
@@ -110,16 +101,6 @@ def _first_non_finite(value: object) -> str:
         return str(float(a))
     i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
     return f"{float(a.ravel()[i])} at index {i}"
-
-
-@dataclass
-class RoundOutcome:
-    """Everything one round produced: its record, events and per-client rows."""
-
-    record: dict
-    events: EventTable
-    clients: list[dict] = field(default_factory=list)
-    energy: RoundEnergy | None = None  # the training clients' energy
 
 
 @dataclass
@@ -207,6 +188,8 @@ class Simulator:
         #: (2, N) each device's compute (row 0) and transmit (row 1) energy summed over rounds
         #: 0..next_round-1 [J] (checkpointed; None: unknown, resumed from an older checkpoint)
         self.device_energy_j: np.ndarray | None = np.zeros((2, scenario.n_clients))
+        #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
+        self.engine = AsyncEngine(self) if scenario.server.event_driven else None
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -220,6 +203,8 @@ class Simulator:
         return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
+        if self.engine is not None:
+            AsyncEngine.refuse_resume(self.scenario.server.mode, int(state["next_round"]))
         self.next_round = int(state["next_round"])
         self.env = simpy.Environment(initial_time=float(state["now_s"]))
         self.controller.load_state_dict(state["controller"])
@@ -231,7 +216,8 @@ class Simulator:
     def run_round(self, t: int) -> RoundOutcome:
         """Simulate round t to its aggregation; the caller persists the outcome."""
         wall0 = time.perf_counter()
-        process = self.env.process(self._round(t))
+        steps = self._round(t) if self.engine is None else self.engine.aggregation(t)
+        process = self.env.process(steps)
         self.env.run(until=process)
         outcome: RoundOutcome = process.value
         outcome.record["wall_s"] = time.perf_counter() - wall0
@@ -445,7 +431,7 @@ class Simulator:
             tx_power_w=r.tx_power_w[idx],
         )
         if end_s > env.now:
-            yield env.timeout(_delay_to(env.now, end_s))
+            yield env.timeout(delay_to(env.now, end_s))
 
     # 6. ------------------------------------------------------------------------------------
     def _aggregate(self, r: _Round) -> tuple[dict[str, float], np.ndarray]:
@@ -453,17 +439,7 @@ class Simulator:
         events = r.log.table()
         arrived = arrived_clients(events)
         metrics = self.learner.aggregate(r.t, arrived)
-        # NaN is "not measured this round"; the loss is measured whenever a client arrived
-        bad = {
-            self.metric_columns.get(name, name): float(value)
-            for name, value in metrics.items()
-            if math.isinf(value) or (name == "loss" and len(arrived) and math.isnan(value))
-        }
-        if bad:
-            raise SimulationError(
-                f"round {r.t}: the round measured non-finite {_listed(bad)} after aggregating "
-                f"{len(arrived)} clients; {KEPT} {METRICS_HINT}"
-            )
+        self._check_metrics(r.t, metrics, len(arrived))
         r.events = events.with_event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived)))
         if r.full_band_rate is not None:  # proportional-fair average-throughput tracker
             served = r.scheduled[r.active]
@@ -474,6 +450,20 @@ class Simulator:
                 beta=PF_SMOOTHING,
             )
         return metrics, arrived
+
+    def _check_metrics(self, t: int, metrics: dict[str, float], n_arrived: int) -> None:
+        """A one-line ``SimulationError`` for a non-finite measured metric of round t."""
+        # NaN is "not measured this round"; the loss is measured whenever a client arrived
+        bad = {
+            self.metric_columns.get(name, name): float(value)
+            for name, value in metrics.items()
+            if math.isinf(value) or (name == "loss" and n_arrived and math.isnan(value))
+        }
+        if bad:
+            raise SimulationError(
+                f"round {t}: the round measured non-finite {_listed(bad)} after aggregating "
+                f"{n_arrived} clients; {KEPT} {METRICS_HINT}"
+            )
 
     def _evaluate(self, r: _Round) -> dict[str, float]:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""

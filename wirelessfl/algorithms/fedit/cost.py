@@ -19,8 +19,11 @@ APPENDIX_C2_TOPK = StageDefaults(sparsifier="topk", ratio=0.5, error_feedback=Fa
 class FedITCost(CostModel):
     """FedAvg-LoRA: the default LoRA model with no stage of its own."""
 
+    SINGLE_UPDATES = True  # the base aggregate: a weighted sum of single updates
+
 
 class FedITTopKCost(CostModel):
     """FedAvg-LoRA with App. C.2's top-k as its own stage."""
 
     OWN_STAGE = APPENDIX_C2_TOPK
+    SINGLE_UPDATES = True

@@ -23,6 +23,7 @@ class FFALoRACost(CostModel):
     """B only, both ways (module docstring)."""
 
     SENDS_PAIRS = False
+    SINGLE_UPDATES = True  # the base aggregate: a weighted sum of single updates
 
     def lora_groups(self, plan: ClientPlan) -> Counter[int]:
         """One group of r_k l values (B) per adapted layer."""

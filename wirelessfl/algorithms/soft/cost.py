@@ -19,3 +19,4 @@ class SoftCost(CostModel):
 
     OWN_STAGE = StageDefaults(sparsifier="soft", ratio=None, error_feedback=True)
     CARRIES_FACTORS = True
+    SINGLE_UPDATES = True  # the base aggregate: a weighted sum of single updates
