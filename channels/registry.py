@@ -25,8 +25,10 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from typing import Any, Generic, TypeVar
@@ -49,6 +51,13 @@ def resolve_target(target: str) -> Any:
     for part in attribute.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+@functools.lru_cache(maxsize=4)
+def _entry_points(search_path: tuple[str, ...]) -> metadata.EntryPoints:
+    """Every installed distribution's entry points, read once per ``sys.path`` (reading them
+    parses every distribution's metadata: about 15 ms, which each registry paid before)."""
+    return metadata.entry_points()
 
 
 class Registry(Mapping[str, T], Generic[T]):
@@ -126,7 +135,7 @@ class Registry(Mapping[str, T], Generic[T]):
         if self._entry_points_read:
             return
         self._entry_points_read = True
-        for ep in metadata.entry_points(group=self.entry_point_group):
+        for ep in _entry_points(tuple(sys.path)).select(group=self.entry_point_group):
             self._entries.setdefault(ep.name, ep.value)
 
     # -- looking up ----------------------------------------------------------------------

@@ -384,8 +384,10 @@ def _numbers_in(data: Any, where: str) -> Any:
 
 
 def scenario_yaml(scenario: Scenario) -> str:
-    """The fully resolved scenario (every key, defaults included) as YAML text."""
-    return yaml.safe_dump(to_dict(scenario), sort_keys=False)
+    """The fully resolved scenario (every key, defaults included) as YAML text (emitted by
+    libyaml when PyYAML has it: the same text as ``yaml.safe_dump``, several times faster)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(to_dict(scenario), Dumper=dumper, sort_keys=False)
 
 
 def dump_scenario(scenario: Scenario, path: Path) -> None:

@@ -81,7 +81,13 @@ def load(path: str | Path) -> RunResult:
 
 def read_config(path: Path) -> dict[str, Any]:
     """A run folder's ``config.yaml`` ({} when missing; ``UserError`` when damaged)."""
-    return _read_mapping(path / "config.yaml", yaml.safe_load)
+    return _read_mapping(path / "config.yaml", _safe_load)
+
+
+def _safe_load(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml when PyYAML has it (the same safe constructors, about
+    ten times faster on a run's config)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _read_mapping(path: Path, parse) -> dict[str, Any]:
