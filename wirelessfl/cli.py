@@ -20,7 +20,6 @@ Exit status:
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -78,46 +77,6 @@ def _default_out(name: str) -> Path:
         out = base.with_name(f"{base.name}-{n}")
 
 
-def _fmt(x: float, unit: str = "") -> str:
-    if x != x:  # NaN
-        return "n/a"
-    return f"{x:.4g}{unit}"
-
-
-def _energy_lines(result) -> list[str]:
-    """Energy per device per round (compute, transmit, the largest device) and the budget with
-    the devices that met it (``wirelessfl.results.energy``)."""
-    from wirelessfl.results.energy import energy_lines
-    from wirelessfl.results.summary import summarize_run
-
-    return energy_lines(summarize_run(result), int(result.config.get("n_clients", 0)))
-
-
-def _summary(result) -> str:
-    r = result.rounds
-    cfg = result.config
-    d_th = cfg.get("controller", {}).get("d_th_s", math.nan)
-    evaluated = r.dropna(subset=["accuracy"])
-    final_acc = float(evaluated["accuracy"].iloc[-1]) if len(evaluated) else math.nan
-    first_acc = float(evaluated["accuracy"].iloc[0]) if len(evaluated) else math.nan
-    lines = [
-        f"run            {result.path}",
-        f"rounds         {len(r)}   (rank {int(r['rank'].iloc[-1]) if len(r) else 'n/a'})",
-        f"virtual time   {_fmt(float(r['t_end_s'].iloc[-1]) if len(r) else math.nan, ' s')}",
-        f"mean D^t       {_fmt(float(r['delay_s'].mean()), ' s')}   (D_th {_fmt(d_th, ' s')})",
-        f"final queue    {_fmt(float(r['queue_after'].iloc[-1]) if len(r) else math.nan)}",
-        f"mean O^t       {_fmt(float(r['sparsification'].mean()))}",
-        f"uplink         {_fmt(float(r['bits_up'].sum()) / 8e6, ' MB')} "
-        f"({int(r['n_arrived'].sum())} uploads arrived of {int(r['n_scheduled'].sum())} scheduled)",
-        *_energy_lines(result),
-        f"loss           {_fmt(float(r['loss'].iloc[0]))} -> {_fmt(float(r['loss'].iloc[-1]))}",
-        f"accuracy       {_fmt(first_acc)} -> {_fmt(final_acc)}",
-        f"wall time      {_fmt(float(r['wall_s'].sum()), ' s')}",
-        f"load with      wirelessfl.results.load({str(result.path)!r})",
-    ]
-    return "\n".join(lines)
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         extra = [
@@ -168,8 +127,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from wirelessfl.study.calibrate import calibrate_run
 
         return calibrate_run(run, progress=not args.quiet)
-    result = run.execute(progress=not args.quiet)
-    print(_summary(result))
+    run.execute(progress=not args.quiet, load_result=False)
+    from wirelessfl.results.run_summary import run_summary_text
+
+    print(run_summary_text(run.out))
     return 0
 
 

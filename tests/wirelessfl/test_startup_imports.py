@@ -1,5 +1,6 @@
 """Start-up: a network-only ``wirelessfl run`` imports nothing it does not use (cvxpy, scipy's
-special functions, torch, matplotlib), yet meta.json still records every package's version."""
+special functions, torch, matplotlib, pandas: its summary is read with the csv module), yet
+meta.json still records every package's version."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-HEAVY = ("cvxpy", "scipy.special", "scipy.stats", "torch", "matplotlib")
+HEAVY = ("cvxpy", "scipy.special", "scipy.stats", "torch", "matplotlib", "pandas")
 
 PROGRAM = """
 import json, sys

@@ -118,6 +118,30 @@ def energy_summary(
         budget_j: ``controller.energy_budget_j`` (NaN: none).
         per_device: :func:`device_energy` (None: the per-device figures are NaN).
     """
+    if rounds is None or not len(rounds) or "compute_energy_j" not in rounds:
+        return energy_figures(0, math.nan, math.nan, n_clients, budget_j, None)
+    device = None if per_device is None else per_device["energy_j"].to_numpy(dtype=float)
+    return energy_figures(
+        len(rounds),
+        float(rounds["compute_energy_j"].sum()),
+        float(rounds["transmit_energy_j"].sum()),
+        n_clients,
+        budget_j,
+        device,
+    )
+
+
+def energy_figures(
+    rounds_done: int,
+    compute_j: float,
+    transmit_j: float,
+    n_clients: int,
+    budget_j: float,
+    device_energy_j: np.ndarray | None,
+) -> dict[str, float]:
+    """:func:`energy_summary` from its numbers: the run's ``rounds_done`` rounds, the sums of
+    their ``compute_energy_j`` and ``transmit_energy_j`` [J], N, the budget (NaN: none) and each
+    device's time-average energy per round ``(N,)`` [J] (None: unknown)."""
     out = {
         "device_energy_j": math.nan,
         "device_compute_energy_j": math.nan,
@@ -126,21 +150,19 @@ def energy_summary(
         "energy_budget_j": budget_j,
         "budget_met_share": math.nan,
     }
-    if rounds is None or not len(rounds) or n_clients < 1 or "compute_energy_j" not in rounds:
+    if rounds_done < 1 or n_clients < 1:
         return out
-    per = len(rounds) * n_clients
-    compute_j = float(rounds["compute_energy_j"].sum()) / per
-    transmit_j = float(rounds["transmit_energy_j"].sum()) / per
+    per = rounds_done * n_clients
+    compute, transmit = compute_j / per, transmit_j / per
     out.update(
-        device_energy_j=compute_j + transmit_j,
-        device_compute_energy_j=compute_j,
-        device_transmit_energy_j=transmit_j,
+        device_energy_j=compute + transmit,
+        device_compute_energy_j=compute,
+        device_transmit_energy_j=transmit,
     )
-    if per_device is not None:
-        energy = per_device["energy_j"].to_numpy(dtype=float)
-        out["max_device_energy_j"] = float(energy.max())
+    if device_energy_j is not None:
+        out["max_device_energy_j"] = float(device_energy_j.max())
         if not math.isnan(budget_j):
-            out["budget_met_share"] = float(within_budget(energy, budget_j).mean())
+            out["budget_met_share"] = float(within_budget(device_energy_j, budget_j).mean())
     return out
 
 

@@ -15,15 +15,17 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml
 
 from wirelessfl.errors import UserError
 from wirelessfl.results.energy import DEVICES_FILE
 from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.run_folder import INITIAL_EVALUATION, read_evaluation
+
+if TYPE_CHECKING:  # pandas loads with the first table read: a run itself never needs it
+    import pandas as pd
 
 __all__ = ["RunResult", "atomic_write_text", "load"]
 
@@ -108,6 +110,8 @@ def _read_mapping(path: Path, parse) -> dict[str, Any]:
 def read_table(path: Path) -> pd.DataFrame | None:
     """A run folder's CSV table without a partial last row (None when missing; ``UserError``
     when it cannot be read)."""
+    import pandas as pd
+
     if not path.exists():
         return None
     try:

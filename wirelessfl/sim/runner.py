@@ -284,15 +284,17 @@ class Run:
         return writers
 
     # ------------------------------------------------------------------------------------
-    def execute(self, *, progress: bool = False) -> RunResult:
-        """Simulate the remaining rounds; returns the loaded results. Releases the folder's
-        lock when it ends, however it ends."""
+    def execute(self, *, progress: bool = False, load_result: bool = True) -> RunResult | None:
+        """Simulate the remaining rounds; returns the loaded results (None with
+        ``load_result=False`` and no callbacks, which would be handed them: the command line
+        prints its summary from the files without loading pandas). Releases the folder's lock
+        when it ends, however it ends."""
         try:
-            return self._execute(progress)
+            return self._execute(progress, load_result or bool(self.callbacks))
         finally:
             self._lock.release()
 
-    def _execute(self, progress: bool) -> RunResult:
+    def _execute(self, progress: bool, load_result: bool) -> RunResult | None:
         sc = self.scenario
         if not self.resume:
             atomic_write_text(self.out / CONFIG, scenario_yaml(sc))
@@ -378,6 +380,8 @@ class Run:
                 getattr(callback, "close", lambda: None)()
         self._write_devices()
         self._write_meta(finished=True, ended=_now())
+        if not load_result:
+            return None
         result = load(self.out)
         call_each(self.callbacks, "on_run_end", result, where=" after the last round")
         return result
