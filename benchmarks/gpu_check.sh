@@ -13,7 +13,9 @@
 # Usage: bash benchmarks/gpu_check.sh [--dry-run]
 #   --dry-run  the same steps on the CPU with tiny settings: checks the script and its tools, and
 #              measures nothing (the tests skip, the benchmarks run their --small configs).
-# Environment: PYTHON (default python3), GPU_CHECK_OUT (folder for the logs and the block).
+# Environment: PYTHON (default python3), GPU_CHECK_OUT (folder for the logs and the block),
+# GPU_CHECK_COMMIT (the commit to name in the block, where the checkout's git history is not
+# the tested tree's, e.g. a copied working tree; default: git rev-parse).
 set -u -o pipefail
 
 PY=${PYTHON:-python3}
@@ -86,7 +88,7 @@ block() {
     echo "### GPU check, $(date -u +%Y-%m-%d)$([ "$DRY" = 1 ] && echo ' (CPU dry run: no figure)')"
     echo
     echo "- machine: ${gpu:-no NVIDIA GPU}; $(nproc) CPU cores; ${torch_line}"
-    echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- commit: ${GPU_CHECK_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     for name in gpu_tests bench_trainer_bf16 bench_trainer_fp32 bench_verbalizer; do
         echo "- $name: ${STATUS[$name]}"
     done
