@@ -12,12 +12,12 @@ Flower's server supplies them (``FedAvg.start(initial_arrays=...)``, or a strate
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from wirelessfl.bridges.targets import import_target
 from wirelessfl.errors import ConfigError
 
 __all__ = ["KEY", "NamedArrays", "from_setting", "named"]
@@ -58,21 +58,7 @@ def _from_npz(path: Path) -> NamedArrays:
 
 
 def _from_attribute(target: str) -> NamedArrays:
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ConfigError(f"{KEY}: expected 'module:attribute' or a .npz file, got {target!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        problem = str(err)  # raised outside the handler: no chained traceback
-    else:
-        problem = None
-    if problem is not None:
-        raise ConfigError(f"{KEY}: cannot import module {module_name!r} ({problem})")
-    for part in attribute.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"{KEY}: {target!r} does not exist (no attribute {part!r})")
-        obj = getattr(obj, part)
+    obj = import_target(target, KEY, accepted="'module:attribute' or a .npz file")
     if callable(obj) and not _is_array_record(obj):
         obj = obj()
     return _as_named(obj, target)

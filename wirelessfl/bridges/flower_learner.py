@@ -40,7 +40,6 @@ rank-choosing controllers need a payload that grows with the rank. ``algorithm.*
 
 from __future__ import annotations
 
-import importlib
 import io
 import logging
 from pathlib import Path
@@ -55,6 +54,7 @@ from wirelessfl.bridges import flower_metrics as fm
 from wirelessfl.bridges.flower_clients import KEY, ClientDriver, FitReply, driver_for
 from wirelessfl.bridges.flower_initial import KEY as INITIAL_KEY
 from wirelessfl.bridges.flower_initial import NamedArrays, from_setting, named
+from wirelessfl.bridges.targets import import_target
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, Learner, ModelGeometry, RoundPlan
 from wirelessfl.results.files import atomic_write_bytes
@@ -83,23 +83,7 @@ def load_client_fn(target: str | None) -> Any:
             f"{KEY}: learner.kind 'flower' needs 'module:attribute' naming a flwr ClientApp or "
             "a client_fn (or pass it to FlowerClientLearner), got null"
         )
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ConfigError(f"{KEY}: expected 'module:attribute', got {target!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        problem = str(err)  # raised below, outside the handler: the command line must not
-        # read this error as a missing library (it walks the errors it was raised while handling)
-    else:
-        problem = None
-    if problem is not None:
-        raise ConfigError(f"{KEY}: cannot import module {module_name!r} ({problem})")
-    for part in attribute.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"{KEY}: {target!r} does not exist (no attribute {part!r})")
-        obj = getattr(obj, part)
-    return obj
+    return import_target(target, KEY)
 
 
 def _require_flwr() -> None:

@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from wirelessfl.plots.axes import finish, new_axes, seeds_label, set_title
+from wirelessfl.plots.axes import draw_band, finish, new_axes, seeds_label, set_title
 from wirelessfl.plots.inputs import FigureInput, tidy
 from wirelessfl.results.tables import ENERGY_COLUMNS, energy_table
 
@@ -32,6 +32,13 @@ def _curves(table: pd.DataFrame):
     """(label, curve) per group, the label with its seed count when it has several."""
     for _, curve in table.groupby("group", sort=True):
         yield seeds_label(str(curve["label"].iloc[0]), int(curve["seeds"].iloc[0])), curve
+
+
+def _spread(curve: pd.DataFrame, low: str, high: str) -> tuple[pd.Series | None, pd.Series | None]:
+    """A group's min–max columns, or (None, None) when it has one run (no band)."""
+    if int(curve["runs"].iloc[0]) > 1:
+        return curve[low], curve[high]
+    return None, None
 
 
 def energy_vs_round(
@@ -83,15 +90,8 @@ def energy_vs_time(
     made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
-        (line,) = ax.plot(curve["t_end_s"], curve["cumulative_energy_j"], label=label)
-        if int(curve["runs"].iloc[0]) > 1:
-            ax.fill_between(
-                curve["t_end_s"],
-                curve["cumulative_min"],
-                curve["cumulative_max"],
-                color=line.get_color(),
-                alpha=0.2,
-            )
+        low, high = _spread(curve, "cumulative_min", "cumulative_max")
+        draw_band(ax, curve["t_end_s"], curve["cumulative_energy_j"], low, high, label=label)
     ax.set_xlabel("cumulative virtual time [s]")
     ax.set_ylabel(_CUMULATIVE)
     finish(ax, full, title, made=made)
@@ -109,15 +109,9 @@ def accuracy_vs_energy(
     made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
-        (line,) = ax.plot(curve["cumulative_energy_j"], curve["accuracy"], marker=".", label=label)
-        if int(curve["runs"].iloc[0]) > 1:
-            ax.fill_between(
-                curve["cumulative_energy_j"],
-                curve["acc_min"],
-                curve["acc_max"],
-                color=line.get_color(),
-                alpha=0.2,
-            )
+        low, high = _spread(curve, "acc_min", "acc_max")
+        x = curve["cumulative_energy_j"]
+        draw_band(ax, x, curve["accuracy"], low, high, label=label, marker=".")
     ax.set_xlabel(_CUMULATIVE)
     ax.set_ylabel(_ACCURACY)
     finish(ax, full, title, made=made)
