@@ -6,7 +6,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from wirelessfl.plots.axes import draw_band, finish, new_axes, seeds_label
+from wirelessfl.plots.axes import draw_band, finish, new_axes, seed_spread, seeds_label
 from wirelessfl.plots.inputs import FigureInput, tidy
 from wirelessfl.results.tables import accuracy_table
 
@@ -22,16 +22,8 @@ def _accuracy(table: pd.DataFrame, x: str, ax: Axes | None, title: str | None) -
         label, runs = str(curve["label"].iloc[0]), int(curve["runs"].iloc[0])
         seeds = int(curve["seeds"].iloc[0]) if "seeds" in curve else runs
         xs = _rounds_done(curve) if x == "round" else curve["t_end_s"]
-        spread = runs > 1
-        draw_band(
-            ax,
-            xs,
-            curve["accuracy"],
-            curve["acc_min"] if spread else None,
-            curve["acc_max"] if spread else None,
-            label=seeds_label(label, seeds),
-            marker=".",
-        )
+        low, high = seed_spread(curve, "acc_min", "acc_max")
+        draw_band(ax, xs, curve["accuracy"], low, high, label=seeds_label(label, seeds), marker=".")
     ax.set_xlabel("rounds completed" if x == "round" else "cumulative virtual time [s]")
     ax.set_ylabel(ACCURACY_LABEL)
     finish(ax, table, title, made=made)

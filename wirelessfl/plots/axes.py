@@ -66,24 +66,25 @@ def draw_band(
     return drawn
 
 
+def seed_spread(
+    curve: pd.DataFrame, low: str = "min", high: str = "max"
+) -> tuple[pd.Series | None, pd.Series | None]:
+    """A group's min–max columns ``low`` and ``high`` across its runs, or (None, None) when it
+    has one run (column ``runs``): there is no band to shade."""
+    if int(curve["runs"].iloc[0]) > 1:
+        return curve[low], curve[high]
+    return None, None
+
+
 def draw_bands(ax: Axes, band: pd.DataFrame, x: str, **line: object) -> list[Line2D]:
     """Every group of a ``band_table`` (``wirelessfl.results.tables``): its mean against column
     ``x`` (``round`` or ``t_end_s``), its min–max across runs shaded where it has more than one
     run, labelled by :func:`seeds_label`. One line per group, in group order."""
     lines = []
     for _, curve in band.groupby("group", sort=True):
-        spread = int(curve["runs"].iloc[0]) > 1
-        lines.append(
-            draw_band(
-                ax,
-                curve[x],
-                curve["mean"],
-                curve["min"] if spread else None,
-                curve["max"] if spread else None,
-                label=seeds_label(str(curve["label"].iloc[0]), int(curve["seeds"].iloc[0])),
-                **line,
-            )
-        )
+        label = seeds_label(str(curve["label"].iloc[0]), int(curve["seeds"].iloc[0]))
+        low, high = seed_spread(curve)
+        lines.append(draw_band(ax, curve[x], curve["mean"], low, high, label=label, **line))
     return lines
 
 

@@ -20,6 +20,7 @@ from wirelessfl.plots.axes import (
     legend,
     new_axes,
     round_or_time,
+    seed_spread,
     set_title,
     x_label,
 )
@@ -81,13 +82,13 @@ def queue_delay(results: FigureInput, *, x: str = "round", title: str | None = N
         delays.groupby("group", sort=True), running.groupby("group", sort=True), strict=True
     ):
         (thin,) = top.plot(delay[column], delay["mean"], lw=0.7, alpha=0.6, label="_delay")
-        spread = int(mean["runs"].iloc[0]) > 1
+        low, high = seed_spread(mean)
         draw_band(
             top,
             mean[column],
             mean["mean"],
-            mean["min"] if spread else None,
-            mean["max"] if spread else None,
+            low,
+            high,
             label="_running mean",
             lw=1.8,
             color=thin.get_color(),

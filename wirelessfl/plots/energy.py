@@ -13,7 +13,14 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from wirelessfl.plots.axes import draw_band, finish, new_axes, seeds_label, set_title
+from wirelessfl.plots.axes import (
+    draw_band,
+    finish,
+    new_axes,
+    seed_spread,
+    seeds_label,
+    set_title,
+)
 from wirelessfl.plots.inputs import FigureInput, tidy
 from wirelessfl.results.tables import ENERGY_COLUMNS, energy_table
 
@@ -34,13 +41,6 @@ def _curves(table: pd.DataFrame):
         yield seeds_label(str(curve["label"].iloc[0]), int(curve["seeds"].iloc[0])), curve
 
 
-def _spread(curve: pd.DataFrame, low: str, high: str) -> tuple[pd.Series | None, pd.Series | None]:
-    """A group's min–max columns, or (None, None) when it has one run (no band)."""
-    if int(curve["runs"].iloc[0]) > 1:
-        return curve[low], curve[high]
-    return None, None
-
-
 def energy_vs_round(
     results: FigureInput, *, ax: Axes | None = None, title: str | None = None
 ) -> Figure:
@@ -58,14 +58,9 @@ def energy_vs_round(
     labelled: set[float] = set()  # each budget named once in the legend
     for label, curve in _curves(table):
         (line,) = ax.plot(curve["round"], curve["energy_j"], lw=0.8, alpha=0.7, label="_round")
-        if int(curve["runs"].iloc[0]) > 1:
-            ax.fill_between(
-                curve["round"],
-                curve["energy_min"],
-                curve["energy_max"],
-                color=line.get_color(),
-                alpha=0.15,
-            )
+        low, high = seed_spread(curve, "energy_min", "energy_max")
+        if low is not None:
+            ax.fill_between(curve["round"], low, high, color=line.get_color(), alpha=0.15)
         color = line.get_color()
         ax.plot(curve["round"], curve["average_energy_j"], lw=2.0, color=color, label=label)
         budget = float(curve["energy_budget_j"].iloc[0])
@@ -90,7 +85,7 @@ def energy_vs_time(
     made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
-        low, high = _spread(curve, "cumulative_min", "cumulative_max")
+        low, high = seed_spread(curve, "cumulative_min", "cumulative_max")
         draw_band(ax, curve["t_end_s"], curve["cumulative_energy_j"], low, high, label=label)
     ax.set_xlabel("cumulative virtual time [s]")
     ax.set_ylabel(_CUMULATIVE)
@@ -109,7 +104,7 @@ def accuracy_vs_energy(
     made = ax is None
     fig, ax = new_axes(ax)
     for label, curve in _curves(table):
-        low, high = _spread(curve, "acc_min", "acc_max")
+        low, high = seed_spread(curve, "acc_min", "acc_max")
         x = curve["cumulative_energy_j"]
         draw_band(ax, x, curve["accuracy"], low, high, label=label, marker=".")
     ax.set_xlabel(_CUMULATIVE)
