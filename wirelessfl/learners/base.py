@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from wirelessfl.algorithms.cost import CostModel
+from wirelessfl.errors import SimulationError
 from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
 
 __all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
@@ -92,20 +93,22 @@ class Learner(ABC):
 
     # ---- the event-driven modes (server.mode: async, buffered, semi_sync) ---------------------
     def event_driven_refusal(self) -> str | None:
-        """Why this learner cannot run the event-driven modes (one line), or None if it can."""
+        """Why this learner cannot run the event-driven modes (one line), or None if it can:
+        a learner that can overrides this, :meth:`dispatch` and :meth:`add_updates` (the
+        engine asks this first and refuses the run in one line)."""
         return f"the learner {type(self).__name__} has no event-driven rounds"
 
     def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
         """Train ``plan.clients`` from the current global state, keeping their updates pending
         next to those of earlier dispatches until :meth:`add_updates` takes them (with
         ``keep_start``, also the global state each downloaded, for FedAsync's mixing)."""
-        raise NotImplementedError
+        raise SimulationError(f"dispatch: {self.event_driven_refusal()}")
 
     def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
         """Aggregation ``index`` of an event-driven mode: add the pending updates of
         ``updates`` with their weights (``wirelessfl.sim.staleness``); returns the metrics, as
         :meth:`aggregate` does."""
-        raise NotImplementedError
+        raise SimulationError(f"add_updates: {self.event_driven_refusal()}")
 
     def metric_names(self) -> dict[str, str]:
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""
