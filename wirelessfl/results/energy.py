@@ -52,6 +52,15 @@ def write_devices(out: Path, rounds: int, compute_j: np.ndarray, transmit_j: np.
     atomic_write_text(out / DEVICES_FILE, "\n".join(lines) + "\n")
 
 
+def devices_cover(devices: Any, rounds_done: int, n_clients: int) -> bool:
+    """Whether a ``devices.csv`` table (a DataFrame, or columns by name) holds every one of
+    the N devices, each summed over exactly the run's ``rounds_done`` rounds."""
+    if not set(DEVICE_COLUMNS) <= set(devices.keys()):
+        return False
+    counted = np.asarray(devices["rounds"], dtype=float)
+    return len(counted) == n_clients and bool(np.all(counted == rounds_done))
+
+
 def device_energy(
     rounds_done: int,
     n_clients: int,
@@ -75,12 +84,7 @@ def device_energy(
 
     if rounds_done < 1 or n_clients < 1:
         return None
-    if (
-        devices is not None
-        and len(devices) == n_clients
-        and set(DEVICE_COLUMNS) <= set(devices.columns)
-        and bool((devices["rounds"] == rounds_done).all())
-    ):
+    if devices is not None and devices_cover(devices, rounds_done, n_clients):
         totals = devices.set_index("device")[["compute_energy_j", "transmit_energy_j"]]
     elif clients is not None and "compute_energy_j" in clients.columns:
         done = clients[clients["round"] < rounds_done]

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from wirelessfl.results.energy import DEVICES_FILE, budget_of, energy_figures, energy_lines
+from wirelessfl.results.energy import (
+    DEVICES_FILE,
+    budget_of,
+    devices_cover,
+    energy_figures,
+    energy_lines,
+)
 from wirelessfl.results.store import read_config
 
 __all__ = ["read_columns", "run_summary_text"]
@@ -63,11 +69,7 @@ def _energy(folder: Path, rounds: dict[str, np.ndarray], config: dict) -> list[s
     n_clients = int(config.get("n_clients") or 0)
     done = len(rounds.get("round", ()))
     devices = read_columns(folder / DEVICES_FILE)
-    covers = (
-        devices is not None
-        and len(devices.get("device", ())) == n_clients
-        and bool(np.all(devices.get("rounds", np.array([math.nan])) == done))
-    )
+    covers = devices is not None and devices_cover(devices, done, n_clients)
     if not covers and (folder / "clients.csv").exists():  # an older run: clients.csv's sums
         from wirelessfl.results.summary import summarize_folder
 
