@@ -4,11 +4,22 @@ and the model sizes that decisions are costed with (:class:`ModelGeometry`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
-__all__ = ["ClientPlan", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
+__all__ = [
+    "ClientPlan",
+    "ModelGeometry",
+    "RoundPlan",
+    "WeightedUpdate",
+    "client_plan_from_state",
+    "client_plan_state",
+    "round_plan_from_state",
+    "round_plan_state",
+]
 
 
 @dataclass(frozen=True)
@@ -98,3 +109,54 @@ class ModelGeometry:
     def params_per_rank(self) -> int:
         """Sum over adapted layers of (d + l): payload values per unit of rank."""
         return int(sum(d + ell for d, ell in self.layer_shapes))
+
+
+# ---- checkpoints: plans of updates still in flight (the event-driven modes) ------------------
+def round_plan_state(plan: RoundPlan) -> dict[str, Any]:
+    """``plan`` as plain values (JSON or ``torch.save``; floats exact)."""
+    return {
+        "round_index": int(plan.round_index),
+        "clients": plan.clients.tolist(),
+        "ranks": plan.ranks.tolist(),
+        "ratios": plan.ratios.tolist(),
+        "bound": float(plan.bound),
+        "n_scheduled": int(plan.n_scheduled),
+    }
+
+
+def round_plan_from_state(state: dict[str, Any]) -> RoundPlan:
+    """The plan :func:`round_plan_state` describes."""
+    return RoundPlan(**state)
+
+
+def client_plan_state(plan: ClientPlan) -> dict[str, Any]:
+    """``plan``'s fields as plain values, with ``class`` (``module:QualName``) when it is an
+    algorithm's subclass (whose extra fields must be numbers, strings or tuples of them)."""
+    state: dict[str, Any] = {f.name: getattr(plan, f.name) for f in fields(plan)}
+    kind = type(plan)
+    if kind is not ClientPlan:
+        state["class"] = f"{kind.__module__}:{kind.__qualname__}"
+    return state
+
+
+def client_plan_from_state(state: dict[str, Any]) -> ClientPlan:
+    """The plan :func:`client_plan_state` describes, sequences as tuples (a plan is frozen;
+    JSON reads them back as lists); ``ValueError`` if ``class`` names no :class:`ClientPlan`."""
+    values = {name: _tuples(value) for name, value in state.items()}
+    kind: Any = ClientPlan
+    name = values.pop("class", None)
+    if name is not None:
+        module, _, qualname = name.partition(":")
+        kind = importlib.import_module(module)
+        for part in qualname.split("."):
+            kind = getattr(kind, part)
+        if not (isinstance(kind, type) and issubclass(kind, ClientPlan)):
+            raise ValueError(f"{name} is not a ClientPlan")
+    return kind(**values)
+
+
+def _tuples(value: Any) -> Any:
+    """``value`` with every list, at any depth, made a tuple."""
+    if isinstance(value, list | tuple):
+        return tuple(_tuples(v) for v in value)
+    return value

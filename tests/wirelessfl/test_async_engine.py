@@ -21,9 +21,8 @@ from scenario_helpers import small_scenario
 
 from channels import lora_training_flops
 from channels.streams import round_generator
-from wirelessfl.errors import ConfigError, UserError
+from wirelessfl.errors import ConfigError
 from wirelessfl.sim import run_scenario
-from wirelessfl.sim.runner import Run
 from wirelessfl.sim.staleness import buffered_weights, fedasync_weight, staleness_weight
 
 N = 12
@@ -335,12 +334,3 @@ def test_a_learner_without_event_driven_rounds_is_refused(tmp_path):
         "server.mode: buffered needs a learner that adds single weighted updates, and the "
         "learner SyncOnly has no event-driven rounds; use server.mode: sync"
     )
-
-
-def test_resuming_mid_run_is_refused_in_one_line(tmp_path):
-    sc = small_scenario(**{"server.mode": "async", "rounds": 5})
-    run_scenario(sc, tmp_path / "run")
-    with pytest.raises(UserError) as err:
-        Run.resume_from(tmp_path / "run", rounds=8).execute()
-    assert str(err.value).startswith("--resume: server.mode: async runs cannot resume mid-way")
-    assert "\n" not in str(err.value)

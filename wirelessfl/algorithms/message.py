@@ -141,3 +141,34 @@ class Message:
     def bits(self, *, bits_per_value: float, count_index: bool) -> float:
         """Payload [bit]: v per value sent, the side bits, and the index bits if ``count_index``."""
         return self.payload(bits_per_value=bits_per_value, count_index=count_index).bits
+
+    # ---- checkpoints (an upload still in flight in an event-driven mode) ----------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The message as dicts, lists and tensors (what ``torch.load(weights_only=True)``
+        reads back); the tensors are the message's own (move them to the CPU to save)."""
+        return {
+            "shared": dict(self.shared),
+            "private": dict(self.private),
+            "sparse": [[list(s.names), s.n_sent, s.n_total, s.copies] for s in self.sparse],
+            "diagnostics": dict(self.diagnostics),
+            "side_bits": self.side_bits,
+            "lora": [
+                [t.layer, t.b, t.a, None if t.components is None else list(t.components)]
+                for t in self.lora
+            ],
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> Message:
+        """The message :meth:`state_dict` describes."""
+        return cls(
+            shared=dict(state["shared"]),
+            private=dict(state["private"]),
+            sparse=[IndexSpace(tuple(n), s, t, c) for n, s, t, c in state["sparse"]],
+            diagnostics=dict(state["diagnostics"]),
+            side_bits=state["side_bits"],
+            lora=[
+                LoraTensors(layer, b, a, None if comps is None else tuple(comps))
+                for layer, b, a, comps in state["lora"]
+            ],
+        )

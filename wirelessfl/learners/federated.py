@@ -38,9 +38,11 @@ from wirelessfl.learners.base import (
     RoundPlan,
     WeightedUpdate,
 )
+from wirelessfl.plans import client_plan_from_state, client_plan_state
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
+from wirelessfl.training.transfer import to_device
 
 if TYPE_CHECKING:
     from wirelessfl.learners.ray_training import RayTraining
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["FederatedLearner", "RoundObserver"]
 
 CHECKPOINT = "learner.pt"
+#: the key of ``learner.pt`` that holds the updates in flight (event-driven modes)
+IN_FLIGHT = "in_flight"
 #: What to try when training diverges.
 HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
 #: peft's prefix of the wrapped model's parameter names (left out of messages).
@@ -307,6 +311,8 @@ class FederatedLearner(Learner):
             "private": self.private.state_dict(),
             "algorithm": self.algorithm.state_dict(),
         }
+        if self._pending:  # the key only with updates in flight: other states unchanged
+            payload[IN_FLIGHT] = to_device(self._in_flight_state(), "cpu")
         tmp = folder / f"{CHECKPOINT}.tmp"
         torch.save(payload, tmp)
         os.replace(tmp, folder / CHECKPOINT)
@@ -323,6 +329,27 @@ class FederatedLearner(Learner):
         self.global_state = {k: v.to(device) for k, v in payload["global"].items()}
         self.private.load_state_dict(payload["private"], device)
         self.algorithm.load_state_dict(payload["algorithm"])
+        self._load_in_flight(to_device(payload.get(IN_FLIGHT, {}), device))
+
+    def _in_flight_state(self) -> dict[str, Any]:
+        """The updates dispatched and not yet added (event-driven modes), keyed by client id
+        as a string: messages, training losses, plans and, for FedAsync's mixing, the global
+        states they started from (one object for the clients that share it)."""
+        return {
+            "messages": {str(c): m.state_dict() for c, m in self._pending.items()},
+            "losses": {str(c): float(loss) for c, loss in self._losses.items()},
+            "plans": {str(c): client_plan_state(p) for c, p in self._plans.items()},
+            "starts": {str(c): start for c, start in self._starts.items()},
+        }
+
+    def _load_in_flight(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_in_flight_state` (nothing in flight when ``state`` is empty)."""
+        self._pending = {
+            int(c): Message.from_state_dict(m) for c, m in state.get("messages", {}).items()
+        }
+        self._losses = {int(c): loss for c, loss in state.get("losses", {}).items()}
+        self._plans = {int(c): client_plan_from_state(p) for c, p in state.get("plans", {}).items()}
+        self._starts = {int(c): start for c, start in state.get("starts", {}).items()}
 
     def describe(self) -> dict[str, object]:
         return {

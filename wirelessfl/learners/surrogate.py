@@ -46,6 +46,12 @@ from wirelessfl.learners.base import (
     RoundPlan,
     WeightedUpdate,
 )
+from wirelessfl.plans import (
+    client_plan_from_state,
+    client_plan_state,
+    round_plan_from_state,
+    round_plan_state,
+)
 from wirelessfl.results.store import atomic_write_text
 
 if TYPE_CHECKING:
@@ -80,6 +86,8 @@ class SurrogateLearner(Learner):
         self._last_plan: RoundPlan | None = None
         self._flops_at: dict[int, float] = {}
         self._arrivals: dict[int, ClientPlan] = {}
+        #: set by the first :meth:`dispatch`: checkpoints then hold the plans in flight
+        self._event_driven = False
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> SurrogateLearner:
@@ -191,7 +199,7 @@ class SurrogateLearner(Learner):
 
     def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
         """Size the uploads of ``plan.clients``; their plans wait for :meth:`add_updates`."""
-        self._last_plan = plan
+        self._last_plan, self._event_driven = plan, True
         reports = {}
         for p in self.cost.plan(plan):
             reports[p.client] = self._sized_report(p)
@@ -240,12 +248,23 @@ class SurrogateLearner(Learner):
         cost = self.cost.state_dict()
         if cost:  # the key only with bookkeeping (FedStack's stacks): old states unchanged
             state["cost"] = cost
+        if self._event_driven and self._last_plan is not None:  # the key only then, likewise
+            state["in_flight"] = {  # JSON keeps floats exact
+                "plans": {str(c): client_plan_state(p) for c, p in self._arrivals.items()},
+                "last_plan": round_plan_state(self._last_plan),
+            }
         atomic_write_text(folder / "learner.json", json.dumps(state))
 
     def load_state(self, folder: Path) -> None:
         state = json.loads((folder / "learner.json").read_text())
         self.excess = float(state["excess"])
         self.cost.load_state_dict(state.get("cost", {}))
+        in_flight = state.get("in_flight")
+        if in_flight is not None:  # an event-driven run: the plans dispatched, not yet added
+            self._event_driven = True
+            plans = in_flight["plans"].items()
+            self._arrivals = {int(c): client_plan_from_state(p) for c, p in plans}
+            self._last_plan = round_plan_from_state(in_flight["last_plan"])
 
     def describe(self) -> dict[str, object]:
         return {"learner": "surrogate", "params_per_rank": self._geometry.params_per_rank}

@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,17 @@ class Update:
     def upload_s(self) -> float:
         return self.arrival_s - self.upload_start_s
 
+    def state(self) -> dict:
+        """Its fields as JSON values (the report as a mapping)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["report"] = asdict(self.report)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> Update:
+        """The update :meth:`state` describes."""
+        return cls(**{**state, "report": ClientReport(**state["report"])})
+
 
 @dataclass
 class _Period:
@@ -114,17 +125,41 @@ class AsyncEngine:
         self.n_dispatched = 0
         self.version = 0
 
-    # ---- resume ------------------------------------------------------------------------------
+    # ---- checkpoint ----------------------------------------------------------------------------
+    def state(self) -> dict:
+        """Everything the engine needs to continue exactly after an aggregation (JSON values;
+        JSON keeps a float's shortest repr, so every time and SNR comes back bit for bit):
+        the dispatch counter, the idle clients, the compute heap and the shared band (each
+        as a list in heap order, so they pop in the same order), the updates dispatched and
+        not yet arrived, and FedBuff's buffer (arrived, not yet aggregated)."""
+        return {
+            "n_dispatched": self.n_dispatched,
+            "idle": list(self.idle),
+            "computing": [[end_s, client] for end_s, client in self.computing],
+            "band": self.band.state(),
+            "busy": [u.state() for u in self.busy.values()],
+            "buffer": [u.state() for u in self.buffer],
+        }
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state` (the model version is the next aggregation's index)."""
+        self.n_dispatched = int(state["n_dispatched"])
+        self.idle = [int(c) for c in state["idle"]]
+        self.computing = [(float(end_s), int(client)) for end_s, client in state["computing"]]
+        self.band.restore(state["band"])
+        busy = [Update.from_state(u) for u in state["busy"]]
+        self.busy = {u.client: u for u in busy}
+        self.buffer = [Update.from_state(u) for u in state["buffer"]]
+
     @staticmethod
-    def refuse_resume(mode: str, next_round: int) -> None:
-        """A checkpoint after aggregation 0 holds uploads in flight, which it does not record
-        yet: one line instead of a resume that would differ."""
-        if next_round > 0:
-            raise UserError(
-                f"--resume: server.mode: {mode} runs cannot resume mid-way yet (uploads in "
-                f"flight at aggregation {next_round} are not checkpointed); run the scenario "
-                "again into a new folder"
-            )
+    def refuse_missing_state(mode: str, next_round: int) -> None:
+        """A checkpoint without the engine's state (written by a version that did not record
+        the uploads in flight): one line instead of a resume that would differ."""
+        raise UserError(
+            f"--resume: the checkpoint of this server.mode: {mode} run (at aggregation "
+            f"{next_round}) does not record its uploads in flight (written by an older version "
+            "of wirelessfl); run the scenario again into a new folder"
+        )
 
     # ---- one aggregation ---------------------------------------------------------------------
     def aggregation(self, t: int):

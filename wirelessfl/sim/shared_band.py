@@ -57,3 +57,13 @@ class SharedBand:
     def end_next(self) -> int:
         """Take the upload of smallest F_k (ties: the lowest client id) off the air; its client."""
         return heapq.heappop(self._ends)[1]
+
+    # ---- checkpoint --------------------------------------------------------------------------
+    def state(self) -> dict:
+        """S and each upload's (F_k, client) in heap order (JSON; floats exact, inf allowed)."""
+        return {"service": self.service, "ends": [[f, client] for f, client in self._ends]}
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state` (the heap list as it was: the same pops, in order)."""
+        self.service = float(state["service"])
+        self._ends = [(float(f), int(client)) for f, client in state["ends"]]

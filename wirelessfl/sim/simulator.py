@@ -200,11 +200,15 @@ class Simulator:
         }
         if self.initial_evaluation is not None:  # the key only with one: old states unchanged
             state["initial_evaluation"] = json_evaluation(self.initial_evaluation)
+        if self.engine is not None:  # event-driven: the uploads in flight, the buffer, ...
+            state["engine"] = self.engine.state()
         return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
         if self.engine is not None:
-            AsyncEngine.refuse_resume(self.scenario.server.mode, int(state["next_round"]))
+            if "engine" not in state:
+                AsyncEngine.refuse_missing_state(self.scenario.server.mode, state["next_round"])
+            self.engine.restore(state["engine"])
         self.next_round = int(state["next_round"])
         self.env = simpy.Environment(initial_time=float(state["now_s"]))
         self.controller.load_state_dict(state["controller"])

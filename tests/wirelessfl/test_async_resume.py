@@ -1,0 +1,246 @@
+"""``--resume`` of an event-driven run (``server.mode``: async, buffered, semi_sync) in the middle
+of overlapping uploads gives the uninterrupted run's tables, byte for byte (docs/simulator.md,
+"Results, checkpoints, resume").
+
+Each run is interrupted (KeyboardInterrupt as a round starts) a few aggregations after a
+checkpoint at which several uploads are on the air at once, resumed in a new learner and
+simulator, and its tables compared with an uninterrupted run's as bytes (``rounds.csv`` without
+``wall_s``). The state pieces (the shared band, a message, a plan) are checked to round-trip
+exactly on their own.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scenario_helpers import digits_scenario, interrupt_at, small_scenario
+
+from channels import lora_training_flops
+from wirelessfl.errors import UserError
+from wirelessfl.learners import make_learner
+from wirelessfl.plans import (
+    ClientPlan,
+    RoundPlan,
+    client_plan_from_state,
+    client_plan_state,
+    round_plan_from_state,
+    round_plan_state,
+)
+from wirelessfl.sim.runner import Run, resume_run, run_scenario
+from wirelessfl.sim.shared_band import SharedBand
+from wirelessfl.sim.simulator import Simulator
+
+LAYERS = [[64, 64], [64, 32]]
+RANK = 4
+#: FLOPs of one network-only local round (the surrogate's estimate)
+FLOPS = lora_training_flops(
+    [tuple(s) for s in LAYERS], RANK, batch_size=16, steps=5, seq_len=197, base_params=86e6
+)
+
+
+def _network_only(mode: str, **server) -> object:
+    """30 aggregations of N = 20 clients, C = 8 at once, computing for about 50 ms (lognormal
+    speeds) and uploading for 0.1-0.6 s over a Rayleigh channel: uploads overlap all the time."""
+    return small_scenario(
+        rounds=30,
+        controller={"name": "fixed", "rank": RANK, "r_max": 16},
+        devices={
+            "kind": "lognormal",
+            "median_flops_per_s": FLOPS / 0.05,
+            "sigma": 0.5,
+            "include_compute": True,
+        },
+        server={"mode": mode, "concurrency": 8, **server},
+        output={
+            "events": True,
+            "clients": True,
+            "checkpoint_every": 7,
+            "checkpoint_interval_s": 1.0e6,
+        },
+    )
+
+
+def _rounds_text(path: Path) -> list[list[str]]:
+    """``rounds.csv``'s cells as written, without ``wall_s`` (the only column a resume changes)."""
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    wall = rows[0].index("wall_s")
+    return [row[:wall] + row[wall + 1 :] for row in rows]
+
+
+def _assert_same_tables(full: Path, resumed: Path) -> None:
+    for name in ("events.csv", "clients.csv", "devices.csv"):
+        assert (resumed / name).read_bytes() == (full / name).read_bytes(), name
+    assert _rounds_text(resumed / "rounds.csv") == _rounds_text(full / "rounds.csv")
+
+
+def _cut(scenario, out: Path, stop_at: int) -> dict:
+    """Run ``scenario`` into ``out`` until aggregation ``stop_at`` starts; the engine's state in
+    the current checkpoint, after checking the uploads it holds in flight."""
+    interrupt_at(Run(scenario, out), stop_at)
+    written = _rounds_text(out / "rounds.csv")
+    assert len(written) - 1 == stop_at  # rows past the checkpoint: the resume cuts and reruns
+    state = json.loads((out / "state.json").read_text())
+    next_round = state["next_round"]
+    assert next_round < stop_at
+    sim = json.loads((out / "checkpoints" / state["folder"] / "sim.json").read_text())
+    engine = sim["engine"]
+    header, row = written[0], written[next_round]  # the checkpoint's last aggregation
+    n_in_flight = int(row[header.index("n_in_flight")])
+    assert n_in_flight == len(engine["busy"]) + len(engine["buffer"]) > 0
+    on_air = [u for u in engine["busy"] if not math.isnan(u["upload_start_s"])]
+    assert len(engine["band"]["ends"]) == len(on_air) >= 2  # uploads overlap at the checkpoint
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("mode", "server", "computing"),
+    [
+        ("async", {"alpha": 0.6}, True),
+        ("buffered", {"buffer_size": 3, "server_lr": 1.5}, True),
+        ("semi_sync", {"deadline_s": 0.1}, False),  # its clients start only at deadlines
+    ],
+)
+def test_a_network_only_run_resumed_mid_way_equals_the_uninterrupted_one(
+    tmp_path, mode, server, computing
+):
+    scenario = _network_only(mode, **server)
+    run_scenario(scenario, tmp_path / "full")
+    engine = _cut(scenario, tmp_path / "cut", 17)  # the checkpoint after aggregation 13
+    assert engine["n_dispatched"] > scenario.server.concurrency  # slots were refilled
+    assert bool(engine["computing"]) == computing  # clients still computing at the cut, too
+    resume_run(tmp_path / "cut")
+    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    clients = list(csv.DictReader((tmp_path / "full" / "clients.csv").open()))
+    assert max(int(c["staleness"]) for c in clients) > 0  # stale updates crossed the cut
+
+
+@pytest.mark.train
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_training_run_resumed_mid_way_equals_the_uninterrupted_one(tmp_path):
+    """FedAsync with real training: the checkpoint holds the in-flight clients' messages and
+    the global states they started from (``learner.pt``)."""
+    torch = pytest.importorskip("torch")
+    scenario = digits_scenario(
+        **{
+            "algorithm.name": "fedit",
+            "rounds": 7,
+            "eval_every": 3,
+            "server": {"mode": "async", "concurrency": 4},
+            "output": {"clients": True, "events": True, "checkpoint_every": 4},
+        }
+    )
+    run_scenario(scenario, tmp_path / "full")
+    engine = _cut(scenario, tmp_path / "cut", 6)
+    folder = tmp_path / "cut" / "checkpoints" / "4"
+    in_flight = torch.load(folder / "learner.pt", weights_only=True)["in_flight"]
+    assert sorted(int(c) for c in in_flight["messages"]) == sorted(
+        u["client"] for u in engine["busy"]
+    )
+    assert set(in_flight["starts"]) == set(in_flight["messages"])  # FedAsync mixes them in
+    resume_run(tmp_path / "cut")
+    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+
+
+def test_extending_a_finished_run_equals_running_it_longer(tmp_path):
+    """``--resume --set rounds=30`` of a finished 15-aggregation run (uploads in flight at its
+    end) continues as the 30-aggregation run (15 a multiple of ``eval_every``: same tables)."""
+    scenario = _network_only("buffered", buffer_size=2)
+    run_scenario(scenario, tmp_path / "full")
+    run_scenario(replace(scenario, rounds=15), tmp_path / "short")
+    Run.resume_from(tmp_path / "short", rounds=30).execute()
+    _assert_same_tables(tmp_path / "full", tmp_path / "short")
+
+
+# ---- the pieces of the state ----------------------------------------------------------------
+def test_the_shared_band_continues_exactly_from_its_state():
+    """Two bands, one restored from the other's state (through JSON) mid-way, end the same
+    uploads at the same float times."""
+    rng = np.random.default_rng(0)
+    uploads = [(c, float(rng.uniform(1e4, 1e5)), float(rng.uniform(1e5, 1e7))) for c in range(6)]
+
+    def ends(band: SharedBand, todo) -> list[tuple[float, int]]:
+        now, out = 0.0, []
+        for client, bits, rate in todo:
+            band.advance(1e-3)
+            now += 1e-3
+            band.start(client, bits, rate)
+        while band.n_active:
+            dt = band.next_end_in_s()
+            band.advance(dt)
+            now += dt
+            out.append((now, band.end_next()))
+        return out
+
+    a, b = SharedBand(), SharedBand()
+    for band in (a, b):
+        for client, bits, rate in uploads[:3]:
+            band.start(client, bits, rate)
+        band.advance(2.5e-3)
+    restored = SharedBand()
+    restored.restore(json.loads(json.dumps(b.state())))
+    assert restored.service == b.service and restored.n_active == 3
+    assert ends(restored, uploads[3:]) == ends(a, uploads[3:])
+
+
+def test_plans_round_trip_through_json():
+    from wirelessfl.algorithms.fslora.cost import SketchPlan
+
+    base = ClientPlan(client=3, round_index=17, rank=4, ratio=0.1 + 0.2)
+    again = client_plan_from_state(json.loads(json.dumps(client_plan_state(base))))
+    assert again == base and type(again) is ClientPlan
+    sub = SketchPlan(1, 2, 2, 1.0, model_rank=8, index_sets=((0, 5), (3, 7)))
+    again = client_plan_from_state(json.loads(json.dumps(client_plan_state(sub))))
+    assert again == sub and type(again) is SketchPlan
+    with pytest.raises(ValueError, match="is not a ClientPlan"):
+        client_plan_from_state({**client_plan_state(base), "class": "wirelessfl.plans:RoundPlan"})
+    plan = RoundPlan(9, np.array([5]), 4, 1.0 / 3.0, math.nan, 8)
+    again = round_plan_from_state(json.loads(json.dumps(round_plan_state(plan))))
+    assert again.round_index == 9 and again.n_scheduled == 8 and math.isnan(again.bound)
+    assert again.ratios.tolist() == [1.0 / 3.0] and again.clients.tolist() == [5]
+
+
+def test_a_message_round_trips_through_a_weights_only_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    from wirelessfl.algorithms.message import IndexSpace, LoraTensors, Message
+
+    g = torch.Generator().manual_seed(1)
+    b, a = torch.randn(6, 2, generator=g), torch.randn(2, 5, generator=g)
+    message = Message(
+        shared={"l.B": b, "l.A": a, "head": torch.randn(3, generator=g)},
+        private={"memory": {"l": torch.randn(4, generator=g)}},
+        sparse=[IndexSpace(("l.B", "l.A"), 9, 22)],
+        diagnostics={"local": torch.randn(2, generator=g)},
+        side_bits=64.0,
+        lora=[LoraTensors("l", "l.B", "l.A", (0, 2))],
+    )
+    torch.save(message.state_dict(), tmp_path / "m.pt")
+    again = Message.from_state_dict(torch.load(tmp_path / "m.pt", weights_only=True))
+    assert again.sparse == message.sparse and again.lora == message.lora
+    assert again.side_bits == 64.0
+    for name in ("shared", "diagnostics"):
+        got, want = getattr(again, name), getattr(message, name)
+        assert list(got) == list(want)
+        assert all(torch.equal(got[k], want[k]) for k in want)
+    assert torch.equal(again.private["memory"]["l"], message.private["memory"]["l"])
+    kw = {"bits_per_value": 32, "count_index": True}
+    assert again.payload(**kw) == message.payload(**kw)
+
+
+def test_a_checkpoint_without_the_engine_state_is_refused_in_one_line():
+    """What an older version wrote: no uploads in flight recorded."""
+    scenario = small_scenario(server={"mode": "buffered", "buffer_size": 2})
+    sim = Simulator(scenario, make_learner(scenario))
+    state = sim.state_dict()
+    del state["engine"]
+    with pytest.raises(UserError) as err:
+        sim.load_state_dict({**state, "next_round": 3}, None)
+    message = str(err.value)
+    assert message.startswith("--resume: the checkpoint of this server.mode: buffered run")
+    assert "\n" not in message
