@@ -130,15 +130,15 @@ def test_a_training_run_resumed_mid_way_equals_the_uninterrupted_one(tmp_path):
     scenario = digits_scenario(
         **{
             "algorithm.name": "fedit",
-            "rounds": 7,
+            "rounds": 6,
             "eval_every": 3,
             "server": {"mode": "async", "concurrency": 4},
-            "output": {"clients": True, "events": True, "checkpoint_every": 4},
+            "output": {"clients": True, "events": True, "checkpoint_every": 2},
         }
     )
     run_scenario(scenario, tmp_path / "full")
-    engine = _cut(scenario, tmp_path / "cut", 6)
-    folder = tmp_path / "cut" / "checkpoints" / "4"
+    engine = _cut(scenario, tmp_path / "cut", 3)
+    folder = tmp_path / "cut" / "checkpoints" / "2"
     in_flight = torch.load(folder / "learner.pt", weights_only=True)["in_flight"]
     assert sorted(int(c) for c in in_flight["messages"]) == sorted(
         u["client"] for u in engine["busy"]

@@ -85,7 +85,8 @@ class Learner(ABC):
 
     @abstractmethod
     def save_state(self, folder: Path) -> None:
-        """Write everything needed to continue identically (atomically) into ``folder``."""
+        """Write everything needed to continue identically (atomically) into ``folder``; in an
+        event-driven run, also the updates dispatched and not yet added (:meth:`dispatch`)."""
 
     @abstractmethod
     def load_state(self, folder: Path) -> None:
