@@ -30,7 +30,9 @@ Time is computed in closed form (the processor-sharing formulas of
 at equal times an upload end comes before an upload start, and both before a semi-sync
 deadline), and SimPy's clock waits for each aggregation: the tables equal those of SimPy
 processes per client re-dividing the band at each event. Each call of
-:meth:`AsyncEngine.aggregation` runs one aggregation (one row of ``rounds.csv``).
+:meth:`AsyncEngine.aggregation` runs one aggregation (one row of ``rounds.csv``);
+:meth:`AsyncEngine.state` is what a checkpoint between two aggregations records of the
+uploads in flight, so that ``--resume`` continues exactly.
 """
 
 from __future__ import annotations
