@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -83,7 +83,7 @@ class Update:
     def state(self) -> dict:
         """Its fields as JSON values (the report as a mapping)."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
-        state["report"] = asdict(self.report)
+        state["report"] = {f.name: getattr(self.report, f.name) for f in fields(self.report)}
         return state
 
     @classmethod
