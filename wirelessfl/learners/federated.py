@@ -333,8 +333,9 @@ class FederatedLearner(Learner):
 
     def _in_flight_state(self) -> dict[str, Any]:
         """The updates dispatched and not yet added (event-driven modes), keyed by client id
-        as a string: messages, training losses, plans and, for FedAsync's mixing, the global
-        states they started from (one object for the clients that share it)."""
+        as a string: messages (their private part too: the compression stage's metrics read
+        it when they are added), training losses, plans and, for FedAsync's mixing, the
+        global states they started from."""
         return {
             "messages": {str(c): m.state_dict() for c, m in self._pending.items()},
             "losses": {str(c): float(loss) for c, loss in self._losses.items()},
