@@ -44,10 +44,11 @@ FLOPS = lora_training_flops(
 )
 
 
-def _network_only(mode: str, **server) -> object:
+def _network_only(mode: str, overrides: dict | None = None, **server) -> object:
     """30 aggregations of N = 20 clients, C = 8 at once, computing for about 50 ms (lognormal
     speeds) and uploading for 0.1-0.6 s over a Rayleigh channel: uploads overlap all the time."""
     return small_scenario(
+        **(overrides or {}),
         rounds=30,
         controller={"name": "fixed", "rank": RANK, "r_max": 16},
         devices={
@@ -147,6 +148,16 @@ def test_a_training_run_resumed_mid_way_equals_the_uninterrupted_one(tmp_path, a
     )
     starts = set(in_flight["messages"]) if mode == "async" else set()
     assert set(in_flight["starts"]) == starts  # FedAsync mixes them in; FedBuff adds Delta
+    resume_run(tmp_path / "cut")
+    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+
+
+def test_a_moving_cell_resumed_mid_way_equals_the_uninterrupted_one(tmp_path):
+    """Clients that move (random waypoint): each dispatch's SNR is taken at its own time."""
+    moving = {"channel.mean_snr_db": None, "channel.d_max_m": 300.0}
+    scenario = _network_only("async", {**moving, "mobility.model": "random_waypoint"})
+    run_scenario(scenario, tmp_path / "full")
+    _cut(scenario, tmp_path / "cut", 24)  # the checkpoint after aggregation 20
     resume_run(tmp_path / "cut")
     _assert_same_tables(tmp_path / "full", tmp_path / "cut")
 
