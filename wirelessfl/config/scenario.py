@@ -981,23 +981,31 @@ class Scenario:
                 "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
                 "fedit_topk, ffa_lora, soft)"
             )
-        not_yet = {
-            "faults.dropout_prob": self.faults.dropout_prob > 0,
-            "faults.outage_snr_db": self.faults.outage_snr_db is not None,
-            "faults.deadline_s": self.faults.deadline_s is not None,
-            "faults.redistribute_unused": self.faults.redistribute_unused,
-            "availability.model": self.availability.model != "always",
-            "channel.downlink_rate_bps": self.channel.downlink_rate_bps > 0,
-            "controller.energy_budget_j": self.controller.energy_budget_j is not None,
-            "selection.method": self.selection.method != "uniform",
-            "selection.available_only": self.selection.available_only,
+        refused = {  # key -> why the event-driven modes do not read it
+            "faults.deadline_s": (
+                self.faults.deadline_s is not None,
+                "a per-update deadline is not modelled yet; semi_sync's server.deadline_s "
+                "aggregates on a clock",
+            ),
+            "faults.redistribute_unused": (
+                self.faults.redistribute_unused,
+                "the shared band already divides the whole band among the uploads on the air, "
+                "so no share idles",
+            ),
+            "controller.energy_budget_j": (
+                self.controller.energy_budget_j is not None,
+                "no controller decides per dispatch yet",
+            ),
+            "selection.method": (
+                self.selection.method != "uniform",
+                "a slot that frees takes one client drawn by server.dispatch, not K of N",
+            ),
         }
-        for key, given in not_yet.items():
+        for key, (given, why) in refused.items():
             if given:
                 raise ConfigError(
-                    f"{key}: not modelled yet with server.mode: {sv.mode} (the event-driven "
-                    "modes dispatch at random with no faults, availability, downlink or "
-                    "energy budget); remove it or use server.mode: sync"
+                    f"{key}: not read with server.mode: {sv.mode} ({why}); remove it or use "
+                    "server.mode: sync"
                 )
 
     def _validate_wireless(self) -> None:
