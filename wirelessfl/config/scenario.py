@@ -249,7 +249,11 @@ class ChannelConfig:
         "geometry and fading; relative to the working directory)",
     )
     downlink_rate_bps: float = option(
-        0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
+        0.0,
+        ge=0.0,
+        doc="the server's downlink rate R: a synchronous broadcast reaches every client at R, "
+        "the event-driven modes' concurrent downloads share it (R / n each); 0 = "
+        "instantaneous downlink (the paper)",
     )
     block_rounds: int = option(
         128,
@@ -741,7 +745,9 @@ class LearnerConfig:
 class FaultsConfig:
     """Simulated faults, each off by default."""
 
-    dropout_prob: float = option(0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round")
+    dropout_prob: float = option(
+        0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round (event-driven: per dispatch)"
+    )
     outage_snr_db: float | None = option(
         None,
         ge=-MAX_DB,
