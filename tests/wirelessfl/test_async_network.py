@@ -21,6 +21,7 @@ from scenario_helpers import small_scenario
 
 from channels.streams import round_generator
 from wirelessfl.errors import ConfigError
+from wirelessfl.learners import make_learner
 from wirelessfl.sim import run_scenario
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.setup import build_radio
@@ -342,8 +343,10 @@ def test_losses_of_each_kind_and_their_energy(tmp_path):
             "devices.energy.joules_per_flop": 1.0e-10,
         },
     )  # fmt: skip
-    res = run_scenario(sc, tmp_path / "run")
+    learner = make_learner(sc)
+    res = run_scenario(sc, tmp_path / "run", learner=learner)
     c, rounds, ev = res.clients, res.rounds, res.events
+    assert len(learner._arrivals) == rounds.n_in_flight.iloc[-1]  # lost ones forgotten
     assert {"arrived", "dropped", "outage", "unavailable"} <= set(c.status)
     at_dispatch = c[c.status.isin(["dropped", "outage"]) | (c.bits == 0)]
     assert (at_dispatch.compute_energy_j == 0).all() and (at_dispatch.transmit_energy_j == 0).all()
@@ -468,3 +471,39 @@ def test_the_keys_now_modelled_load_in_every_event_driven_mode(overrides):
     for mode in ("async", "buffered"):
         small_scenario(**{"server.mode": mode, **overrides})
     small_scenario(**{"server.mode": "semi_sync", "server.deadline_s": 2.0, **overrides})
+
+
+# ---- real training ---------------------------------------------------------------------------
+@pytest.mark.usefixtures("one_torch_thread")
+def test_real_training_with_downloads_availability_and_faults(tmp_path):
+    """fedit trains its real updates while clients drop, fall into outage and leave mid-way;
+    a lost update is forgotten by the learner, never aggregated later."""
+    pytest.importorskip("torch")
+    from scenario_helpers import digits_scenario
+
+    sc = digits_scenario(
+        **{
+            "algorithm.name": "fedit",
+            "rounds": 8,
+            "eval_every": 4,
+            "channel.downlink_rate_bps": 2.0e6,
+            "availability": {"model": "markov", "p_on_to_off": 0.5, "p_off_to_on": 0.5},
+            "faults": {"dropout_prob": 0.2, "outage_snr_db": 3.0},
+            "server": {"mode": "buffered", "concurrency": 3, "buffer_size": 2},
+            "output.clients": True,
+        }
+    )
+    learner = make_learner(sc)
+    result = run_scenario(sc, tmp_path / "run", learner=learner)
+    rounds, c = result.rounds, result.clients
+    assert len(rounds) == 8 and np.isfinite(rounds.loss[rounds.n_arrived > 0]).all()
+    assert (c.status == "arrived").sum() == rounds.n_arrived.sum() > 0
+    assert (
+        (c.status != "arrived").sum()
+        == (rounds.n_dropped + rounds.n_outage + rounds.n_unavailable).sum()
+        > 0
+    )
+    assert (c[c.status == "arrived"].download_s > 0).all()
+    # the learner keeps exactly the updates still in flight (dispatched, not aggregated)
+    assert len(learner._pending) == rounds.n_in_flight.iloc[-1]
+    assert ((c.status == "unavailable") & (c.bits > 0)).any()  # some left mid-way
