@@ -92,13 +92,13 @@ class _Reference:
 
     def __init__(
         self, *, mode, seed, rounds, concurrency, m, deadline_s, downlink_bps, compute_s,
-        intervals, available_only, outage_db, dropout, empty_round_s,
+        intervals, available_only, outage_db, dropout, empty_round_s, cutoff_s,
     ):  # fmt: skip
         self.mode, self.seed, self.rounds, self.c, self.m = mode, seed, rounds, concurrency, m
         self.deadline_s, self.r = deadline_s, downlink_bps
         self.compute_s, self.intervals = compute_s, intervals
         self.available_only, self.outage_db, self.dropout = available_only, outage_db, dropout
-        self.empty_round_s = empty_round_s
+        self.empty_round_s, self.cutoff_s = empty_round_s, cutoff_s
         self.full_rate = [BANDWIDTH_HZ * math.log2(1.0 + 10.0 ** (db / 10.0)) for db in SNR_DB]
         self.now, self.version, self.j = 0.0, 0, 0
         self.idle, self.benched = list(range(N)), []
@@ -117,7 +117,7 @@ class _Reference:
         return any(a <= time_s < b for a, b in self.intervals[client])
 
     def lose(self, u: dict, status: str) -> None:
-        u["status"] = status
+        u["status"], u["lost_s"] = status, self.now
         self.lost.append(u)
         self.benched.append(u["client"])
 
@@ -130,9 +130,9 @@ class _Reference:
             client = pool[int(rng.integers(len(pool)))]
             self.idle.remove(client)
             j, self.j = self.j, self.j + 1
-            u = {"client": client, "dispatch_s": self.now, "version": self.version,
+            u = {"client": client, "j": j, "dispatch_s": self.now, "version": self.version,
                  "compute_start_s": math.nan, "upload_start_s": math.nan,
-                 "arrival_s": math.nan, "staleness": -1}  # fmt: skip
+                 "arrival_s": math.nan, "lost_s": math.nan, "staleness": -1}  # fmt: skip
             if not self.on(client, self.now):
                 self.lose(u, "unavailable")
             elif self.outage_db is not None and SNR_DB[client] < self.outage_db:
@@ -154,6 +154,19 @@ class _Reference:
         u["compute_start_s"] = self.now
         heapq.heappush(self.computing, (self.now + self.compute_s[u["client"]], u["client"]))
 
+    def cut(self) -> None:
+        """The update in flight longest past its dispatch + cutoff is a straggler."""
+        _, _, client = min(
+            (u["dispatch_s"] + self.cutoff_s, u["j"], c) for c, u in self.busy.items()
+        )
+        self.down.pop(client, None)
+        self.up.pop(client, None)
+        self.computing = [e for e in self.computing if e[1] != client]
+        heapq.heapify(self.computing)
+        self.lose(self.busy.pop(client), "straggler")
+        if self.mode != "semi_sync":
+            self.refill()
+
     def left(self, u: dict) -> bool:
         """Lost as unavailable at the end of a phase; the slot refills (not semi_sync)."""
         if self.on(u["client"], self.now):
@@ -172,7 +185,8 @@ class _Reference:
         self.rows += taken + self.lost
         self.counts.append(
             {s: sum(u["status"] == s for u in self.lost) for s in
-             ("dropped", "outage", "unavailable")} | {"t_end_s": self.now, "n": len(taken)}
+             ("dropped", "outage", "unavailable", "straggler")}
+            | {"t_end_s": self.now, "n": len(taken)}
         )  # fmt: skip
         for client in [u["client"] for u in taken] + self.benched:
             bisect.insort(self.idle, client)
@@ -189,7 +203,10 @@ class _Reference:
             upload_end = self.now + ups[0][0] if ups else math.inf
             download_end = self.now + downs[0][0] if downs else math.inf
             compute_end = self.computing[0][0] if self.computing else math.inf
-            next_s = min(upload_end, download_end, compute_end, deadline)
+            cut = math.inf
+            if self.cutoff_s is not None and self.busy:
+                cut = min(u["dispatch_s"] for u in self.busy.values()) + self.cutoff_s
+            next_s = min(upload_end, download_end, compute_end, cut, deadline)
             if math.isinf(next_s):  # stalled: an empty aggregation after empty_round_s
                 assert not self.busy
                 self.now += self.empty_round_s
@@ -205,10 +222,10 @@ class _Reference:
                 client = ups[0][1]
                 del self.up[client]
                 u = self.busy[client]
-                u["arrival_s"] = self.now
                 if self.left(u):
                     continue
                 del self.busy[client]
+                u["arrival_s"] = self.now
                 self.buffer.append(u)
                 if self.mode == "async" or (self.mode == "buffered" and len(self.buffer) == self.m):
                     taken, self.buffer = self.buffer, []
@@ -227,6 +244,8 @@ class _Reference:
                 u["upload_start_s"] = self.now
                 if not self.left(u):
                     self.up[client] = BITS
+            elif cut == next_s:
+                self.cut()
             else:
                 taken, self.buffer = self.buffer, []
                 self.aggregate(taken)
@@ -260,13 +279,30 @@ CASES = {
     "semi_sync, availability": (
         "semi_sync", 16, {"concurrency": 6, "deadline_s": 1000.0}, {}, False,
     ),
+    "async, cutoff": ("async", 30, {"concurrency": 5}, {"faults.deadline_s": 2500.0}, None),
+    "buffered, cutoff and availability": (
+        "buffered", 14, {"concurrency": 6, "buffer_size": 2}, {"faults.deadline_s": 2200.0},
+        True,
+    ),
+    "buffered, short cutoff": (  # cuts in every phase, most while downloading
+        "buffered", 10, {"concurrency": 10, "buffer_size": 2}, {"faults.deadline_s": 1500.0},
+        None,
+    ),
+    "semi_sync, cutoff and faults": (
+        "semi_sync", 12, {"concurrency": 6, "deadline_s": 800.0},
+        {"faults.deadline_s": 3200.0, "faults.dropout_prob": 0.2}, None,
+    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, case):
     mode, rounds, server, faults, available_only = CASES[case]
-    overrides = {"channel.downlink_rate_bps": DOWNLINK_BPS, **faults}
+    overrides = {
+        "channel.downlink_rate_bps": DOWNLINK_BPS,
+        "availability.empty_round_s": 250.0,
+        **faults,
+    }
     intervals = None
     if available_only is not None:
         intervals = _availability_intervals(7, horizon_s=60000.0)
@@ -274,7 +310,6 @@ def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, c
         overrides |= {
             "availability.model": "trace",
             "availability.trace": str(tmp_path / "avail.csv"),
-            "availability.empty_round_s": 250.0,
             "selection.available_only": available_only,
         }
     sc = _scenario(tmp_path, mode, rounds, server, **overrides)
@@ -285,6 +320,7 @@ def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, c
         downlink_bps=DOWNLINK_BPS, compute_s=_compute_s(tmp_path), intervals=intervals,
         available_only=bool(available_only), outage_db=faults.get("faults.outage_snr_db"),
         dropout=faults.get("faults.dropout_prob", 0.0), empty_round_s=250.0,
+        cutoff_s=faults.get("faults.deadline_s"),
     ).run()  # fmt: skip
     got = res.clients
     assert got.client.tolist() == [u["client"] for u in ref.rows]
@@ -295,6 +331,7 @@ def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, c
         ("dispatch_s", "dispatch_s"),
         ("upload_start_s", "upload_start_s"),
         ("arrival_s", "arrival_s"),
+        ("lost_s", "lost_s"),
     ):
         np.testing.assert_allclose(
             got[column], [u[ref_column] for u in ref.rows], rtol=1e-9, atol=1e-9
@@ -308,7 +345,8 @@ def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, c
     rounds_table = res.rounds
     np.testing.assert_allclose(rounds_table.t_end_s, [c["t_end_s"] for c in ref.counts], rtol=1e-9)
     for column, key in (("n_dropped", "dropped"), ("n_outage", "outage"),
-                        ("n_unavailable", "unavailable"), ("n_arrived", "n")):  # fmt: skip
+                        ("n_unavailable", "unavailable"), ("n_stragglers", "straggler"),
+                        ("n_arrived", "n")):  # fmt: skip
         assert rounds_table[column].tolist() == [c[key] for c in ref.counts], column
     arrived = got[got.status == "arrived"]
     assert (arrived.bits == BITS).all() and (arrived.bits_down == BITS).all()
@@ -340,6 +378,7 @@ def test_losses_of_each_kind_and_their_energy(tmp_path):
             "availability.trace": str(tmp_path / "avail.csv"),
             "faults.dropout_prob": 0.2,
             "faults.outage_snr_db": -1.0,
+            "faults.deadline_s": 2600.0,
             "devices.energy.joules_per_flop": 1.0e-10,
         },
     )  # fmt: skip
@@ -347,31 +386,40 @@ def test_losses_of_each_kind_and_their_energy(tmp_path):
     res = run_scenario(sc, tmp_path / "run", learner=learner)
     c, rounds, ev = res.clients, res.rounds, res.events
     assert len(learner._arrivals) == rounds.n_in_flight.iloc[-1]  # lost ones forgotten
-    assert {"arrived", "dropped", "outage", "unavailable"} <= set(c.status)
+    assert {"arrived", "dropped", "outage", "unavailable", "straggler"} <= set(c.status)
     at_dispatch = c[c.status.isin(["dropped", "outage"]) | (c.bits == 0)]
     assert (at_dispatch.compute_energy_j == 0).all() and (at_dispatch.transmit_energy_j == 0).all()
     in_flight = c[(c.status == "unavailable") & (c.bits > 0)]
     assert len(in_flight) > 0  # some left while downloading, computing or uploading
+    full_j = c.compute_s * _flops_per_s(c) * 1e-10  # FLOPs x J/FLOP
     computed = c.upload_start_s.notna()
+    np.testing.assert_allclose(c.compute_energy_j[computed], full_j[computed], rtol=1e-12)
+    compute_start_s = c.dispatch_s + c.download_s
+    cut = (c.status == "straggler") & ~computed & c.download_s.notna()  # cut while computing
+    assert cut.any()
     np.testing.assert_allclose(
-        c.compute_energy_j[computed],
-        c.compute_s[computed] * _flops_per_s(c[computed]) * 1e-10,
-        rtol=1e-12,
+        c.compute_energy_j[cut],
+        full_j[cut] * (c.lost_s - compute_start_s)[cut] / c.compute_s[cut],
+        rtol=1e-9,
     )
-    assert (c.compute_energy_j[~computed] == 0).all()
-    sent = c.arrival_s.notna()
+    assert (c.compute_energy_j[c.download_s.isna()] == 0).all()  # never computed
+    sent = c.upload_start_s.notna()
+    end_s = c.arrival_s.fillna(c.lost_s)  # an upload lost or cut counts to its loss
+    assert ((c.status != "arrived") & sent).any()
     np.testing.assert_allclose(
         c.transmit_energy_j[sent],
-        c.tx_power_w[sent] * (c.arrival_s - c.upload_start_s)[sent],
+        c.tx_power_w[sent] * (end_s - c.upload_start_s)[sent],
         rtol=1e-12,
     )
+    assert (c.transmit_energy_j[~sent] == 0).all()
     per_round = c.groupby("round")[["compute_energy_j", "transmit_energy_j"]].sum()
     per_round = per_round.reindex(rounds["round"], fill_value=0.0)
     np.testing.assert_allclose(rounds.compute_energy_j, per_round.compute_energy_j, rtol=1e-12)
     np.testing.assert_allclose(rounds.transmit_energy_j, per_round.transmit_energy_j, rtol=1e-12)
     # each loss is one event of its kind at its time; the counts are the rounds' columns
     for status, kind, column in (("dropped", "drop", "n_dropped"), ("outage", "outage", "n_outage"),
-                                 ("unavailable", "unavailable", "n_unavailable")):  # fmt: skip
+                                 ("unavailable", "unavailable", "n_unavailable"),
+                                 ("straggler", "straggler", "n_stragglers")):  # fmt: skip
         assert (ev.kind == kind).sum() == (c.status == status).sum() == rounds[column].sum()
     # a dispatch below the outage threshold is always an outage (the trace's SNR is fixed)
     assert (c[c.status == "outage"].snr_db < -1.0).all()
@@ -442,8 +490,6 @@ def test_an_snr_trace_gives_row_t_of_the_dispatch(tmp_path):
 @pytest.mark.parametrize(
     ("key", "value", "why"),
     [
-        ("faults.deadline_s", 5.0, "a per-update deadline is not modelled yet; semi_sync's "
-         "server.deadline_s aggregates on a clock"),
         ("faults.redistribute_unused", True, "the shared band already divides the whole band "
          "among the uploads on the air, so no share idles"),
         ("controller.energy_budget_j", 1.0, "no controller decides per dispatch yet"),
@@ -463,7 +509,7 @@ def test_what_is_not_read_is_refused_in_one_line(key, value, why):
     "overrides",
     [
         {"channel.downlink_rate_bps": 1.0e6},
-        {"faults.dropout_prob": 0.2, "faults.outage_snr_db": 3.0},
+        {"faults.dropout_prob": 0.2, "faults.outage_snr_db": 3.0, "faults.deadline_s": 9.0},
         {"availability.model": "markov", "selection.available_only": True},
     ],
 )

@@ -755,7 +755,10 @@ class FaultsConfig:
         doc="uploads below this SNR fail (the client gets no bandwidth)",
     )
     deadline_s: float | None = option(
-        None, gt=0.0, doc="server aggregates what arrived this long after the broadcast"
+        None,
+        gt=0.0,
+        doc="server aggregates what arrived this long after the broadcast (event-driven: an "
+        "update still in flight this long after its dispatch is cut)",
     )
     redistribute_unused: bool = option(
         False, doc="give dropped clients' shares to the others (pro rata)"
@@ -988,11 +991,6 @@ class Scenario:
                 "fedit_topk, ffa_lora, soft)"
             )
         refused = {  # key -> why the event-driven modes do not read it
-            "faults.deadline_s": (
-                self.faults.deadline_s is not None,
-                "a per-update deadline is not modelled yet; semi_sync's server.deadline_s "
-                "aggregates on a clock",
-            ),
             "faults.redistribute_unused": (
                 self.faults.redistribute_unused,
                 "the shared band already divides the whole band among the uploads on the air, "

@@ -110,14 +110,15 @@ UPDATE_COLUMNS: dict[str, str] = {
     "round": "index of the aggregation that took the update (a lost one: the first "
     "aggregation after it was lost)",
     "client": "client id",
-    "status": "arrived (taken) | dropped | outage | unavailable (lost: at its dispatch, or "
-    "unavailable when its download, compute or upload ended)",
+    "status": "arrived (taken) | dropped | outage | unavailable | straggler (lost: at its "
+    "dispatch, unavailable when its download, compute or upload ended, or still in flight "
+    "faults.deadline_s after its dispatch)",
     "dispatch_s": "virtual time the client was dispatched (its download started)",
     "download_s": "duration of its download on the shared downlink (0 without "
     "channel.downlink_rate_bps; NaN: lost before its download ended)",
     "upload_start_s": "virtual time its upload started (its compute ended; NaN: lost before)",
-    "arrival_s": "virtual time its upload ended at the server (NaN: lost before; for one "
-    "lost as unavailable then, the time it was lost)",
+    "arrival_s": "virtual time its upload ended at the server (NaN: lost)",
+    "lost_s": "virtual time it was lost (NaN: taken)",
     "compute_s": "local compute duration (0: lost at its dispatch)",
     "upload_s": "upload duration on the shared band (arrival_s - upload_start_s)",
     "snr_db": "SNR of its upload (the channel at its dispatch)",
@@ -130,8 +131,10 @@ UPDATE_COLUMNS: dict[str, str] = {
     "weight": "its server weight w: FedAsync's alpha s(tau), FedBuff's eta_g s(tau) / M "
     "(NaN: lost)",
     "tx_power_w": "its transmit power",
-    "compute_energy_j": "energy of its local training (0 unless its compute ended)",
-    "transmit_energy_j": "energy of its upload: tx_power_w x upload_s (0 unless its upload ended)",
+    "compute_energy_j": "energy of its local training (the part done, for a straggler cut "
+    "while computing; 0 if its compute never started)",
+    "transmit_energy_j": "energy of its upload: tx_power_w x the time it transmitted (to "
+    "lost_s for a lost upload; 0 if its upload never started)",
 }
 
 DEVICE_COLUMNS: dict[str, str] = {

@@ -64,7 +64,12 @@ from wirelessfl.sim.staleness import buffered_weights, fedasync_weight
 __all__ = ["AsyncEngine"]
 
 #: ``clients.csv``'s status of an update lost by each kind of event (the synchronous words)
-LOST_STATUS = {Kind.DROP: "dropped", Kind.OUTAGE: "outage", Kind.UNAVAILABLE: "unavailable"}
+LOST_STATUS = {
+    Kind.DROP: "dropped",
+    Kind.OUTAGE: "outage",
+    Kind.UNAVAILABLE: "unavailable",
+    Kind.STRAGGLER: "straggler",
+}
 
 
 @dataclass
@@ -86,6 +91,7 @@ class Update:
     staleness: int = -1
     weight: float = math.nan
     status: str = "arrived"  # or how it was lost (LOST_STATUS)
+    lost_s: float = math.nan  # when it was lost
 
     @property
     def download_s(self) -> float:
@@ -96,14 +102,23 @@ class Update:
         return self.arrival_s - self.upload_start_s
 
     @property
-    def computed(self) -> bool:
-        """Whether its compute ended (it spent its compute energy)."""
-        return not math.isnan(self.upload_start_s)
+    def computed_fraction(self) -> float:
+        """The part of its compute done: 1 once it ended, the part up to a cut, else 0."""
+        if not math.isnan(self.upload_start_s):
+            return 1.0
+        if math.isnan(self.compute_start_s) or math.isnan(self.lost_s):
+            return 0.0
+        if self.compute_s <= 0.0:
+            return 1.0
+        return (self.lost_s - self.compute_start_s) / self.compute_s
 
     @property
     def transmitted_s(self) -> float:
-        """Time it transmitted [s] (0 unless its upload ended)."""
-        return 0.0 if math.isnan(self.arrival_s) else self.upload_s
+        """Time it transmitted [s]: its upload up to its arrival or its loss (0: none)."""
+        if math.isnan(self.upload_start_s):
+            return 0.0
+        end_s = self.lost_s if math.isnan(self.arrival_s) else self.arrival_s
+        return end_s - self.upload_start_s
 
 
 @dataclass
@@ -114,7 +129,7 @@ class _Period:
     start_s: float
     log: EventLog = field(default_factory=EventLog)
     dispatched: list[Update] = field(default_factory=list)
-    lost: list[Update] = field(default_factory=list)  # dropped, in outage or unavailable
+    lost: list[Update] = field(default_factory=list)  # dropped, outage, unavailable, straggler
 
 
 class AsyncEngine:
@@ -139,6 +154,8 @@ class AsyncEngine:
         self.downlink_rate_bps = sc.channel.downlink_rate_bps  # R; 0: instantaneous
         self.checks = DispatchChecks(sim)
         self.benched: list[int] = []  # lost an update: out until the next aggregation
+        self.cutoff_s = sc.faults.deadline_s  # per update, from its dispatch (None: none)
+        self.cuts: list[tuple[float, int, int]] = []  # (dispatch + cutoff [s], j, client), a heap
         self.computing: list[tuple[float, int]] = []  # (compute end [s], client), a heap
         self.busy: dict[int, Update] = {}
         self.idle = list(range(sc.n_clients))  # sorted
@@ -183,17 +200,19 @@ class AsyncEngine:
             upload_end = now + self.band.next_end_in_s()
             download_end = now + self.downlink.next_end_in_s()
             compute_end = self.computing[0][0] if self.computing else math.inf
-            next_s = min(upload_end, download_end, compute_end, deadline_s)
+            cut = self._next_cut_s()
+            next_s = min(upload_end, download_end, compute_end, cut, deadline_s)
             if math.isinf(next_s):
                 return self._stalled(period, now)
             self.band.advance(next_s - now)
             self.downlink.advance(next_s - now)
             now = next_s
             if upload_end == next_s:
-                u = self.busy.pop(self.band.end_next())
-                u.arrival_s = now
+                u = self.busy[self.band.end_next()]
                 if self._left(period, u, now):
                     continue
+                del self.busy[u.client]
+                u.arrival_s = now
                 period.log.add(now, Kind.UPLOAD_END, u.client, u.report.bits_up)
                 self.buffer.append(u)
                 if self.mode == "async" or (
@@ -216,9 +235,35 @@ class AsyncEngine:
                 if not self._left(period, u, now):
                     period.log.add(now, Kind.UPLOAD_START, client)
                     self.band.start(client, u.report.bits_up, self._full_rate_bps(u.snr))
+            elif cut == next_s:
+                self._cut(period, now)
             else:  # the semi-sync deadline
                 taken, self.buffer = self.buffer, []
                 return taken, now
+
+    def _next_cut_s(self) -> float:
+        """When the next update still in flight reaches ``faults.deadline_s`` (inf: none)."""
+        cuts, busy = self.cuts, self.busy
+        while cuts and (cuts[0][2] not in busy or busy[cuts[0][2]].dispatch != cuts[0][1]):
+            heapq.heappop(cuts)  # arrived or lost before its cut
+        return cuts[0][0] if cuts else math.inf
+
+    def _cut(self, period: _Period, now: float) -> None:
+        """The update at the top of the cut heap is a straggler: taken off the downlink, its
+        compute or the band, and lost (its slot refilled, async and buffered)."""
+        _, _, client = heapq.heappop(self.cuts)
+        u = self.busy.pop(client)
+        if math.isnan(u.compute_start_s):
+            self.downlink.remove(client)
+        elif math.isnan(u.upload_start_s):
+            self.computing = [c for c in self.computing if c[1] != client]
+            heapq.heapify(self.computing)
+        else:
+            self.band.remove(client)
+        self.sim.learner.discard_updates([client])
+        self._lose(period, u, Kind.STRAGGLER, now)
+        if self.mode != "semi_sync":
+            self._refill(period, now)
 
     def _stalled(self, period: _Period, now: float) -> tuple[list[Update], float]:
         """No event is ahead: an empty aggregation ``availability.empty_round_s`` later when
@@ -239,7 +284,7 @@ class AsyncEngine:
         then its update is lost and its slot refilled (async, buffered)."""
         if not self.checks.has_left(u.client, period.t, now):
             return False
-        self.busy.pop(u.client, None)
+        del self.busy[u.client]
         self.sim.learner.discard_updates([u.client])
         self._lose(period, u, Kind.UNAVAILABLE, now)
         if self.mode != "semi_sync":
@@ -247,9 +292,9 @@ class AsyncEngine:
         return True
 
     def _lose(self, period: _Period, u: Update, kind: Kind, now: float) -> None:
-        """``u`` is lost at ``now`` (``kind``: drop, outage or unavailable); its client sits
-        out until the next aggregation."""
-        u.status = LOST_STATUS[kind]
+        """``u`` is lost at ``now`` (``kind``: drop, outage, unavailable or straggler); its
+        client sits out until the next aggregation."""
+        u.status, u.lost_s = LOST_STATUS[kind], now
         period.log.add(now, kind, u.client)
         period.lost.append(u)
         self.benched.append(u.client)
@@ -300,6 +345,8 @@ class AsyncEngine:
             u = Update(client, j, self.version, now, compute_s, snr, power, report)
             self.busy[client] = u
             period.dispatched.append(u)
+            if self.cutoff_s is not None:
+                heapq.heappush(self.cuts, (now + self.cutoff_s, j, client))
             if self.downlink_rate_bps > 0:
                 period.log.add(now, Kind.DOWNLOAD_START, client, float(self.version))
                 self.downlink.start(client, report.bits_down, self.downlink_rate_bps)
@@ -349,16 +396,16 @@ class AsyncEngine:
         return RoundOutcome(record, events, rows, energy)
 
     def _energy(self, updates: list[Update]) -> RoundEnergy:
-        """Each update's compute energy (whole once its compute ended, else 0) and transmit
-        power x the time it transmitted [J]: the taken ones and those lost since the previous
-        aggregation (download energy is not counted, as in the synchronous round)."""
+        """Each update's compute energy (in proportion to the part of its compute done) and
+        transmit power x the time it transmitted [J]: the taken ones and those lost since the
+        previous aggregation (download energy is not counted, as in the synchronous round)."""
         sim = self.sim
         clients = np.array([u.client for u in updates], dtype=int)
         flops = np.array([u.report.flops for u in updates], dtype=float)
         classes = None if sim.client_class is None else [sim.client_class[c] for c in clients]
         compute_j = np.zeros(0, dtype=float)
         if updates:
-            computed = np.array([u.computed for u in updates], dtype=float)
+            computed = np.array([u.computed_fraction for u in updates], dtype=float)
             compute_j = np.asarray(sim.compute_energy.energy_j(flops, classes), float) * computed
         transmit_j = np.array([u.tx_power_w * u.transmitted_s for u in updates], dtype=float)
         return RoundEnergy(clients, compute_j, transmit_j)
@@ -392,7 +439,7 @@ class AsyncEngine:
             "n_dropped": sum(u.status == "dropped" for u in period.lost),
             "n_outage": sum(u.status == "outage" for u in period.lost),
             "n_unavailable": sum(u.status == "unavailable" for u in period.lost),
-            "n_stragglers": 0,
+            "n_stragglers": sum(u.status == "straggler" for u in period.lost),
             "bits_up": float(sum(u.report.bits_up for u in taken)),
             "bits_down": float(sum(u.report.bits_down for u in period.dispatched)),
             "index_bits": float(sum(u.report.index_bits for u in taken)),
@@ -430,6 +477,7 @@ class AsyncEngine:
                 "download_s": u.download_s,
                 "upload_start_s": u.upload_start_s,
                 "arrival_s": u.arrival_s,
+                "lost_s": u.lost_s,
                 "compute_s": u.compute_s,
                 "upload_s": u.upload_s,
                 "snr_db": 10.0 * math.log10(max(u.snr, 1e-300)),

@@ -54,6 +54,12 @@ class SharedBand:
         if self._ends:
             self.service += elapsed_s / len(self._ends)
 
+    def remove(self, client: int) -> None:
+        """Take ``client``'s transfer off before it ends (a cut); the others keep their F_k,
+        and S grows faster from now on (O(n))."""
+        self._ends = [end for end in self._ends if end[1] != client]
+        heapq.heapify(self._ends)
+
     def end_next(self) -> int:
         """Take the upload of smallest F_k (ties: the lowest client id) off the air; its client."""
         return heapq.heappop(self._ends)[1]
