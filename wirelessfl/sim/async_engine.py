@@ -10,7 +10,9 @@ air share (:class:`~wirelessfl.sim.shared_band.SharedBand`: B / n(t) each, re-di
 upload start and end). Its SNR and transmit power are the channel's row t (the aggregation
 index at its dispatch) at its dispatch time, fixed for its upload. Availability and faults
 (:mod:`wirelessfl.sim.dispatch_checks`) decide who may be dispatched and which updates are
-lost: a lost update frees its slot, and its client sits out until the next aggregation.
+lost, and ``faults.deadline_s`` cuts an update still in flight that long after its dispatch
+(a straggler): a lost update frees its slot, and its client sits out until the next
+aggregation.
 
 The server aggregates:
 
