@@ -92,8 +92,10 @@ CLIENT_COLUMNS: dict[str, str] = {
 #: (``server.mode`` async | buffered | semi_sync), where a row is one aggregation: ``round`` is
 #: its index, ``t_start_s`` the previous aggregation's time (0 for the first), ``t_end_s`` its
 #: own, ``n_arrived`` the updates it took, ``n_scheduled`` the clients dispatched since the
-#: previous one, ``delay_s`` the longest upload it took, ``bits_up``, ``index_bits``, the SNR
-#: and energy columns those of the updates it took (their whole compute and upload),
+#: previous one (lost ones included), ``delay_s`` the longest upload it took, ``bits_up``,
+#: ``index_bits`` and the SNR columns those of the updates it took, ``n_dropped``,
+#: ``n_outage``, ``n_unavailable`` and ``n_stragglers`` the updates lost since the previous
+#: one, the energy columns those of the updates it took and lost,
 #: ``bits_down`` the dispatched clients' downloads; the controller's columns (``queue``,
 #: ``queue_after``, ``sparsification``, ``planned_delay_s``, ``bound``,
 #: ``energy_queue_mean_j``) are NaN: no controller decides per dispatch yet.
