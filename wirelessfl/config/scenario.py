@@ -489,7 +489,8 @@ class SelectionConfig:
     available_only: bool = option(
         False,
         doc="schedule only clients available this round (false: unavailable clients can be "
-        "scheduled and are recorded as unavailable)",
+        "scheduled and are recorded as unavailable; event-driven: dispatch only clients "
+        "available then)",
     )
 
 
@@ -803,8 +804,9 @@ class ServerConfig:
     dispatch: str = option(
         "random",
         choices=("random",),
-        doc="who starts when a slot frees: random (uniform among the idle clients; the "
-        "controller's choice is not there yet)",
+        doc="who starts when a slot frees: random (uniform among the idle clients, the "
+        "available ones with selection.available_only; the controller's choice is not there "
+        "yet)",
         applies=_mode_is("async", "buffered", "semi_sync"),
     )
     alpha: float = option(

@@ -111,9 +111,9 @@ class Learner(ABC):
         raise SimulationError(f"add_updates: {self.event_driven_refusal()}")
 
     def discard_updates(self, clients: Sequence[int]) -> None:
-        """Forget the pending updates of ``clients``, whose uploads were lost (the
-        event-driven modes' availability, docs/simulator.md); a learner that keeps nothing
-        per pending update needs no override."""
+        """Forget the pending updates of ``clients``, lost after they trained (unavailable or
+        cut by ``faults.deadline_s`` in the event-driven modes, docs/simulator.md); a learner
+        that keeps nothing per pending update needs no override."""
         return None
 
     def metric_names(self) -> dict[str, str]:
