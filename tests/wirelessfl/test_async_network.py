@@ -5,8 +5,9 @@ faults under asynchrony").
 An event loop written here (heapq and plain Python, every download's and upload's remaining
 bits tracked, each running at R / n_down(t) and B log2(1 + SNR) / n_up(t)) reproduces the
 engine's updates, including the lost ones: who was dispatched, dropped, in outage or
-unavailable (an availability trace read here as plain intervals), when, and the aggregations'
-counts. The network-only learner keeps every test within seconds.
+unavailable (an availability trace read here as plain intervals, or ``channels``' Markov chain
+asked for round t = the aggregations done), cut by ``faults.deadline_s``, when, and the
+aggregations' counts. The network-only learner keeps every test within seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 from scenario_helpers import small_scenario
 
+from channels.availability import MarkovAvailability
 from channels.streams import round_generator
 from wirelessfl.errors import ConfigError
 from wirelessfl.learners import make_learner
@@ -35,6 +37,7 @@ BANDWIDTH_HZ = 200.0  # uploads of ~30-150 s alone: the band's sharing matters
 DOWNLINK_BPS = 100.0  # a download of ~290 s alone
 SNR_DB = np.linspace(-3.0, 21.0, N)  # client k's SNR, every round
 FLOPS_PER_S = [2.0e9 * (1 + (7 * k) % 5) for k in range(N)]  # compute of 540-2,700 s
+SEED = 3  # small_scenario's
 GAP_S = (6000.0, 9000.0)  # nobody is available then: the slots stay empty
 
 
@@ -92,11 +95,11 @@ class _Reference:
 
     def __init__(
         self, *, mode, seed, rounds, concurrency, m, deadline_s, downlink_bps, compute_s,
-        intervals, available_only, outage_db, dropout, empty_round_s, cutoff_s,
+        available, available_only, outage_db, dropout, empty_round_s, cutoff_s,
     ):  # fmt: skip
         self.mode, self.seed, self.rounds, self.c, self.m = mode, seed, rounds, concurrency, m
         self.deadline_s, self.r = deadline_s, downlink_bps
-        self.compute_s, self.intervals = compute_s, intervals
+        self.compute_s, self.available = compute_s, available  # (t, time) -> (N,) bool
         self.available_only, self.outage_db, self.dropout = available_only, outage_db, dropout
         self.empty_round_s, self.cutoff_s = empty_round_s, cutoff_s
         self.full_rate = [BANDWIDTH_HZ * math.log2(1.0 + 10.0 ** (db / 10.0)) for db in SNR_DB]
@@ -111,10 +114,9 @@ class _Reference:
         self.rows: list[dict] = []
         self.counts: list[dict] = []
 
-    def on(self, client: int, time_s: float) -> bool:
-        if self.intervals is None:
-            return True
-        return any(a <= time_s < b for a, b in self.intervals[client])
+    def on(self, client: int) -> bool:
+        """Whether ``client`` is available now, in round t = the aggregations done."""
+        return self.available is None or bool(self.available(self.version, self.now)[client])
 
     def lose(self, u: dict, status: str) -> None:
         u["status"], u["lost_s"] = status, self.now
@@ -123,7 +125,7 @@ class _Reference:
 
     def refill(self) -> None:
         while len(self.busy) < self.c:
-            pool = [c for c in self.idle if not self.available_only or self.on(c, self.now)]
+            pool = [c for c in self.idle if not self.available_only or self.on(c)]
             if not pool:
                 return
             rng = round_generator(self.seed, stream="dispatch", round_index=self.j)
@@ -133,7 +135,7 @@ class _Reference:
             u = {"client": client, "j": j, "dispatch_s": self.now, "version": self.version,
                  "compute_start_s": math.nan, "upload_start_s": math.nan,
                  "arrival_s": math.nan, "lost_s": math.nan, "staleness": -1}  # fmt: skip
-            if not self.on(client, self.now):
+            if not self.on(client):
                 self.lose(u, "unavailable")
             elif self.outage_db is not None and SNR_DB[client] < self.outage_db:
                 self.lose(u, "outage")
@@ -169,7 +171,7 @@ class _Reference:
 
     def left(self, u: dict) -> bool:
         """Lost as unavailable at the end of a phase; the slot refills (not semi_sync)."""
-        if self.on(u["client"], self.now):
+        if self.on(u["client"]):
             return False
         del self.busy[u["client"]]
         self.lose(u, "unavailable")
@@ -271,18 +273,22 @@ CASES = {
     ),
     "buffered, availability": (
         "buffered", 14, {"concurrency": 5, "buffer_size": 2}, {"faults.dropout_prob": 0.1},
-        False,
+        ("trace", False),
     ),
     "async, available only": (
-        "async", 30, {"concurrency": 4}, {"faults.outage_snr_db": 0.0}, True,
+        "async", 30, {"concurrency": 4}, {"faults.outage_snr_db": 0.0}, ("trace", True),
     ),
     "semi_sync, availability": (
-        "semi_sync", 16, {"concurrency": 6, "deadline_s": 1000.0}, {}, False,
+        "semi_sync", 16, {"concurrency": 6, "deadline_s": 1000.0}, {}, ("trace", False),
+    ),
+    "async, Markov": ("async", 30, {"concurrency": 4}, {}, ("markov", False)),
+    "buffered, Markov, available only": (
+        "buffered", 12, {"concurrency": 5, "buffer_size": 2}, {}, ("markov", True),
     ),
     "async, cutoff": ("async", 30, {"concurrency": 5}, {"faults.deadline_s": 2500.0}, None),
     "buffered, cutoff and availability": (
         "buffered", 14, {"concurrency": 6, "buffer_size": 2}, {"faults.deadline_s": 2200.0},
-        True,
+        ("trace", True),
     ),
     "buffered, short cutoff": (  # cuts in every phase, most while downloading
         "buffered", 10, {"concurrency": 10, "buffer_size": 2}, {"faults.deadline_s": 1500.0},
@@ -297,28 +303,39 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, case):
-    mode, rounds, server, faults, available_only = CASES[case]
+    mode, rounds, server, faults, availability = CASES[case]
     overrides = {
         "channel.downlink_rate_bps": DOWNLINK_BPS,
         "availability.empty_round_s": 250.0,
         **faults,
     }
-    intervals = None
-    if available_only is not None:
+    available, available_only, model = None, False, None
+    if availability is not None:
+        model, available_only = availability
+        overrides |= {"availability.model": model, "selection.available_only": available_only}
+    if model == "trace":
         intervals = _availability_intervals(7, horizon_s=60000.0)
         _write_trace(tmp_path / "avail.csv", intervals)
-        overrides |= {
-            "availability.model": "trace",
-            "availability.trace": str(tmp_path / "avail.csv"),
-            "selection.available_only": available_only,
-        }
+        overrides["availability.trace"] = str(tmp_path / "avail.csv")
+
+        def available(t, time_s):  # read here from the intervals: time only
+            return np.array([any(a <= time_s < b for a, b in spans) for spans in intervals])
+
+    if model == "markov":  # the chain moves once per round t (channels.availability)
+        overrides |= {"availability.p_on_to_off": 0.4, "availability.p_off_to_on": 0.3}
+        chain = MarkovAvailability(SEED, N, p_off_to_on=0.3, p_on_to_off=0.4)
+
+        def available(t, time_s):
+            return chain.available(t, time_s)
+
     sc = _scenario(tmp_path, mode, rounds, server, **overrides)
+    assert sc.seed == SEED
     res = run_scenario(sc, tmp_path / "run")
     ref = _Reference(
         mode=mode, seed=sc.seed, rounds=rounds, concurrency=server["concurrency"],
         m=server.get("buffer_size", 1), deadline_s=server.get("deadline_s"),
-        downlink_bps=DOWNLINK_BPS, compute_s=_compute_s(tmp_path), intervals=intervals,
-        available_only=bool(available_only), outage_db=faults.get("faults.outage_snr_db"),
+        downlink_bps=DOWNLINK_BPS, compute_s=_compute_s(tmp_path), available=available,
+        available_only=available_only, outage_db=faults.get("faults.outage_snr_db"),
         dropout=faults.get("faults.dropout_prob", 0.0), empty_round_s=250.0,
         cutoff_s=faults.get("faults.deadline_s"),
     ).run()  # fmt: skip
@@ -353,7 +370,7 @@ def test_an_independent_event_loop_gives_the_same_updates_and_losses(tmp_path, c
     # downloads overlap: some took longer than alone (R shared), none shorter
     assert (arrived.download_s >= BITS / DOWNLINK_BPS * (1 - 1e-12)).all()
     assert (arrived.download_s > BITS / DOWNLINK_BPS * 1.5).any()
-    if faults or available_only is not None:
+    if faults or availability is not None:
         assert (got.status != "arrived").any()  # the case exercises losses
     ends = res.events[res.events.kind == "download_end"]
     ended = got[got.download_s.notna()]
@@ -553,3 +570,22 @@ def test_real_training_with_downloads_availability_and_faults(tmp_path):
     # the learner keeps exactly the updates still in flight (dispatched, not aggregated)
     assert len(learner._pending) == rounds.n_in_flight.iloc[-1]
     assert ((c.status == "unavailable") & (c.bits > 0)).any()  # some left mid-way
+
+
+def test_a_run_with_availability_and_faults_is_repeatable(tmp_path):
+    """Every draw is addressed by (seed, stream, index): the same scenario gives the same
+    tables, and another seed other ones."""
+    overrides = {
+        "channel.downlink_rate_bps": DOWNLINK_BPS,
+        "availability": {"model": "markov", "p_on_to_off": 0.4, "p_off_to_on": 0.3},
+        "faults": {"dropout_prob": 0.2, "outage_snr_db": 0.0, "deadline_s": 2500.0},
+    }
+    server = {"concurrency": 5, "buffer_size": 2}
+    runs = [
+        run_scenario(_scenario(tmp_path, "buffered", 12, server, **overrides, seed=seed),
+                     tmp_path / f"run{i}")
+        for i, seed in enumerate((3, 3, 4))
+    ]  # fmt: skip
+    first, again, other = runs
+    assert first.clients.equals(again.clients) and first.events.equals(again.events)
+    assert not first.clients.client.equals(other.clients.client)
