@@ -118,6 +118,28 @@ def test_a_network_only_run_resumed_mid_way_equals_the_uninterrupted_one(
     assert bool(engine["computing"]) == computing  # clients still computing at the cut, too
     resume_run(tmp_path / "cut")
     _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+
+
+def test_downloads_faults_and_availability_resume_exactly(tmp_path):
+    """A buffered run with a shared downlink, per-update deadline cuts, dropouts and a Markov
+    availability chain: the checkpoint carries the downlink, the cut heap and the benched
+    clients, and the resumed tables equal the uninterrupted run's."""
+    overrides = {
+        "channel.downlink_rate_bps": 2.0e6,
+        "faults.deadline_s": 0.3,
+        "faults.dropout_prob": 0.1,
+        "availability.model": "markov",
+        "availability.p_on_to_off": 0.05,
+        "availability.p_off_to_on": 0.5,
+    }
+    scenario = _network_only("buffered", overrides, buffer_size=3)
+    full = run_scenario(scenario, tmp_path / "full")
+    lost = full.clients[full.clients.status != "arrived"].status
+    assert {"dropped", "straggler", "unavailable"} <= set(lost)  # every kind of loss happens
+    engine = _cut(scenario, tmp_path / "cut", 17)
+    assert engine["downlink"]["ends"] and engine["cuts"]  # downloads and cuts in flight
+    resume_run(tmp_path / "cut")
+    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
     # the updates in flight at the checkpoint were taken by later aggregations, stale
     rows = csv.DictReader((tmp_path / "full" / "clients.csv").open())
     taken = {(int(r["client"]), int(r["version"])): int(r["round"]) for r in rows}

@@ -249,7 +249,11 @@ class ChannelConfig:
         "geometry and fading; relative to the working directory)",
     )
     downlink_rate_bps: float = option(
-        0.0, ge=0.0, doc="broadcast rate; 0 = instantaneous downlink (the paper)"
+        0.0,
+        ge=0.0,
+        doc="the server's downlink rate R: a synchronous broadcast reaches every client at R, "
+        "the event-driven modes' concurrent downloads share it (R / n each); 0 = "
+        "instantaneous downlink (the paper)",
     )
     block_rounds: int = option(
         128,
@@ -485,7 +489,8 @@ class SelectionConfig:
     available_only: bool = option(
         False,
         doc="schedule only clients available this round (false: unavailable clients can be "
-        "scheduled and are recorded as unavailable)",
+        "scheduled and are recorded as unavailable; event-driven: dispatch only clients "
+        "available then)",
     )
 
 
@@ -741,7 +746,9 @@ class LearnerConfig:
 class FaultsConfig:
     """Simulated faults, each off by default."""
 
-    dropout_prob: float = option(0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round")
+    dropout_prob: float = option(
+        0.0, ge=0.0, lt=1.0, doc="P(scheduled client drops) per round (event-driven: per dispatch)"
+    )
     outage_snr_db: float | None = option(
         None,
         ge=-MAX_DB,
@@ -749,7 +756,10 @@ class FaultsConfig:
         doc="uploads below this SNR fail (the client gets no bandwidth)",
     )
     deadline_s: float | None = option(
-        None, gt=0.0, doc="server aggregates what arrived this long after the broadcast"
+        None,
+        gt=0.0,
+        doc="server aggregates what arrived this long after the broadcast (event-driven: an "
+        "update still in flight this long after its dispatch is cut)",
     )
     redistribute_unused: bool = option(
         False, doc="give dropped clients' shares to the others (pro rata)"
@@ -794,8 +804,9 @@ class ServerConfig:
     dispatch: str = option(
         "random",
         choices=("random",),
-        doc="who starts when a slot frees: random (uniform among the idle clients; the "
-        "controller's choice is not there yet)",
+        doc="who starts when a slot frees: random (uniform among the idle clients, the "
+        "available ones with selection.available_only; the controller's choice is not there "
+        "yet)",
         applies=_mode_is("async", "buffered", "semi_sync"),
     )
     alpha: float = option(
@@ -981,23 +992,26 @@ class Scenario:
                 "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
                 "fedit_topk, ffa_lora, soft)"
             )
-        not_yet = {
-            "faults.dropout_prob": self.faults.dropout_prob > 0,
-            "faults.outage_snr_db": self.faults.outage_snr_db is not None,
-            "faults.deadline_s": self.faults.deadline_s is not None,
-            "faults.redistribute_unused": self.faults.redistribute_unused,
-            "availability.model": self.availability.model != "always",
-            "channel.downlink_rate_bps": self.channel.downlink_rate_bps > 0,
-            "controller.energy_budget_j": self.controller.energy_budget_j is not None,
-            "selection.method": self.selection.method != "uniform",
-            "selection.available_only": self.selection.available_only,
+        refused = {  # key -> why the event-driven modes do not read it
+            "faults.redistribute_unused": (
+                self.faults.redistribute_unused,
+                "the shared band already divides the whole band among the uploads on the air, "
+                "so no share idles",
+            ),
+            "controller.energy_budget_j": (
+                self.controller.energy_budget_j is not None,
+                "no controller decides per dispatch yet",
+            ),
+            "selection.method": (
+                self.selection.method != "uniform",
+                "a slot that frees takes one client drawn by server.dispatch, not K of N",
+            ),
         }
-        for key, given in not_yet.items():
+        for key, (given, why) in refused.items():
             if given:
                 raise ConfigError(
-                    f"{key}: not modelled yet with server.mode: {sv.mode} (the event-driven "
-                    "modes dispatch at random with no faults, availability, downlink or "
-                    "energy budget); remove it or use server.mode: sync"
+                    f"{key}: not read with server.mode: {sv.mode} ({why}); remove it or use "
+                    "server.mode: sync"
                 )
 
     def _validate_wireless(self) -> None:

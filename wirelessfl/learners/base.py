@@ -111,6 +111,12 @@ class Learner(ABC):
         :meth:`aggregate` does."""
         raise SimulationError(f"add_updates: {self.event_driven_refusal()}")
 
+    def discard_updates(self, clients: Sequence[int]) -> None:
+        """Forget the pending updates of ``clients``, lost after they trained (unavailable or
+        cut by ``faults.deadline_s`` in the event-driven modes, docs/simulator.md); a learner
+        that keeps nothing per pending update needs no override."""
+        return None
+
     def metric_names(self) -> dict[str, str]:
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""
         return {}

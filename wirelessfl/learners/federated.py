@@ -221,6 +221,11 @@ class FederatedLearner(Learner):
                 self._starts[int(c)] = start
         return self._train_clients(plan)
 
+    def discard_updates(self, clients: Sequence[int]) -> None:
+        for c in clients:
+            for pending in (self._pending, self._losses, self._plans, self._starts):
+                pending.pop(c, None)
+
     def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
         """The algorithm's :meth:`~wirelessfl.algorithms.base.FederatedAlgorithm.add_updates`
         with the pending messages of ``updates`` (taken out of the pending ones)."""

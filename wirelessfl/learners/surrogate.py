@@ -207,6 +207,10 @@ class SurrogateLearner(Learner):
             self._arrivals[p.client] = p
         return reports
 
+    def discard_updates(self, clients: Sequence[int]) -> None:
+        for c in clients:
+            self._arrivals.pop(c, None)
+
     def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
         """The loss model's step for one aggregation of n updates with weights w_k: as if
         n sum_k w_k of the K = ``plan.n_scheduled`` (the concurrency) clients of a synchronous

@@ -62,10 +62,13 @@ ROUND_COLUMNS: dict[str, str] = {
 EVENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "time_s": "virtual time of the event",
-    "kind": "broadcast | drop | outage | unavailable | compute_start | compute_end | "
-    "upload_start | upload_end | straggler | aggregate",
+    "kind": "broadcast | drop | outage | unavailable | download_start | download_end | "
+    "compute_start | compute_end | upload_start | upload_end | straggler | aggregate "
+    "(download_start and download_end: event-driven modes with channel.downlink_rate_bps)",
     "client": "client id (-1 for server events)",
-    "value": "kind-specific number: bits for upload_end, clients aggregated for aggregate",
+    "value": "kind-specific number: bits for upload_end and download_end, clients aggregated "
+    "for aggregate; event-driven modes: the version downloaded for download_start and "
+    "compute_start",
 }
 
 CLIENT_COLUMNS: dict[str, str] = {
@@ -89,8 +92,10 @@ CLIENT_COLUMNS: dict[str, str] = {
 #: (``server.mode`` async | buffered | semi_sync), where a row is one aggregation: ``round`` is
 #: its index, ``t_start_s`` the previous aggregation's time (0 for the first), ``t_end_s`` its
 #: own, ``n_arrived`` the updates it took, ``n_scheduled`` the clients dispatched since the
-#: previous one, ``delay_s`` the longest upload it took, ``bits_up``, ``index_bits``, the SNR
-#: and energy columns those of the updates it took (their whole compute and upload),
+#: previous one (lost ones included), ``delay_s`` the longest upload it took, ``bits_up``,
+#: ``index_bits`` and the SNR columns those of the updates it took, ``n_dropped``,
+#: ``n_outage``, ``n_unavailable`` and ``n_stragglers`` the updates lost since the previous
+#: one, the energy columns those of the updates it took and lost,
 #: ``bits_down`` the dispatched clients' downloads; the controller's columns (``queue``,
 #: ``queue_after``, ``sparsification``, ``planned_delay_s``, ``bound``,
 #: ``energy_queue_mean_j``) are NaN: no controller decides per dispatch yet.
@@ -101,27 +106,37 @@ EVENT_DRIVEN_ROUND_COLUMNS: dict[str, str] = {
     "n_in_flight": "clients dispatched and not yet aggregated after the aggregation",
 }
 
-#: ``clients.csv``'s columns in the event-driven modes: one row per update, by aggregation and
-#: then arrival.
+#: ``clients.csv``'s columns in the event-driven modes: one row per update, by aggregation, the
+#: taken ones in arrival order, then the ones lost since the previous aggregation.
 UPDATE_COLUMNS: dict[str, str] = {
-    "round": "index of the aggregation that took the update",
+    "round": "index of the aggregation that took the update (a lost one: the first "
+    "aggregation after it was lost)",
     "client": "client id",
-    "dispatch_s": "virtual time the client was dispatched (downloaded the model)",
-    "upload_start_s": "virtual time its upload started (its compute ended)",
-    "arrival_s": "virtual time its upload ended at the server",
-    "compute_s": "local compute duration",
+    "status": "arrived (taken) | dropped | outage | unavailable | straggler (lost: at its "
+    "dispatch, unavailable when its download, compute or upload ended, or still in flight "
+    "faults.deadline_s after its dispatch)",
+    "dispatch_s": "virtual time the client was dispatched (its download started)",
+    "download_s": "duration of its download on the shared downlink (0 without "
+    "channel.downlink_rate_bps; NaN: lost before its download ended)",
+    "upload_start_s": "virtual time its upload started (its compute ended; NaN: lost before)",
+    "arrival_s": "virtual time its upload ended at the server (NaN: lost)",
+    "lost_s": "virtual time it was lost (NaN: taken)",
+    "compute_s": "local compute duration (0: lost at its dispatch)",
     "upload_s": "upload duration on the shared band (arrival_s - upload_start_s)",
     "snr_db": "SNR of its upload (the channel at its dispatch)",
-    "bits": "uplink payload bits",
-    "bits_down": "downlink bits of its download",
+    "bits": "uplink payload bits (0: lost at its dispatch, did not train)",
+    "bits_down": "downlink bits of its download (0: lost at its dispatch)",
     "rank": "LoRA rank r_k it trained",
     "ratio": "sparsification O_k it sent with",
     "version": "model version it started from (aggregations done at its dispatch)",
-    "staleness": "tau = the aggregation's round - version: aggregations it missed",
-    "weight": "its server weight w: FedAsync's alpha s(tau), FedBuff's eta_g s(tau) / M",
+    "staleness": "tau = the aggregation's round - version: aggregations it missed (-1: lost)",
+    "weight": "its server weight w: FedAsync's alpha s(tau), FedBuff's eta_g s(tau) / M "
+    "(NaN: lost)",
     "tx_power_w": "its transmit power",
-    "compute_energy_j": "energy of its local training",
-    "transmit_energy_j": "energy of its upload: tx_power_w x upload_s",
+    "compute_energy_j": "energy of its local training (the part done, for a straggler cut "
+    "while computing; 0 if its compute never started)",
+    "transmit_energy_j": "energy of its upload: tx_power_w x the time it transmitted (to "
+    "lost_s for a lost upload; 0 if its upload never started)",
 }
 
 DEVICE_COLUMNS: dict[str, str] = {

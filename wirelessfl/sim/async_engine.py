@@ -2,11 +2,17 @@
 
 ``server.mode`` async | buffered | semi_sync (docs/simulator.md, "Asynchronous rounds"). Up to
 C = ``server.concurrency`` clients train at once. A client is *dispatched* with the global model
-version it downloads (v = the aggregations done), computes for ``flops / flops_per_s`` seconds,
-then uploads its bits over the band that the uploads on the air share
-(:class:`~wirelessfl.sim.shared_band.SharedBand`: B / n(t) each, re-divided at every upload
-start and end). Its SNR and transmit power are the channel's row t (the aggregation index at
-its dispatch) at its dispatch time, fixed for its upload.
+version it downloads (v = the aggregations done); with ``channel.downlink_rate_bps`` = R > 0 it
+first downloads its ``bits_down`` over the downlink that the downloads in progress share (R /
+n_down(t) each, a second :class:`~wirelessfl.sim.shared_band.SharedBand`), then computes for
+``flops / flops_per_s`` seconds, then uploads its bits over the band that the uploads on the
+air share (:class:`~wirelessfl.sim.shared_band.SharedBand`: B / n(t) each, re-divided at every
+upload start and end). Its SNR and transmit power are the channel's row t (the aggregation
+index at its dispatch) at its dispatch time, fixed for its upload. Availability and faults
+(:mod:`wirelessfl.sim.dispatch_checks`) decide who may be dispatched and which updates are
+lost, and ``faults.deadline_s`` cuts an update still in flight that long after its dispatch
+(a straggler): a lost update frees its slot, and its client sits out until the next
+aggregation.
 
 The server aggregates:
 
@@ -23,13 +29,15 @@ FedBuff's buffer is idle again once it is aggregated). The draw takes the idle i
 the index ``Generator(seed, "dispatch", j).integers(n_idle)`` for the j-th dispatch of the run
 (``channels.streams.round_generator``); a slot with nobody idle to take it waits for the next
 aggregation. After an aggregation the refill downloads the new version. semi_sync refills
-only at its aggregations (and at time 0), as a synchronous round would.
+only at its aggregations (and at time 0), as a synchronous round would. When nothing is in
+flight and nobody may be dispatched because of availability or faults, the aggregation comes
+``availability.empty_round_s`` later and takes nothing.
 
 Time is computed in closed form (the processor-sharing formulas of
-:mod:`wirelessfl.sim.shared_band`, events in time order;
-at equal times an upload end comes before an upload start, and both before a semi-sync
-deadline), and SimPy's clock waits for each aggregation: the tables equal those of SimPy
-processes per client re-dividing the band at each event. Each call of
+:mod:`wirelessfl.sim.shared_band`, events in time order; at equal times an upload end comes
+before a download end, that before a compute end, and all before a semi-sync deadline), and
+SimPy's clock waits for each aggregation: the tables equal those of SimPy processes per client
+re-dividing the band at each event. Each call of
 :meth:`AsyncEngine.aggregation` runs one aggregation (one row of ``rounds.csv``);
 :meth:`AsyncEngine.state` is what a checkpoint between two aggregations records of the
 uploads in flight, so that ``--resume`` continues exactly.
@@ -50,6 +58,7 @@ from channels.streams import round_generator
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, RoundPlan, WeightedUpdate
+from wirelessfl.sim.dispatch_checks import DispatchChecks
 from wirelessfl.sim.energy import RoundEnergy
 from wirelessfl.sim.events import SERVER, EventLog, Kind
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
@@ -58,10 +67,19 @@ from wirelessfl.sim.staleness import buffered_weights, fedasync_weight
 
 __all__ = ["AsyncEngine"]
 
+#: ``clients.csv``'s status of an update lost by each kind of event (the synchronous words)
+LOST_STATUS = {
+    Kind.DROP: "dropped",
+    Kind.OUTAGE: "outage",
+    Kind.UNAVAILABLE: "unavailable",
+    Kind.STRAGGLER: "straggler",
+}
+
 
 @dataclass
 class Update:
-    """One client's update from its dispatch to the aggregation that takes it (times [s])."""
+    """One client's update from its dispatch to the aggregation that takes it, or to the
+    instant it is lost (times [s])."""
 
     client: int
     dispatch: int  # j: the run's dispatch counter
@@ -71,14 +89,40 @@ class Update:
     snr: float  # linear, fixed for its upload
     tx_power_w: float
     report: ClientReport
+    compute_start_s: float = math.nan  # its download's end
     upload_start_s: float = math.nan
     arrival_s: float = math.nan
     staleness: int = -1
     weight: float = math.nan
+    status: str = "arrived"  # or how it was lost (LOST_STATUS)
+    lost_s: float = math.nan  # when it was lost
+
+    @property
+    def download_s(self) -> float:
+        return self.compute_start_s - self.dispatch_s
 
     @property
     def upload_s(self) -> float:
         return self.arrival_s - self.upload_start_s
+
+    @property
+    def computed_fraction(self) -> float:
+        """The part of its compute done: 1 once it ended, the part up to a cut, else 0."""
+        if not math.isnan(self.upload_start_s):
+            return 1.0
+        if math.isnan(self.compute_start_s) or math.isnan(self.lost_s):
+            return 0.0
+        if self.compute_s <= 0.0:
+            return 1.0
+        return (self.lost_s - self.compute_start_s) / self.compute_s
+
+    @property
+    def transmitted_s(self) -> float:
+        """Time it transmitted [s]: its upload up to its arrival or its loss (0: none)."""
+        if math.isnan(self.upload_start_s):
+            return 0.0
+        end_s = self.lost_s if math.isnan(self.arrival_s) else self.arrival_s
+        return end_s - self.upload_start_s
 
     def state(self) -> dict:
         """Its fields as JSON values (the report as a mapping)."""
@@ -100,6 +144,7 @@ class _Period:
     start_s: float
     log: EventLog = field(default_factory=EventLog)
     dispatched: list[Update] = field(default_factory=list)
+    lost: list[Update] = field(default_factory=list)  # dropped, outage, unavailable, straggler
 
 
 class AsyncEngine:
@@ -120,6 +165,12 @@ class AsyncEngine:
                 f"and {refusal}; use server.mode: sync"
             )
         self.band = SharedBand()
+        self.downlink = SharedBand()  # the downloads in progress, at R / n_down(t) each
+        self.downlink_rate_bps = sc.channel.downlink_rate_bps  # R; 0: instantaneous
+        self.checks = DispatchChecks(sim)
+        self.benched: list[int] = []  # lost an update: out until the next aggregation
+        self.cutoff_s = sc.faults.deadline_s  # per update, from its dispatch (None: none)
+        self.cuts: list[tuple[float, int, int]] = []  # (dispatch + cutoff [s], j, client), a heap
         self.computing: list[tuple[float, int]] = []  # (compute end [s], client), a heap
         self.busy: dict[int, Update] = {}
         self.idle = list(range(sc.n_clients))  # sorted
@@ -131,14 +182,18 @@ class AsyncEngine:
     def state(self) -> dict:
         """Everything the engine needs to continue exactly after an aggregation (JSON values;
         JSON keeps a float's shortest repr, so every time and SNR comes back bit for bit):
-        the dispatch counter, the idle clients, the compute heap and the shared band (each
-        as a list in heap order, so they pop in the same order), the updates dispatched and
-        not yet arrived, and FedBuff's buffer (arrived, not yet aggregated)."""
+        the dispatch counter, the idle and the benched clients, the compute heap, the
+        per-update deadline cuts, the shared uplink and downlink (each as a list in heap order,
+        so they pop in the same order), the updates dispatched and not yet arrived, and
+        FedBuff's buffer (arrived, not yet aggregated)."""
         return {
             "n_dispatched": self.n_dispatched,
             "idle": list(self.idle),
+            "benched": list(self.benched),
             "computing": [[end_s, client] for end_s, client in self.computing],
+            "cuts": [[cut_s, j, client] for cut_s, j, client in self.cuts],
             "band": self.band.state(),
+            "downlink": self.downlink.state(),
             "busy": [u.state() for u in self.busy.values()],
             "buffer": [u.state() for u in self.buffer],
         }
@@ -147,8 +202,11 @@ class AsyncEngine:
         """Continue from :meth:`state` (the model version is the next aggregation's index)."""
         self.n_dispatched = int(state["n_dispatched"])
         self.idle = [int(c) for c in state["idle"]]
+        self.benched = [int(c) for c in state["benched"]]
         self.computing = [(float(end_s), int(client)) for end_s, client in state["computing"]]
+        self.cuts = [(float(cut_s), int(j), int(client)) for cut_s, j, client in state["cuts"]]
         self.band.restore(state["band"])
+        self.downlink.restore(state["downlink"])
         busy = [Update.from_state(u) for u in state["busy"]]
         self.busy = {u.client: u for u in busy}
         self.buffer = [Update.from_state(u) for u in state["buffer"]]
@@ -186,17 +244,20 @@ class AsyncEngine:
         """Advance the events to the next aggregation; the updates it takes and its time."""
         while True:
             upload_end = now + self.band.next_end_in_s()
+            download_end = now + self.downlink.next_end_in_s()
             compute_end = self.computing[0][0] if self.computing else math.inf
-            next_s = min(upload_end, compute_end, deadline_s)
+            cut = self._next_cut_s()
+            next_s = min(upload_end, download_end, compute_end, cut, deadline_s)
             if math.isinf(next_s):
-                raise SimulationError(
-                    f"round {period.t}: no upload can arrive (every client on the air has no "
-                    "rate); check the channel"
-                )
+                return self._stalled(period, now)
             self.band.advance(next_s - now)
+            self.downlink.advance(next_s - now)
             now = next_s
             if upload_end == next_s:
-                u = self.busy.pop(self.band.end_next())
+                u = self.busy[self.band.end_next()]
+                if self._left(period, u, now):
+                    continue
+                del self.busy[u.client]
                 u.arrival_s = now
                 period.log.add(now, Kind.UPLOAD_END, u.client, u.report.bits_up)
                 self.buffer.append(u)
@@ -207,16 +268,88 @@ class AsyncEngine:
                     return taken, now
                 if self.mode == "buffered":
                     self._refill(period, now)
+            elif download_end == next_s:
+                u = self.busy[self.downlink.end_next()]
+                period.log.add(now, Kind.DOWNLOAD_END, u.client, u.report.bits_down)
+                if not self._left(period, u, now):
+                    self._start_compute(period, u, now)
             elif compute_end == next_s:
                 _, client = heapq.heappop(self.computing)
                 u = self.busy[client]
                 u.upload_start_s = now
                 period.log.add(now, Kind.COMPUTE_END, client)
-                period.log.add(now, Kind.UPLOAD_START, client)
-                self.band.start(client, u.report.bits_up, self._full_rate_bps(u.snr))
+                if not self._left(period, u, now):
+                    period.log.add(now, Kind.UPLOAD_START, client)
+                    self.band.start(client, u.report.bits_up, self._full_rate_bps(u.snr))
+            elif cut == next_s:
+                self._cut(period, now)
             else:  # the semi-sync deadline
                 taken, self.buffer = self.buffer, []
                 return taken, now
+
+    def _next_cut_s(self) -> float:
+        """When the next update still in flight reaches ``faults.deadline_s`` (inf: none)."""
+        cuts, busy = self.cuts, self.busy
+        while cuts and (cuts[0][2] not in busy or busy[cuts[0][2]].dispatch != cuts[0][1]):
+            heapq.heappop(cuts)  # arrived or lost before its cut
+        return cuts[0][0] if cuts else math.inf
+
+    def _cut(self, period: _Period, now: float) -> None:
+        """The update at the top of the cut heap is a straggler: taken off the downlink, its
+        compute or the band, and lost (its slot refilled, async and buffered)."""
+        _, _, client = heapq.heappop(self.cuts)
+        u = self.busy.pop(client)
+        if math.isnan(u.compute_start_s):
+            self.downlink.remove(client)
+        elif math.isnan(u.upload_start_s):
+            self.computing = [c for c in self.computing if c[1] != client]
+            heapq.heapify(self.computing)
+        else:
+            self.band.remove(client)
+        self.sim.learner.discard_updates([client])
+        self._lose(period, u, Kind.STRAGGLER, now)
+        if self.mode != "semi_sync":
+            self._refill(period, now)
+
+    def _stalled(self, period: _Period, now: float) -> tuple[list[Update], float]:
+        """No event is ahead: an empty aggregation ``availability.empty_round_s`` later when
+        nothing is in flight and availability or faults keep the slots empty, else an error."""
+        checks = self.checks
+        if not self.busy and (
+            self.benched
+            or len(checks.eligible(self.idle, checks.available(period.t, now))) < len(self.idle)
+        ):
+            return [], now + self.sim.scenario.availability.empty_round_s
+        raise SimulationError(
+            f"round {period.t}: no upload can arrive (every client on the air has no "
+            "rate); check the channel"
+        )
+
+    def _left(self, period: _Period, u: Update, now: float) -> bool:
+        """Whether ``u``'s client has left (not available at the end of its phase ``now``):
+        then its update is lost and its slot refilled (async, buffered)."""
+        if not self.checks.has_left(u.client, period.t, now):
+            return False
+        del self.busy[u.client]
+        self.sim.learner.discard_updates([u.client])
+        self._lose(period, u, Kind.UNAVAILABLE, now)
+        if self.mode != "semi_sync":
+            self._refill(period, now)
+        return True
+
+    def _lose(self, period: _Period, u: Update, kind: Kind, now: float) -> None:
+        """``u`` is lost at ``now`` (``kind``: drop, outage, unavailable or straggler); its
+        client sits out until the next aggregation."""
+        u.status, u.lost_s = LOST_STATUS[kind], now
+        period.log.add(now, kind, u.client)
+        period.lost.append(u)
+        self.benched.append(u.client)
+
+    def _start_compute(self, period: _Period, u: Update, now: float) -> None:
+        """``u``'s download ended at ``now``: its compute starts (value: the version)."""
+        u.compute_start_s = now
+        period.log.add(now, Kind.COMPUTE_START, u.client, float(u.version))
+        heapq.heappush(self.computing, (now + u.compute_s, u.client))
 
     def _full_rate_bps(self, snr: float) -> float:
         """c_k = B log2(1 + SNR_k): the rate on the whole band."""
@@ -224,39 +357,51 @@ class AsyncEngine:
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _refill(self, period: _Period, now: float) -> None:
-        """Dispatch clients until C train at once, each drawn uniformly among the idle ones."""
-        free = min(self.concurrency - len(self.busy), len(self.idle))
-        if free <= 0:
+        """Dispatch clients until C train at once, each drawn uniformly among the eligible
+        ones (:meth:`DispatchChecks.eligible`); a draw that does not train frees the slot at
+        once."""
+        if len(self.busy) >= self.concurrency or not self.idle:
             return
-        sim, sc = self.sim, self.sim.scenario
+        sim, sc, checks = self.sim, self.sim.scenario, self.checks
         snr_all, power_all = sim.channel.observe(period.t, now)
-        chosen = []
-        for _ in range(free):
-            rng = round_generator(sc.seed, stream="dispatch", round_index=self.n_dispatched)
-            client = self.idle.pop(int(rng.integers(len(self.idle))))
-            chosen.append((client, self.n_dispatched))
-            self.n_dispatched += 1
+        available = checks.available(period.t, now)
         keep_start = self.mode == "async"
-        for client, j in chosen:  # one plan per dispatch: its round index is j
+        while len(self.busy) < self.concurrency:
+            pool = checks.eligible(self.idle, available)
+            if not pool:
+                return
+            j = self.n_dispatched
+            rng = round_generator(sc.seed, stream="dispatch", round_index=j)
+            client = pool[int(rng.integers(len(pool)))]
+            self.idle.pop(bisect.bisect_left(self.idle, client))
+            self.n_dispatched += 1
+            snr, power = float(snr_all[client]), float(power_all[client])
+            fault = checks.at_dispatch(j, client, snr, available)
+            if fault is not None:
+                u = Update(client, j, self.version, now, 0.0, snr, power, self._no_training())
+                period.dispatched.append(u)
+                self._lose(period, u, fault, now)
+                continue
+            # one plan per dispatch: its round index is j
             plan = RoundPlan(j, np.array([client]), sim.rank, 1.0, math.nan, self.concurrency)
             report = sim.learner.dispatch(plan, keep_start=keep_start)[client]
             compute_s = 0.0
             if sc.devices.include_compute:
                 compute_s = report.flops / float(sim.flops_per_s[client])
-            u = Update(
-                client,
-                j,
-                self.version,
-                now,
-                compute_s,
-                float(snr_all[client]),
-                float(power_all[client]),
-                report,
-            )
+            u = Update(client, j, self.version, now, compute_s, snr, power, report)
             self.busy[client] = u
             period.dispatched.append(u)
-            period.log.add(now, Kind.COMPUTE_START, client, float(self.version))
-            heapq.heappush(self.computing, (now + compute_s, client))
+            if self.cutoff_s is not None:
+                heapq.heappush(self.cuts, (now + self.cutoff_s, j, client))
+            if self.downlink_rate_bps > 0:
+                period.log.add(now, Kind.DOWNLOAD_START, client, float(self.version))
+                self.downlink.start(client, report.bits_down, self.downlink_rate_bps)
+            else:
+                self._start_compute(period, u, now)
+
+    def _no_training(self) -> ClientReport:
+        """The report of a dispatch that did not train (nothing moved, nothing computed)."""
+        return ClientReport(self.sim.rank, 1.0, 0.0, 0.0, 0, 0, 0, 0.0)
 
     # ---- the server update and the record -----------------------------------------------------
     def _weights(self, taken: list[Update]) -> list[WeightedUpdate]:
@@ -264,7 +409,7 @@ class AsyncEngine:
         sv = self.server
         for u in taken:
             u.staleness = self.version - u.version
-        if self.mode == "async":
+        if self.mode == "async" and taken:
             (u,) = taken
             u.weight = fedasync_weight(
                 sv.alpha, u.staleness, sv.staleness, sv.staleness_a, sv.staleness_b
@@ -281,30 +426,35 @@ class AsyncEngine:
         sim, t = self.sim, period.t
         updates = self._weights(taken)
         metrics = sim.learner.add_updates(t, updates)
-        for u in taken:  # idle again: a client has one update in the system at a time
-            bisect.insort(self.idle, u.client)
+        # idle again: a client has one update in the system at a time; the benched sat out
+        for client in [u.client for u in taken] + self.benched:
+            bisect.insort(self.idle, client)
+        self.benched = []
         sim._check_metrics(t, metrics, len(taken))
         events = period.log.table().with_event(end_s, Kind.AGGREGATE, SERVER, float(len(taken)))
         sc = sim.scenario
         evaluation = {}
         if (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1:
             evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
-        energy = self._energy(taken)
+        energy = self._energy(taken + period.lost)
         record = self._record(period, taken, end_s, metrics, evaluation, energy)
-        rows = self._client_rows(t, taken, energy) if sc.output.clients else []
+        rows = self._client_rows(t, taken + period.lost, energy) if sc.output.clients else []
         return RoundOutcome(record, events, rows, energy)
 
-    def _energy(self, taken: list[Update]) -> RoundEnergy:
-        """The taken updates' whole compute energy and transmit power x upload time [J]."""
+    def _energy(self, updates: list[Update]) -> RoundEnergy:
+        """Each update's compute energy (in proportion to the part of its compute done) and
+        transmit power x the time it transmitted [J]: the taken ones and those lost since the
+        previous aggregation (download energy is not counted, as in the synchronous round)."""
         sim = self.sim
-        clients = np.array([u.client for u in taken], dtype=int)
-        flops = np.array([u.report.flops for u in taken], dtype=float)
+        clients = np.array([u.client for u in updates], dtype=int)
+        flops = np.array([u.report.flops for u in updates], dtype=float)
         classes = None if sim.client_class is None else [sim.client_class[c] for c in clients]
-        compute_j = (
-            sim.compute_energy.energy_j(flops, classes) if taken else np.zeros(0, dtype=float)
-        )
-        transmit_j = np.array([u.tx_power_w * u.upload_s for u in taken], dtype=float)
-        return RoundEnergy(clients, np.asarray(compute_j, dtype=float), transmit_j)
+        compute_j = np.zeros(0, dtype=float)
+        if updates:
+            computed = np.array([u.computed_fraction for u in updates], dtype=float)
+            compute_j = np.asarray(sim.compute_energy.energy_j(flops, classes), float) * computed
+        transmit_j = np.array([u.tx_power_w * u.transmitted_s for u in updates], dtype=float)
+        return RoundEnergy(clients, compute_j, transmit_j)
 
     def _record(
         self,
@@ -332,10 +482,10 @@ class AsyncEngine:
             "mean_client_rank": (float(np.mean([u.report.rank for u in taken])) if taken else nan),
             "n_scheduled": len(period.dispatched),
             "n_arrived": len(taken),
-            "n_dropped": 0,
-            "n_outage": 0,
-            "n_unavailable": 0,
-            "n_stragglers": 0,
+            "n_dropped": sum(u.status == "dropped" for u in period.lost),
+            "n_outage": sum(u.status == "outage" for u in period.lost),
+            "n_unavailable": sum(u.status == "unavailable" for u in period.lost),
+            "n_stragglers": sum(u.status == "straggler" for u in period.lost),
             "bits_up": float(sum(u.report.bits_up for u in taken)),
             "bits_down": float(sum(u.report.bits_down for u in period.dispatched)),
             "index_bits": float(sum(u.report.index_bits for u in taken)),
@@ -361,15 +511,19 @@ class AsyncEngine:
             record[column] = metrics.get(name, nan)
         return record
 
-    def _client_rows(self, t: int, taken: list[Update], energy: RoundEnergy) -> list[dict]:
-        """``clients.csv`` rows: one per taken update, in arrival order."""
+    def _client_rows(self, t: int, updates: list[Update], energy: RoundEnergy) -> list[dict]:
+        """``clients.csv`` rows: one per taken update, in arrival order, then one per update
+        lost since the previous aggregation, in the order they were lost."""
         return [
             {
                 "round": t,
                 "client": u.client,
+                "status": u.status,
                 "dispatch_s": u.dispatch_s,
+                "download_s": u.download_s,
                 "upload_start_s": u.upload_start_s,
                 "arrival_s": u.arrival_s,
+                "lost_s": u.lost_s,
                 "compute_s": u.compute_s,
                 "upload_s": u.upload_s,
                 "snr_db": 10.0 * math.log10(max(u.snr, 1e-300)),
@@ -384,5 +538,5 @@ class AsyncEngine:
                 "compute_energy_j": float(e_c),
                 "transmit_energy_j": float(e_t),
             }
-            for u, e_c, e_t in zip(taken, energy.compute_j, energy.transmit_j, strict=True)
+            for u, e_c, e_t in zip(updates, energy.compute_j, energy.transmit_j, strict=True)
         ]

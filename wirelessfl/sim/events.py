@@ -23,12 +23,14 @@ class Kind(IntEnum):
     DROP = 1
     OUTAGE = 2
     UNAVAILABLE = 3
-    COMPUTE_START = 4
-    COMPUTE_END = 5
-    UPLOAD_START = 6
-    UPLOAD_END = 7
-    STRAGGLER = 8
-    AGGREGATE = 9
+    DOWNLOAD_START = 4  # the event-driven modes only (the synchronous round logs none)
+    DOWNLOAD_END = 5
+    COMPUTE_START = 6
+    COMPUTE_END = 7
+    UPLOAD_START = 8
+    UPLOAD_END = 9
+    STRAGGLER = 10
+    AGGREGATE = 11
 
 
 SERVER = -1

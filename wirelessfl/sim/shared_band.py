@@ -14,7 +14,8 @@ band-seconds per upload, the same for every upload on the air), upload k, starte
 with c_k = B log2(1 + SNR_k) its full-band rate. F_k never changes once the upload starts
 (only how fast S grows does), so the next upload to end is the one of smallest F_k, in
 (F_min - S) n seconds: a heap of F_k, O(log n) per event (docs/simulator.md, "The shared
-band").
+band"). The event-driven downlink is the same class with c_k = R for every download
+(``channel.downlink_rate_bps``: R / n_down(t) each).
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class SharedBand:
         """Let ``elapsed_s`` pass with the uploads on the air now."""
         if self._ends:
             self.service += elapsed_s / len(self._ends)
+
+    def remove(self, client: int) -> None:
+        """Take ``client``'s transfer off before it ends (a cut); the others keep their F_k,
+        and S grows faster from now on (O(n))."""
+        self._ends = [end for end in self._ends if end[1] != client]
+        heapq.heapify(self._ends)
 
     def end_next(self) -> int:
         """Take the upload of smallest F_k (ties: the lowest client id) off the air; its client."""
