@@ -793,9 +793,9 @@ class ServerConfig:
     )
     dispatch: str = option(
         "random",
-        choices=("random",),
-        doc="who starts when a slot frees: random (uniform among the idle clients; the "
-        "controller's choice is not there yet)",
+        choices=("random", "controller"),
+        doc="who starts when a slot frees: random (uniform among the idle clients) | "
+        "controller (the idle client of least per-dispatch drift-plus-penalty; tsfa, osfa)",
         applies=_mode_is("async", "buffered", "semi_sync"),
     )
     alpha: float = option(
@@ -988,16 +988,22 @@ class Scenario:
             "faults.redistribute_unused": self.faults.redistribute_unused,
             "availability.model": self.availability.model != "always",
             "channel.downlink_rate_bps": self.channel.downlink_rate_bps > 0,
-            "controller.energy_budget_j": self.controller.energy_budget_j is not None,
             "selection.method": self.selection.method != "uniform",
             "selection.available_only": self.selection.available_only,
         }
+        controller = CONTROLLERS.load(self.controller.name)
+        if sv.dispatch == "controller" and not controller.DISPATCH_OBJECTIVE:
+            raise ConfigError(
+                "server.dispatch: controller starts the idle client of least per-dispatch "
+                f"drift-plus-penalty, and controller {self.controller.name!r} has none; use "
+                "controller.name: tsfa or osfa, or server.dispatch: random"
+            )
         for key, given in not_yet.items():
             if given:
                 raise ConfigError(
                     f"{key}: not modelled yet with server.mode: {sv.mode} (the event-driven "
-                    "modes dispatch at random with no faults, availability, downlink or "
-                    "energy budget); remove it or use server.mode: sync"
+                    "modes run with no faults, availability or downlink); remove it or use "
+                    "server.mode: sync"
                 )
 
     def _validate_wireless(self) -> None:

@@ -24,6 +24,14 @@ decided for and their transmit powers, then :meth:`Controller.decide`, and after
 :meth:`Controller.observe_energy` with every device's energy. Controllers with
 ``SUPPORTS_ENERGY_BUDGET = True`` (osfa, tsfa's online stage) minimise
 (Q + sum_k Z_k P_k) D(O) + V gamma(O); the others refuse a budget.
+
+Event-driven modes (``server.mode`` async | buffered | semi_sync): each dispatch asks
+:meth:`Controller.decide_dispatch` for the dispatched clients' rank and ratio (the controller's
+rank and :meth:`Controller.dispatch_ratio` here; the Lyapunov controllers solve the per-dispatch
+problem (D1) of :mod:`optim.dispatch`), and with ``server.dispatch: controller``
+:meth:`Controller.choose_dispatch` picks who starts (controllers with ``DISPATCH_OBJECTIVE``).
+After each aggregation :meth:`Controller.observe_updates` takes the latencies of the updates it
+took (eq. 21 once per update) and :meth:`Controller.observe_energy` their energy.
 """
 
 from __future__ import annotations
@@ -35,8 +43,16 @@ from typing import Any
 
 import numpy as np
 
-from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
+from channels.fdma import spectral_efficiency
+from optim import (
+    BoundConstants,
+    EnergyQueues,
+    VirtualQueue,
+    convergence_bound,
+    queue_after_updates,
+)
 from wirelessfl.algorithms.cost import CostModel, UploadSplit
+from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -135,6 +151,9 @@ class Controller(ABC):
     #: leave them out of its runs' groups and labels (``wirelessfl.config.schema.applies``).
     #: Empty (the default, and a plug-in's unless it says so): every setting may matter.
     IGNORED_SETTINGS: frozenset[str] = frozenset()
+    #: Whether :meth:`choose_dispatch` ranks candidates by a per-dispatch objective
+    #: (``server.dispatch: controller`` needs it; refused in one line otherwise).
+    DISPATCH_OBJECTIVE: bool = False
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
@@ -246,6 +265,62 @@ class Controller(ABC):
     def summary(self) -> dict[str, Any]:
         """What goes into ``meta.json`` (e.g. the offline curve)."""
         return {"rank": self.rank}
+
+    # ---- the event-driven modes --------------------------------------------------------------
+    def dispatch_ratio(self) -> float:
+        """The ratio a dispatched client is planned with when no per-dispatch step decides it."""
+        return 1.0
+
+    def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
+        """Rank and ratio of the clients dispatched now (``index``: the run's dispatch counter
+        of the first): here the controller's rank and :meth:`dispatch_ratio` for all."""
+        self.begin_round(index, cand.clients)
+        ratio = self.dispatch_ratio()
+        plans = self.round_plans(cand.snr, self.rank, ratio)
+        n = len(cand.clients)
+        return self.dispatch_costs(
+            cand, plans, np.full(n, self.rank), np.full(n, ratio), np.zeros(n, dtype=int)
+        )
+
+    def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
+        """Rows of the ``n`` candidates to dispatch (``server.dispatch: controller``); only
+        controllers with ``DISPATCH_OBJECTIVE`` have a rule (the scenario refuses the others)."""
+        raise NotImplementedError(f"{type(self).__name__} has no per-dispatch objective")
+
+    def dispatch_costs(
+        self,
+        cand: DispatchCandidates,
+        plans: list[ClientPlan],
+        ranks: np.ndarray,
+        ratios: np.ndarray,
+        fallbacks: np.ndarray,
+    ) -> DispatchDecision:
+        """The decision with each plan's planned latency (compute plus its exact bits at the
+        share 1/C) and penalty in a round of K = C updates."""
+        c = self.ctx
+        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)
+        upload_s = self.upload_bits(plans) / rate_bps
+        penalties, seen = [], {}
+        for plan in plans:
+            if id(plan) not in seen:
+                seen[id(plan)] = c.cost.client_penalty(
+                    plan, n_scheduled=cand.concurrency, constants=c.constants
+                )
+            penalties.append(seen[id(plan)])
+        return DispatchDecision(
+            np.asarray(ranks, dtype=int),
+            np.asarray(ratios, dtype=float),
+            np.asarray(cand.compute_s, dtype=float) + upload_s,
+            np.asarray(penalties, dtype=float),
+            np.asarray(fallbacks, dtype=int),
+        )
+
+    def observe_updates(self, latencies_s: np.ndarray) -> float:
+        """Eq. (21) once per update taken by an aggregation, in arrival order:
+        Q <- max(Q + l_i - D_th, 0) with each update's latency l_i [s]; returns the new Q."""
+        vq = self.virtual_queue
+        vq.value = queue_after_updates(vq.value, latencies_s, vq.d_th_s)
+        return vq.value
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"queue": self.queue}

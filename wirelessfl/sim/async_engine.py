@@ -17,13 +17,17 @@ The server aggregates:
   and is taken, stale, by a later aggregation.
 
 with the weights of :mod:`wirelessfl.sim.staleness` (tau = aggregations done - v). A freed
-slot (an upload that ended) is refilled at once (async, buffered) with a client drawn uniformly
-among the idle ones: those with no update in the system (a client whose update waits in
-FedBuff's buffer is idle again once it is aggregated). The draw takes the idle ids sorted and
-the index ``Generator(seed, "dispatch", j).integers(n_idle)`` for the j-th dispatch of the run
-(``channels.streams.round_generator``); a slot with nobody idle to take it waits for the next
-aggregation. After an aggregation the refill downloads the new version. semi_sync refills
-only at its aggregations (and at time 0), as a synchronous round would.
+slot (an upload that ended) is refilled at once (async, buffered) with an idle client: one with
+no update in the system (a client whose update waits in FedBuff's buffer is idle again once it
+is aggregated). ``server.dispatch: random`` draws it uniformly: the idle ids sorted and the
+index ``Generator(seed, "dispatch", j).integers(n_idle)`` for the j-th dispatch of the run
+(``channels.streams.round_generator``); ``controller`` lets the controller choose
+(:meth:`~wirelessfl.controllers.base.Controller.choose_dispatch`). A slot with nobody idle to
+take it waits for the next aggregation. The controller decides each dispatched client's rank
+and ratio (:meth:`~wirelessfl.controllers.base.Controller.decide_dispatch`) and, at each
+aggregation, takes the latencies (compute + upload) and energy of the updates it took. After
+an aggregation the refill downloads the new version. semi_sync refills only at its
+aggregations (and at time 0), as a synchronous round would.
 
 Time is computed in closed form (the processor-sharing formulas of
 :mod:`wirelessfl.sim.shared_band`, events in time order;
@@ -46,6 +50,7 @@ import numpy as np
 from channels.fdma import spectral_efficiency
 from channels.streams import round_generator
 from wirelessfl.algorithms.finite import KEPT
+from wirelessfl.controllers.dispatch import DispatchCandidates
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, RoundPlan, WeightedUpdate
 from wirelessfl.sim.energy import RoundEnergy
@@ -73,6 +78,9 @@ class Update:
     arrival_s: float = math.nan
     staleness: int = -1
     weight: float = math.nan
+    planned_latency_s: float = math.nan  # the controller's plan: compute + upload at share 1/C
+    bound: float = math.nan  # the controller's penalty gamma_k of the update
+    fallbacks: int = 0  # solver fallbacks of its decision
 
     @property
     def upload_s(self) -> float:
@@ -187,21 +195,33 @@ class AsyncEngine:
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _refill(self, period: _Period, now: float) -> None:
-        """Dispatch clients until C train at once, each drawn uniformly among the idle ones."""
+        """Dispatch idle clients (``server.dispatch``) until C train at once, each at the rank
+        and ratio the controller decides."""
         free = min(self.concurrency - len(self.busy), len(self.idle))
         if free <= 0:
             return
         sim, sc = self.sim, self.sim.scenario
         snr_all, power_all = sim.channel.observe(period.t, now)
-        chosen = []
-        for _ in range(free):
-            rng = round_generator(sc.seed, stream="dispatch", round_index=self.n_dispatched)
-            client = self.idle.pop(int(rng.integers(len(self.idle))))
-            chosen.append((client, self.n_dispatched))
-            self.n_dispatched += 1
+        if self.server.dispatch == "controller":
+            idle = np.asarray(self.idle, dtype=int)
+            candidates = self._candidates(idle, snr_all, power_all)
+            rows = sim.controller.choose_dispatch(candidates, free, self.n_dispatched)
+            clients = idle[rows].tolist()
+            for client in clients:
+                self.idle.remove(client)
+        else:
+            clients = []
+            for j in range(self.n_dispatched, self.n_dispatched + free):
+                rng = round_generator(sc.seed, stream="dispatch", round_index=j)
+                clients.append(self.idle.pop(int(rng.integers(len(self.idle)))))
+        first = self.n_dispatched
+        self.n_dispatched += free
+        candidates = self._candidates(np.asarray(clients, dtype=int), snr_all, power_all)
+        decision = sim.controller.decide_dispatch(candidates, first)
         keep_start = self.mode == "async"
-        for client, j in chosen:  # one plan per dispatch: its round index is j
-            plan = RoundPlan(j, np.array([client]), sim.rank, 1.0, math.nan, self.concurrency)
+        for i, client in enumerate(clients):  # one plan per dispatch: its round index is j
+            j, rank, ratio = first + i, int(decision.ranks[i]), float(decision.ratios[i])
+            plan = RoundPlan(j, np.array([client]), rank, ratio, math.nan, self.concurrency)
             report = sim.learner.dispatch(plan, keep_start=keep_start)[client]
             compute_s = 0.0
             if sc.devices.include_compute:
@@ -215,11 +235,36 @@ class AsyncEngine:
                 float(snr_all[client]),
                 float(power_all[client]),
                 report,
+                planned_latency_s=float(decision.latency_s[i]),
+                bound=float(decision.bound[i]),
+                fallbacks=int(decision.fallbacks[i]),
             )
             self.busy[client] = u
             period.dispatched.append(u)
             period.log.add(now, Kind.COMPUTE_START, client, float(self.version))
             heapq.heappush(self.computing, (now + compute_s, client))
+
+    def _candidates(
+        self, clients: np.ndarray, snr_all: np.ndarray, power_all: np.ndarray
+    ) -> DispatchCandidates:
+        """What the controller knows of ``clients`` (N-long channel rows observed now)."""
+        sim, n = self.sim, len(clients)
+        compute_s = np.zeros(n)
+        if sim.scenario.devices.include_compute:
+            compute_s = sim._compute_estimate(clients)
+        compute_j = np.zeros(n)
+        if sim.controller.energy_queues is not None and n:
+            flops = np.full(n, float(sim.learner.expected_flops(sim.rank)))
+            classes = None if sim.client_class is None else [sim.client_class[c] for c in clients]
+            compute_j = np.asarray(sim.compute_energy.energy_j(flops, classes), dtype=float)
+        return DispatchCandidates(
+            clients,
+            np.asarray(snr_all[clients], dtype=float),
+            np.asarray(power_all[clients], dtype=float),
+            np.asarray(compute_s, dtype=float),
+            compute_j,
+            self.concurrency,
+        )
 
     # ---- the server update and the record -----------------------------------------------------
     def _weights(self, taken: list[Update]) -> list[WeightedUpdate]:
@@ -253,9 +298,37 @@ class AsyncEngine:
         if (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1:
             evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
         energy = self._energy(taken)
+        control = self._observe_controller(taken, energy)
         record = self._record(period, taken, end_s, metrics, evaluation, energy)
+        record.update(control)
         rows = self._client_rows(t, taken, energy) if sc.output.clients else []
         return RoundOutcome(record, events, rows, energy)
+
+    def _observe_controller(self, taken: list[Update], energy: RoundEnergy) -> dict[str, float]:
+        """The controller's queues take the aggregation's updates (eq. 21 per update with its
+        compute + upload latency; the energy queues their energy); its ``rounds.csv`` columns."""
+        controller, nan = self.sim.controller, math.nan
+        queue = controller.queue
+        queue_after = controller.observe_updates(
+            np.array([u.compute_s + u.upload_s for u in taken], dtype=float)
+        )
+        energy_queue = nan
+        if controller.energy_queues is not None:
+            controller.observe_energy(energy.per_device(self.sim.scenario.n_clients))
+            energy_queue = float(np.mean(controller.energy_queues.value))
+
+        def mean(values: list[float]) -> float:
+            return float(np.mean(values)) if values else nan
+
+        return {
+            "queue": queue,
+            "queue_after": queue_after,
+            "sparsification": mean([u.report.ratio for u in taken]),
+            "planned_delay_s": mean([u.planned_latency_s for u in taken]),
+            "bound": mean([u.bound for u in taken]),
+            "solver_fallback": sum(u.fallbacks for u in taken),
+            "energy_queue_mean_j": energy_queue,
+        }
 
     def _energy(self, taken: list[Update]) -> RoundEnergy:
         """The taken updates' whole compute energy and transmit power x upload time [J]."""
