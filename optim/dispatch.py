@@ -34,10 +34,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from optim._validation import check_real
 from optim.controller import queue_update
+from optim.p3 import solve_p3_exact
 
 __all__ = ["DispatchSolution", "dispatch_ratios", "queue_after_updates", "solve_dispatch"]
 
 _MAX_NEWTON = 200
+_SCALAR_UP_TO = 8  # candidates solved one by one (numpy's per-call cost dominates below)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -73,6 +75,10 @@ def dispatch_ratios(qc: ArrayLike, va: ArrayLike, o_min: float) -> NDArray[np.fl
     """
     qc, va = np.broadcast_arrays(np.asarray(qc, dtype=float), np.asarray(va, dtype=float))
     shape, qc, va = qc.shape, qc.ravel(), va.ravel()
+    if qc.size <= _SCALAR_UP_TO:  # a few candidates: the scalar solver, without numpy's overhead
+        pairs = zip(qc.tolist(), va.tolist(), strict=True)
+        scalar = [solve_p3_exact(qc=q, va=v, o_min=o_min) for q, v in pairs]
+        return np.array(scalar, dtype=float).reshape(shape)
     out = np.ones(qc.shape)
     x_max = 1.0 / o_min
     psi_max = x_max**3 * (x_max - 1.0) * (2.0 * x_max - 1.0)
@@ -134,22 +140,26 @@ def solve_dispatch(
     q = check_real("queue", queue, low=0.0)
     v = check_real("V", V, low=0.0)
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
-    arrays = [
-        _nonneg(name, value)
-        for name, value in (
-            ("a", a),
-            ("upload_per_ratio_s", upload_per_ratio_s),
-            ("fixed_upload_s", fixed_upload_s),
-            ("compute_s", compute_s),
-            ("energy_queue_j", energy_queue_j),
-            ("tx_power_w", tx_power_w),
-            ("compute_energy_j", compute_energy_j),
-        )
-    ]
-    off = np.asarray(offset, dtype=float)
-    if not np.isfinite(off).all():
-        raise ValueError(f"offset must be finite; got {off!r}")
-    off, a_k, u, u0, c, z, p, e_comp = np.broadcast_arrays(off, *arrays)
+    names = (
+        "offset",
+        "a",
+        "upload_per_ratio_s",
+        "fixed_upload_s",
+        "compute_s",
+        "energy_queue_j",
+        "tx_power_w",
+        "compute_energy_j",
+    )
+    given = (offset, a, upload_per_ratio_s, fixed_upload_s, compute_s)
+    given += (energy_queue_j, tx_power_w, compute_energy_j)
+    block = np.array(np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in given)))
+    ok = np.isfinite(block)
+    ok[1:] &= block[1:] >= 0.0  # every input but the offset is >= 0
+    if not ok.all():
+        i = int(np.flatnonzero(~ok.reshape(len(names), -1).all(axis=1))[0])
+        bound = "" if i == 0 else " >= 0"
+        raise ValueError(f"{names[i]} must hold finite values{bound}; got {block[i]!r}")
+    off, a_k, u, u0, c, z, p, e_comp = block
     weight = q + z * p  # Q + Z_k P_k: what one second of upload costs [s, or J W]
     o = dispatch_ratios(weight * u, v * a_k, omin)
     upload = u0 + u * o

@@ -274,13 +274,32 @@ class Controller(ABC):
     def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
         """Rank and ratio of the clients dispatched now (``index``: the run's dispatch counter
         of the first): here the controller's rank and :meth:`dispatch_ratio` for all."""
-        self.begin_round(index, cand.clients)
-        ratio = self.dispatch_ratio()
-        plans = self.round_plans(cand.snr, self.rank, ratio)
-        n = len(cand.clients)
+        ratio, n = self.dispatch_ratio(), len(cand.clients)
+        plans = self.dispatch_plans(cand, self.rank, np.full(n, ratio), index)
         return self.dispatch_costs(
             cand, plans, np.full(n, self.rank), np.full(n, ratio), np.zeros(n, dtype=int)
         )
+
+    def dispatch_plans(
+        self, cand: DispatchCandidates, rank: int, ratios: np.ndarray, index: int
+    ) -> list[ClientPlan]:
+        """The algorithm's plan of each candidate at ``rank`` and its ratio: one plan per rank,
+        ratio and cost profile, which stands for every client that shares them (as in
+        :meth:`round_plans`), remembered across dispatches."""
+        cache = self.__dict__.setdefault("_dispatch_plan_cache", {})
+        if len(cache) > _SIZE_CACHE_ENTRIES:  # keys hold O_k, new almost every dispatch
+            cache.clear()
+        profile, plans = self.ctx.cost.client_profile, []
+        for i, (client, ratio) in enumerate(
+            zip(cand.clients.tolist(), ratios.tolist(), strict=True)
+        ):
+            key = (rank, ratio, profile(client))
+            plan = cache.get(key)
+            if plan is None:
+                self.begin_round(index + i, cand.clients[i : i + 1])
+                plan = cache[key] = self.round_plans(cand.snr[i : i + 1], rank, ratio)[0]
+            plans.append(plan)
+        return plans
 
     def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
         """Rows of the ``n`` candidates to dispatch (``server.dispatch: controller``); only
@@ -294,25 +313,32 @@ class Controller(ABC):
         ranks: np.ndarray,
         ratios: np.ndarray,
         fallbacks: np.ndarray,
+        penalties: np.ndarray | None = None,
     ) -> DispatchDecision:
         """The decision with each plan's planned latency (compute plus its exact bits at the
-        share 1/C) and penalty in a round of K = C updates."""
+        share 1/C) and penalty in a round of K = C updates (``penalties``: already known)."""
         c = self.ctx
         rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)
         upload_s = self.upload_bits(plans) / rate_bps
-        penalties, seen = [], {}
-        for plan in plans:
-            if id(plan) not in seen:
-                seen[id(plan)] = c.cost.client_penalty(
-                    plan, n_scheduled=cand.concurrency, constants=c.constants
-                )
-            penalties.append(seen[id(plan)])
+        if penalties is None:
+            penalties = np.array(self.dispatch_penalties(plans, cand.concurrency))
         return DispatchDecision(
             np.asarray(ranks, dtype=int),
             np.asarray(ratios, dtype=float),
             np.asarray(cand.compute_s, dtype=float) + upload_s,
             np.asarray(penalties, dtype=float),
             np.asarray(fallbacks, dtype=int),
+        )
+
+    def dispatch_penalties(self, plans: list[ClientPlan], concurrency: int) -> list[float]:
+        """Each plan's penalty in a round of K = C updates (once per size key)."""
+        c = self.ctx
+        return self._per_size(
+            plans,
+            "_dispatch_penalty_cache",
+            lambda plan: c.cost.client_penalty(
+                plan, n_scheduled=concurrency, constants=c.constants
+            ),
         )
 
     def observe_updates(self, latencies_s: np.ndarray) -> float:

@@ -152,36 +152,30 @@ class OnlineLyapunov(Controller):
     # ---- the event-driven modes: the per-dispatch step (D1) ----------------------------------
     def _dispatch_problem(
         self, cand: DispatchCandidates, index: int
-    ) -> tuple[DispatchSolution, np.ndarray, np.ndarray]:
+    ) -> tuple[DispatchSolution, np.ndarray, np.ndarray, np.ndarray]:
         """(D1) for every candidate (affine upload from the cost model at the share 1/C);
-        also its qc and va (P3's weights) per candidate."""
+        also each candidate's qc (P3's linear weight) and penalty parts (offset, a)."""
         c, s = self.ctx, self.ctx.settings
-        self.begin_round(index, cand.clients)
-        dense = self.round_plans(cand.snr, self.rank, 1.0)
+        dense = self.dispatch_plans(cand, self.rank, np.ones(len(cand.clients)), index)
         rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)  # b B log2(1+SNR)
-        v, n = float(c.bits_per_value), len(dense)
-        offset, a = np.zeros(n), np.zeros(n)
+        v, n, k = float(c.bits_per_value), len(dense), cand.concurrency
         if self.knob == RATIO:
             splits = self.affine_uploads(dense)
-            values, dense_values, side = (
-                np.array(x, dtype=float) for x in zip(*splits, strict=True)
-            )
+            values, dense_values, side = (np.array(x, float) for x in zip(*splits, strict=True))
             per_ratio_s = v * values / rate_bps
             fixed_s = (v * dense_values + side) / rate_bps
-            parts: dict[int, tuple[float, float]] = {}
-            for i, plan in enumerate(dense):  # eq. (14) in O at the plan's rank, K = C
-                if id(plan) not in parts:
-                    parts[id(plan)] = c.cost.ratio_penalty_parts(
-                        [plan], n_scheduled=cand.concurrency, constants=c.constants
-                    )
-                offset[i], a[i] = parts[id(plan)]
+            parts = self._per_size(  # eq. (14) in O at the plan's rank, K = C
+                dense,
+                "_dispatch_parts_cache",
+                lambda plan: c.cost.ratio_penalty_parts(
+                    [plan], n_scheduled=k, constants=c.constants
+                ),
+            )
+            offset, a = (np.array(x, float) for x in zip(*parts, strict=True))
         else:  # no ratio knob: the update is sent as planned at ratio 1
             per_ratio_s = np.zeros(n)
             fixed_s = self.upload_bits(dense) / rate_bps
-            offset[:] = [
-                c.cost.client_penalty(p, n_scheduled=cand.concurrency, constants=c.constants)
-                for p in dense
-            ]
+            offset, a = np.array(self.dispatch_penalties(dense, k)), np.zeros(n)
         z = np.zeros(n) if self.energy_queues is None else self.energy_queues.value[cand.clients]
         solution = solve_dispatch(
             queue=self.queue,
@@ -197,28 +191,27 @@ class OnlineLyapunov(Controller):
             compute_energy_j=cand.compute_energy_j,
         )
         qc = (self.queue + z * np.asarray(cand.tx_power_w, dtype=float)) * per_ratio_s
-        return solution, qc, s.V * a
+        return solution, qc, offset, a
 
     def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
         """Each client's O_k by (D1), solved by ``controller.method`` (exact or CVXPY)."""
         s, n = self.ctx.settings, len(cand.clients)
         ratios, fallbacks = np.ones(n), np.zeros(n, dtype=int)
+        _, qc, offset, a = self._dispatch_problem(cand, index)
         if self.knob == RATIO:
-            _, qc, va = self._dispatch_problem(cand, index)
             solve = SLOT_METHODS[s.method]
             for i in range(n):
-                o, _, failed = solve(float(qc[i]), float(va[i]), s.o_min, self.cvxpy_problem)
+                o, _, failed = solve(float(qc[i]), float(s.V * a[i]), s.o_min, self.cvxpy_problem)
                 ratios[i], fallbacks[i] = o, int(failed)
-        plans = []
-        for i in range(n):  # one plan per client: the ratios differ
-            self.begin_round(index + i, cand.clients[i : i + 1])
-            plans += self.round_plans(cand.snr[i : i + 1], self.rank, float(ratios[i]))
-        return self.dispatch_costs(cand, plans, np.full(n, self.rank), ratios, fallbacks)
+        plans = self.dispatch_plans(cand, self.rank, ratios, index)
+        penalties = offset + a * (1.0 - ratios) ** 2 / ratios**4  # eq. (14) at O_k
+        ranks = np.full(n, self.rank)
+        return self.dispatch_costs(cand, plans, ranks, ratios, fallbacks, penalties)
 
     def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
         """The ``n`` candidates of least J_k(O_k) of (D1), ties by the shorter planned
         latency, then the smaller client id."""
-        solution, _, _ = self._dispatch_problem(cand, index)
+        solution = self._dispatch_problem(cand, index)[0]
         order = np.lexsort((cand.clients, solution.latency_s, solution.objective))
         return order[:n]
 
