@@ -299,8 +299,7 @@ class AsyncEngine:
             evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
         energy = self._energy(taken)
         control = self._observe_controller(taken, energy)
-        record = self._record(period, taken, end_s, metrics, evaluation, energy)
-        record.update(control)
+        record = self._record(period, taken, end_s, metrics, evaluation, energy, control)
         rows = self._client_rows(t, taken, energy) if sc.output.clients else []
         return RoundOutcome(record, events, rows, energy)
 
@@ -350,8 +349,10 @@ class AsyncEngine:
         metrics: dict[str, float],
         evaluation: dict[str, float],
         energy: RoundEnergy,
+        control: dict[str, float],
     ) -> dict:
-        """The aggregation's ``rounds.csv`` row (docs/simulator.md, "Asynchronous rounds")."""
+        """The aggregation's ``rounds.csv`` row (docs/simulator.md, "Asynchronous rounds");
+        ``control``: the controller's columns (:meth:`_observe_controller`)."""
         sim, nan = self.sim, math.nan
         snr_db = [10.0 * math.log10(max(u.snr, 1e-300)) for u in taken]
         staleness = [u.staleness for u in taken]
@@ -361,9 +362,7 @@ class AsyncEngine:
             "t_end_s": end_s,
             "delay_s": max((u.upload_s for u in taken), default=0.0),
             "completion_s": end_s - period.start_s,
-            "queue": nan,
-            "queue_after": nan,
-            "sparsification": nan,
+            **control,
             "rank": sim.rank,
             "mean_client_rank": (float(np.mean([u.report.rank for u in taken])) if taken else nan),
             "n_scheduled": len(period.dispatched),
@@ -379,10 +378,6 @@ class AsyncEngine:
             "min_snr_db": float(np.min(snr_db)) if taken else nan,
             "compute_energy_j": float(energy.compute_j.sum()),
             "transmit_energy_j": float(energy.transmit_j.sum()),
-            "energy_queue_mean_j": nan,
-            "planned_delay_s": nan,
-            "bound": nan,
-            "solver_fallback": 0,
             "loss": metrics.get("loss", nan),
             "accuracy": evaluation.get("accuracy", nan),
             "test_loss": evaluation.get("test_loss", nan),
