@@ -430,7 +430,12 @@ class ControllerConfig:
 
     name: str = option("tsfa", choices=CONTROLLERS, doc="a controller registry name")
     V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
-    d_th_s: float = option(1.0, gt=0.0, doc="average upload-delay threshold D_th")
+    d_th_s: float = option(
+        1.0,
+        gt=0.0,
+        doc="average upload-delay threshold D_th (event-driven modes: the time-average "
+        "compute + upload latency per update)",
+    )
     o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
     r_max: int = option(
         64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
@@ -462,8 +467,9 @@ class ControllerConfig:
     energy_budget_j: float | None = option(
         None,
         gt=0.0,
-        doc="time-average energy per device per round (compute + transmit); a virtual queue "
-        "per device joins the online stage (osfa, tsfa); null: no budget",
+        doc="time-average energy per device per round (event-driven modes: per aggregation; "
+        "compute + transmit); a virtual queue per device joins the online stage (osfa, tsfa); "
+        "null: no budget",
         applies=_controller_keeps_budget,
     )
     offline_outage_prob: float = option(
