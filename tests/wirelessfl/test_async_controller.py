@@ -119,6 +119,14 @@ def test_each_dispatch_solves_its_own_problem_and_the_queue_takes_every_update(t
     gamma = offset + a * (1.0 - clients.ratio) ** 2 / clients.ratio**4
     np.testing.assert_allclose(rounds.bound, gamma.groupby(clients["round"]).mean(), rtol=1e-9)
     assert rounds.energy_queue_mean_j.isna().all()  # no budget
+    # planned latency: compute + the exact bits at the share 1/C, never below the realised one
+    # (at most C uploads share the band)
+    planned = clients.compute_s + clients.bits * c / (
+        BANDWIDTH_HZ * np.log2(1.0 + SNR[clients.client])
+    )
+    realised = clients.compute_s + clients.upload_s
+    np.testing.assert_allclose(rounds.planned_delay_s, planned.groupby(clients["round"]).mean())
+    assert (planned >= realised * (1.0 - 1e-12)).all() and (planned > realised).any()
 
 
 def test_with_every_slot_on_the_air_the_planned_latency_is_the_realised_one(tmp_path):
