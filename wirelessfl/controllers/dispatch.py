@@ -26,7 +26,8 @@ class DispatchCandidates:
         snr: (n,) linear SNRs at the dispatch (the channel row observed then).
         tx_power_w: (n,) transmit powers [W].
         compute_s: (n,) expected compute times [s] (0 without ``devices.include_compute``).
-        compute_energy_j: (n,) expected compute energies [J].
+        compute_energy_j: (n,) expected compute energies [J] (0 without an energy budget,
+            where nothing reads them).
         concurrency: C, the most uploads on the air at once.
     """
 
@@ -41,17 +42,6 @@ class DispatchCandidates:
     def share(self) -> float:
         """b = 1/C: the least share of the band an upload can get (module docstring)."""
         return 1.0 / self.concurrency
-
-    def take(self, rows: np.ndarray) -> DispatchCandidates:
-        """The candidates at ``rows`` (in that order)."""
-        return DispatchCandidates(
-            self.clients[rows],
-            self.snr[rows],
-            self.tx_power_w[rows],
-            self.compute_s[rows],
-            self.compute_energy_j[rows],
-            self.concurrency,
-        )
 
 
 @dataclass(frozen=True)
