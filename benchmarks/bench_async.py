@@ -1,6 +1,7 @@
 """Buffered asynchronous rounds (FedBuff, ``server.mode: buffered``): client updates per second.
 
-Network-only: the ``paper`` scenario (Rayleigh block fading, surrogate learner, no training) with
+Network-only: the ``paper`` scenario (Rayleigh block fading, surrogate learner, no training,
+the ``fixed`` controller: every update at rank r with ratio 1, as the plain loop sends it) with
 N = 10,000 clients, C = 1,000 training at once, FedBuff's M = 10 updates per aggregation, device
 speeds lognormal (``devices.kind: lognormal``, compute time included) and one evaluation, at the
 end. Three timings of the same updates:
@@ -67,6 +68,7 @@ def scenario_for(n_clients: int, concurrency: int, buffer_size: int, aggregation
             "devices.median_flops_per_s=1.0e12",
             "devices.sigma=1.0",
             "devices.include_compute=true",
+            "controller.name=fixed",
             "server.mode=buffered",
             f"server.concurrency={concurrency}",
             f"server.buffer_size={buffer_size}",

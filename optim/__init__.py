@@ -9,7 +9,8 @@ Modules, one concern each: :mod:`optim.bound` (gamma^t of Theorem 1), :mod:`opti
 (Lemma 2, Algorithm 2), :mod:`optim.p3` / :mod:`optim.p3_cvxpy` (the per-slot problem P3, exact
 and CVXPY), :mod:`optim.online` (:func:`solve_slot`), :mod:`optim.controller` (virtual queue,
 eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.selection`,
-:mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes). CVXPY
+:mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes),
+:mod:`optim.dispatch` (the per-dispatch step of the event-driven modes). CVXPY
 is imported only when ``method="cvxpy"`` is used.
 """
 
@@ -22,6 +23,7 @@ from optim.bandwidth import (
 from optim.bound import BoundConstants, BoundTerms, bound_terms, convergence_bound
 from optim.calibration import PilotRecord, calibrate_constants
 from optim.controller import LyapunovController, VirtualQueue, queue_update
+from optim.dispatch import DispatchSolution, queue_after_updates, solve_dispatch
 from optim.energy_queue import EnergyQueues, energy_queue_update
 from optim.offline import (
     InfeasibleError,
@@ -39,6 +41,7 @@ __all__ = [
     "SLOT_METHODS",
     "BoundConstants",
     "BoundTerms",
+    "DispatchSolution",
     "EnergyQueues",
     "InfeasibleError",
     "LyapunovController",
@@ -58,9 +61,11 @@ __all__ = [
     "minmax_deadline_s",
     "offline_rank_search",
     "offline_sparsification",
+    "queue_after_updates",
     "queue_update",
     "select_clients",
     "solve_sketch_ratios",
+    "solve_dispatch",
     "solve_sketch_ratios_relaxed",
     "solve_slot",
     "update_average_rate",

@@ -293,7 +293,7 @@ def test_real_training_runs_asynchronously(tmp_path, mode):
 @pytest.mark.parametrize(
     ("overrides", "starts"),
     [
-        ({"server.dispatch": "controller"}, "server.dispatch: must be one of 'random'"),
+        ({"server.dispatch": "nearest"}, "server.dispatch: must be one of 'random', "),
         ({"server.mode": "semi_sync"}, "server.deadline_s: semi_sync aggregates"),
         ({"server.deadline_s": 1.0}, "server.deadline_s: semi_sync aggregates"),
         ({"server.mode": "async", "faults.redistribute_unused": True},

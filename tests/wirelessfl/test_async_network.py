@@ -509,7 +509,6 @@ def test_an_snr_trace_gives_row_t_of_the_dispatch(tmp_path):
     [
         ("faults.redistribute_unused", True, "the shared band already divides the whole band "
          "among the uploads on the air, so no share idles"),
-        ("controller.energy_budget_j", 1.0, "no controller decides per dispatch yet"),
         ("selection.method", "best_snr", "a slot that frees takes one client drawn by "
          "server.dispatch, not K of N"),
     ],

@@ -44,13 +44,16 @@ FLOPS = lora_training_flops(
 )
 
 
-def _network_only(mode: str, overrides: dict | None = None, **server) -> object:
+def _network_only(
+    mode: str, overrides: dict | None = None, controller: dict | None = None, **server
+) -> object:
     """30 aggregations of N = 20 clients, C = 8 at once, computing for about 50 ms (lognormal
-    speeds) and uploading for 0.1-0.6 s over a Rayleigh channel: uploads overlap all the time."""
+    speeds) and uploading for 0.1-0.6 s over a Rayleigh channel: uploads overlap all the time.
+    ``controller``: the controller section (default: fixed at rank 4)."""
     return small_scenario(
         **(overrides or {}),
         rounds=30,
-        controller={"name": "fixed", "rank": RANK, "r_max": 16},
+        controller=controller or {"name": "fixed", "rank": RANK, "r_max": 16},
         devices={
             "kind": "lognormal",
             "median_flops_per_s": FLOPS / 0.05,
@@ -283,3 +286,45 @@ def test_a_checkpoint_without_the_engine_state_is_refused_in_one_line():
     message = str(err.value)
     assert message.startswith("--resume: the checkpoint of this server.mode: buffered run")
     assert "\n" not in message
+
+
+def test_the_controller_dispatching_under_faults_resumes_exactly(tmp_path):
+    """tsfa choosing who starts (``server.dispatch: controller``) and each ratio, with an energy
+    budget, a shared downlink, dropouts and Markov availability: the controller's queues and the
+    updates' plans come back from the checkpoint, the resumed tables equal the uninterrupted
+    run's, and the energy queues took the energy of the lost updates too (eq. (21)-style
+    recursion recomputed here from clients.csv)."""
+    budget_j = 300.0  # an update's compute costs about 540 J here
+    controller = {
+        "name": "tsfa",
+        "V": 1.0e-4,
+        "d_th_s": 0.05,
+        "o_min": 0.05,
+        "r_max": 16,
+        "energy_budget_j": budget_j,
+    }
+    overrides = {
+        "channel.downlink_rate_bps": 2.0e6,
+        "faults.dropout_prob": 0.15,
+        "availability.model": "markov",
+        "availability.p_on_to_off": 0.05,
+        "availability.p_off_to_on": 0.5,
+        "selection.available_only": True,
+    }  # fmt: skip
+    scenario = _network_only(
+        "buffered", overrides, controller, buffer_size=3, dispatch="controller", concurrency=10
+    )
+    full = run_scenario(scenario, tmp_path / "full")
+    rounds, clients = full.rounds, full.clients
+    assert (clients.status == "dropped").any() and (rounds.queue > 0).any()
+    assert clients.ratio[clients.status == "arrived"].min() < 1.0  # the controller decided
+    z = np.zeros(scenario.n_clients)
+    for t in range(len(rounds)):
+        spent = np.zeros(scenario.n_clients)
+        mine = clients[clients["round"] == t]
+        np.add.at(spent, mine.client, mine.compute_energy_j + mine.transmit_energy_j)
+        z = np.maximum(z + spent - budget_j, 0.0)
+        assert rounds.energy_queue_mean_j[t] == pytest.approx(z.mean(), rel=1e-12)
+    _cut(scenario, tmp_path / "cut", 24)  # the checkpoint after aggregation 20
+    resume_run(tmp_path / "cut")
+    _assert_same_tables(tmp_path / "full", tmp_path / "cut")

@@ -434,7 +434,12 @@ class ControllerConfig:
 
     name: str = option("tsfa", choices=CONTROLLERS, doc="a controller registry name")
     V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
-    d_th_s: float = option(1.0, gt=0.0, doc="average upload-delay threshold D_th")
+    d_th_s: float = option(
+        1.0,
+        gt=0.0,
+        doc="average upload-delay threshold D_th (event-driven modes: the time-average "
+        "compute + upload latency per update)",
+    )
     o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
     r_max: int = option(
         64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
@@ -466,8 +471,9 @@ class ControllerConfig:
     energy_budget_j: float | None = option(
         None,
         gt=0.0,
-        doc="time-average energy per device per round (compute + transmit); a virtual queue "
-        "per device joins the online stage (osfa, tsfa); null: no budget",
+        doc="time-average energy per device per round (event-driven modes: per aggregation; "
+        "compute + transmit); a virtual queue per device joins the online stage (osfa, tsfa); "
+        "null: no budget",
         applies=_controller_keeps_budget,
     )
     offline_outage_prob: float = option(
@@ -803,10 +809,10 @@ class ServerConfig:
     )
     dispatch: str = option(
         "random",
-        choices=("random",),
-        doc="who starts when a slot frees: random (uniform among the idle clients, the "
-        "available ones with selection.available_only; the controller's choice is not there "
-        "yet)",
+        choices=("random", "controller"),
+        doc="who starts when a slot frees: random (uniform among the eligible clients: the "
+        "idle ones, the available ones with selection.available_only) | controller (the "
+        "eligible client of least per-dispatch drift-plus-penalty; tsfa, osfa)",
         applies=_mode_is("async", "buffered", "semi_sync"),
     )
     alpha: float = option(
@@ -992,15 +998,18 @@ class Scenario:
                 "server.mode: sync, or an algorithm whose CostModel.SINGLE_UPDATES (fedit, "
                 "fedit_topk, ffa_lora, soft)"
             )
+        controller = CONTROLLERS.load(self.controller.name)
+        if sv.dispatch == "controller" and not controller.DISPATCH_OBJECTIVE:
+            raise ConfigError(
+                "server.dispatch: controller starts the idle client of least per-dispatch "
+                f"drift-plus-penalty, and controller {self.controller.name!r} has none; use "
+                "controller.name: tsfa or osfa, or server.dispatch: random"
+            )
         refused = {  # key -> why the event-driven modes do not read it
             "faults.redistribute_unused": (
                 self.faults.redistribute_unused,
                 "the shared band already divides the whole band among the uploads on the air, "
                 "so no share idles",
-            ),
-            "controller.energy_budget_j": (
-                self.controller.energy_budget_j is not None,
-                "no controller decides per dispatch yet",
             ),
             "selection.method": (
                 self.selection.method != "uniform",

@@ -24,6 +24,14 @@ decided for and their transmit powers, then :meth:`Controller.decide`, and after
 :meth:`Controller.observe_energy` with every device's energy. Controllers with
 ``SUPPORTS_ENERGY_BUDGET = True`` (osfa, tsfa's online stage) minimise
 (Q + sum_k Z_k P_k) D(O) + V gamma(O); the others refuse a budget.
+
+Event-driven modes (``server.mode`` async | buffered | semi_sync): each dispatch asks
+:meth:`Controller.decide_dispatch` for the dispatched clients' rank and ratio (the controller's
+rank and :meth:`Controller.dispatch_ratio` here; the Lyapunov controllers solve the per-dispatch
+problem (D1) of :mod:`optim.dispatch`), and with ``server.dispatch: controller``
+:meth:`Controller.choose_dispatch` picks who starts (controllers with ``DISPATCH_OBJECTIVE``).
+After each aggregation :meth:`Controller.observe_updates` takes the latencies of the updates it
+took (eq. 21 once per update) and :meth:`Controller.observe_energy` their energy.
 """
 
 from __future__ import annotations
@@ -35,8 +43,16 @@ from typing import Any
 
 import numpy as np
 
-from optim import BoundConstants, EnergyQueues, VirtualQueue, convergence_bound
+from channels.fdma import spectral_efficiency
+from optim import (
+    BoundConstants,
+    EnergyQueues,
+    VirtualQueue,
+    convergence_bound,
+    queue_after_updates,
+)
 from wirelessfl.algorithms.cost import CostModel, UploadSplit
+from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -135,6 +151,9 @@ class Controller(ABC):
     #: leave them out of its runs' groups and labels (``wirelessfl.config.schema.applies``).
     #: Empty (the default, and a plug-in's unless it says so): every setting may matter.
     IGNORED_SETTINGS: frozenset[str] = frozenset()
+    #: Whether :meth:`choose_dispatch` ranks candidates by a per-dispatch objective
+    #: (``server.dispatch: controller`` needs it; refused in one line otherwise).
+    DISPATCH_OBJECTIVE: bool = False
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
@@ -246,6 +265,88 @@ class Controller(ABC):
     def summary(self) -> dict[str, Any]:
         """What goes into ``meta.json`` (e.g. the offline curve)."""
         return {"rank": self.rank}
+
+    # ---- the event-driven modes --------------------------------------------------------------
+    def dispatch_ratio(self) -> float:
+        """The ratio a dispatched client is planned with when no per-dispatch step decides it."""
+        return 1.0
+
+    def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
+        """Rank and ratio of the clients dispatched now (``index``: the run's dispatch counter
+        of the first): here the controller's rank and :meth:`dispatch_ratio` for all."""
+        ratio, n = self.dispatch_ratio(), len(cand.clients)
+        plans = self.dispatch_plans(cand, self.rank, np.full(n, ratio), index)
+        return self.dispatch_costs(
+            cand, plans, np.full(n, self.rank), np.full(n, ratio), np.zeros(n, dtype=int)
+        )
+
+    def dispatch_plans(
+        self, cand: DispatchCandidates, rank: int, ratios: np.ndarray, index: int
+    ) -> list[ClientPlan]:
+        """The algorithm's plan of each candidate at ``rank`` and its ratio: one plan per rank,
+        ratio and cost profile, which stands for every client that shares them (as in
+        :meth:`round_plans`), remembered across dispatches."""
+        cache = self.__dict__.setdefault("_dispatch_plan_cache", {})
+        if len(cache) > _SIZE_CACHE_ENTRIES:  # keys hold O_k, new almost every dispatch
+            cache.clear()
+        profile, plans = self.ctx.cost.client_profile, []
+        for i, (client, ratio) in enumerate(
+            zip(cand.clients.tolist(), ratios.tolist(), strict=True)
+        ):
+            key = (rank, ratio, profile(client))
+            plan = cache.get(key)
+            if plan is None:
+                self.begin_round(index + i, cand.clients[i : i + 1])
+                plan = cache[key] = self.round_plans(cand.snr[i : i + 1], rank, ratio)[0]
+            plans.append(plan)
+        return plans
+
+    def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
+        """Rows of the ``n`` candidates to dispatch (``server.dispatch: controller``); only
+        controllers with ``DISPATCH_OBJECTIVE`` have a rule (the scenario refuses the others)."""
+        raise NotImplementedError(f"{type(self).__name__} has no per-dispatch objective")
+
+    def dispatch_costs(
+        self,
+        cand: DispatchCandidates,
+        plans: list[ClientPlan],
+        ranks: np.ndarray,
+        ratios: np.ndarray,
+        fallbacks: np.ndarray,
+        penalties: np.ndarray | None = None,
+    ) -> DispatchDecision:
+        """The decision with each plan's planned latency (compute plus its exact bits at the
+        share 1/C) and penalty in a round of K = C updates (``penalties``: already known)."""
+        c = self.ctx
+        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)
+        upload_s = self.upload_bits(plans) / rate_bps
+        if penalties is None:
+            penalties = np.array(self.dispatch_penalties(plans, cand.concurrency))
+        return DispatchDecision(
+            np.asarray(ranks, dtype=int),
+            np.asarray(ratios, dtype=float),
+            np.asarray(cand.compute_s, dtype=float) + upload_s,
+            np.asarray(penalties, dtype=float),
+            np.asarray(fallbacks, dtype=int),
+        )
+
+    def dispatch_penalties(self, plans: list[ClientPlan], concurrency: int) -> list[float]:
+        """Each plan's penalty in a round of K = C updates (once per size key)."""
+        c = self.ctx
+        return self._per_size(
+            plans,
+            "_dispatch_penalty_cache",
+            lambda plan: c.cost.client_penalty(
+                plan, n_scheduled=concurrency, constants=c.constants
+            ),
+        )
+
+    def observe_updates(self, latencies_s: np.ndarray) -> float:
+        """Eq. (21) once per update taken by an aggregation, in arrival order:
+        Q <- max(Q + l_i - D_th, 0) with each update's latency l_i [s]; returns the new Q."""
+        vq = self.virtual_queue
+        vq.value = queue_after_updates(vq.value, latencies_s, vq.d_th_s)
+        return vq.value
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"queue": self.queue}

@@ -5,7 +5,8 @@ The algorithm's cost model plans the round at (``controller.rank``,
 controller, and an algorithm without that knob sends what its own settings say. The shares
 make every client finish together (eq. 31 for equal payloads; ``bandwidth: equal_delay``) or
 minimise the slowest client's compute plus upload (``bandwidth: minmax``); the planned delay
-is the longest upload with the exact bits of the algorithm's messages.
+is the longest upload with the exact bits of the algorithm's messages. In the event-driven
+modes every dispatched client trains at (``controller.rank``, ``controller.sparsification``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Fixed(Controller):
             planned_upload_s(bits, shares, c.bandwidth_hz, snr),
             self.penalty(plans),
         )
+
+    def dispatch_ratio(self) -> float:
+        return float(self.ctx.settings.sparsification)
 
     def summary(self) -> dict[str, Any]:
         return {"rank": self.rank, "sparsification": self.ctx.settings.sparsification}

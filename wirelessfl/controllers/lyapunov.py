@@ -18,6 +18,13 @@ price, 0 without a budget) over the knob the algorithm's cost model offers
 The shares make every client finish together (:mod:`wirelessfl.controllers.costing`); the
 planned delay is the longest upload of the chosen plans with their exact bits, so with a
 deterministic channel it equals the D^t the simulator measures.
+
+In the event-driven modes the decision is per dispatch: each dispatched client's ratio O_k
+minimises V gamma_k(O) + Q l_k(O) + Z_k E_k(O) (problem D1, :mod:`optim.dispatch`), its latency
+and energy planned at the share 1/C (:mod:`wirelessfl.controllers.dispatch`), the penalty in a
+round of K = C updates; the rank stays the controller's (TSFA's offline rank). An algorithm
+without the ratio knob trains at that rank with ratio 1. ``server.dispatch: controller`` starts
+the idle client of least J_k(O_k) (ties: the shorter planned latency, then the smaller id).
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from typing import Any
 import numpy as np
 
 from channels.fdma import spectral_efficiency
-from optim.online import solve_affine_slot
+from optim.dispatch import DispatchSolution, solve_dispatch
+from optim.online import SLOT_METHODS, solve_affine_slot
 from wirelessfl.algorithms.cost import RANK, RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
+from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.errors import ConfigError
 
 
@@ -45,6 +54,7 @@ class OnlineLyapunov(Controller):
     NEEDS_KNOBS = frozenset({RATIO, RANK})
     #: O^t is chosen each round; the fixed controller's ratio and share rule are never read
     IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
+    DISPATCH_OBJECTIVE = True
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
@@ -138,6 +148,72 @@ class OnlineLyapunov(Controller):
             bound=float(penalty),
             ranks=np.full(len(snr), cap),
         )
+
+    # ---- the event-driven modes: the per-dispatch step (D1) ----------------------------------
+    def _dispatch_problem(
+        self, cand: DispatchCandidates, index: int
+    ) -> tuple[DispatchSolution, np.ndarray, np.ndarray, np.ndarray]:
+        """(D1) for every candidate (affine upload from the cost model at the share 1/C);
+        also each candidate's qc (P3's linear weight) and penalty parts (offset, a)."""
+        c, s = self.ctx, self.ctx.settings
+        dense = self.dispatch_plans(cand, self.rank, np.ones(len(cand.clients)), index)
+        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)  # b B log2(1+SNR)
+        v, n, k = float(c.bits_per_value), len(dense), cand.concurrency
+        if self.knob == RATIO:
+            splits = self.affine_uploads(dense)
+            values, dense_values, side = (np.array(x, float) for x in zip(*splits, strict=True))
+            per_ratio_s = v * values / rate_bps
+            fixed_s = (v * dense_values + side) / rate_bps
+            parts = self._per_size(  # eq. (14) in O at the plan's rank, K = C
+                dense,
+                "_dispatch_parts_cache",
+                lambda plan: c.cost.ratio_penalty_parts(
+                    [plan], n_scheduled=k, constants=c.constants
+                ),
+            )
+            offset, a = (np.array(x, float) for x in zip(*parts, strict=True))
+        else:  # no ratio knob: the update is sent as planned at ratio 1
+            per_ratio_s = np.zeros(n)
+            fixed_s = self.upload_bits(dense) / rate_bps
+            offset, a = np.array(self.dispatch_penalties(dense, k)), np.zeros(n)
+        z = np.zeros(n) if self.energy_queues is None else self.energy_queues.value[cand.clients]
+        solution = solve_dispatch(
+            queue=self.queue,
+            V=s.V,
+            o_min=s.o_min,
+            offset=offset,
+            a=a,
+            upload_per_ratio_s=per_ratio_s,
+            fixed_upload_s=fixed_s,
+            compute_s=cand.compute_s,
+            energy_queue_j=z,
+            tx_power_w=cand.tx_power_w,
+            compute_energy_j=cand.compute_energy_j,
+        )
+        qc = (self.queue + z * np.asarray(cand.tx_power_w, dtype=float)) * per_ratio_s
+        return solution, qc, offset, a
+
+    def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
+        """Each client's O_k by (D1), solved by ``controller.method`` (exact or CVXPY)."""
+        s, n = self.ctx.settings, len(cand.clients)
+        ratios, fallbacks = np.ones(n), np.zeros(n, dtype=int)
+        _, qc, offset, a = self._dispatch_problem(cand, index)
+        if self.knob == RATIO:
+            solve = SLOT_METHODS[s.method]
+            for i in range(n):
+                o, _, failed = solve(float(qc[i]), float(s.V * a[i]), s.o_min, self.cvxpy_problem)
+                ratios[i], fallbacks[i] = o, int(failed)
+        plans = self.dispatch_plans(cand, self.rank, ratios, index)
+        penalties = offset + a * (1.0 - ratios) ** 2 / ratios**4  # eq. (14) at O_k
+        ranks = np.full(n, self.rank)
+        return self.dispatch_costs(cand, plans, ranks, ratios, fallbacks, penalties)
+
+    def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
+        """The ``n`` candidates of least J_k(O_k) of (D1), ties by the shorter planned
+        latency, then the smaller client id."""
+        solution = self._dispatch_problem(cand, index)[0]
+        order = np.lexsort((cand.clients, solution.latency_s, solution.objective))
+        return order[:n]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.virtual_queue.value = float(state["queue"])

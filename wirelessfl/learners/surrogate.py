@@ -216,7 +216,8 @@ class SurrogateLearner(Learner):
         n sum_k w_k of the K = ``plan.n_scheduled`` (the concurrency) clients of a synchronous
         round arrived (a round of K fresh updates at unit server rate counts 1; a staleness
         weight below 1 counts less; one step never passes the floor). Its floor takes the
-        plans' gamma (NaN, no controller decision per dispatch yet: floor 0)."""
+        plans' gamma (NaN: the engine's dispatch plans carry none, so the floor is 0; the
+        controller's per-update gamma is the ``bound`` column)."""
         plans = {u.client: self._arrivals.pop(u.client) for u in updates}
         self.cost.aggregated(index, plans)
         plan = self._last_plan

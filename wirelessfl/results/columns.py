@@ -95,10 +95,17 @@ CLIENT_COLUMNS: dict[str, str] = {
 #: previous one (lost ones included), ``delay_s`` the longest upload it took, ``bits_up``,
 #: ``index_bits`` and the SNR columns those of the updates it took, ``n_dropped``,
 #: ``n_outage``, ``n_unavailable`` and ``n_stragglers`` the updates lost since the previous
-#: one, the energy columns those of the updates it took and lost,
-#: ``bits_down`` the dispatched clients' downloads; the controller's columns (``queue``,
-#: ``queue_after``, ``sparsification``, ``planned_delay_s``, ``bound``,
-#: ``energy_queue_mean_j``) are NaN: no controller decides per dispatch yet.
+#: one, the energy columns those of the updates it took and lost, ``bits_down`` the
+#: dispatched clients' downloads. The controller decides per dispatch (docs/solvers.md,
+#: "Per-dispatch step (asynchronous modes)"): ``queue`` is Q during the aggregation's period
+#: (what its dispatches saw), ``queue_after`` Q after eq. (21) once per update taken, in
+#: arrival order, with its compute + upload latency against ``controller.d_th_s``;
+#: ``sparsification`` the mean ratio O_k the updates taken sent with, ``planned_delay_s`` the
+#: mean of their planned latencies (compute + upload of their exact bits at the share 1/C),
+#: ``bound`` the mean of their penalties gamma_k (K = C), ``solver_fallback`` the sum of their
+#: decisions' fallbacks, ``energy_queue_mean_j`` the mean Z_k after the energy queues took each
+#: device's energy of the updates taken and lost (NaN without ``controller.energy_budget_j``);
+#: ``sparsification``, ``planned_delay_s`` and ``bound`` are NaN when nothing was taken.
 EVENT_DRIVEN_ROUND_COLUMNS: dict[str, str] = {
     "version": "model version after the aggregation (aggregations done: round + 1)",
     "mean_staleness": "mean staleness tau of the updates taken (NaN: none taken)",

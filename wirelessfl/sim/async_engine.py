@@ -23,15 +23,20 @@ The server aggregates:
   and is taken, stale, by a later aggregation.
 
 with the weights of :mod:`wirelessfl.sim.staleness` (tau = aggregations done - v). A freed
-slot (an upload that ended) is refilled at once (async, buffered) with a client drawn uniformly
-among the idle ones: those with no update in the system (a client whose update waits in
-FedBuff's buffer is idle again once it is aggregated). The draw takes the idle ids sorted and
-the index ``Generator(seed, "dispatch", j).integers(n_idle)`` for the j-th dispatch of the run
-(``channels.streams.round_generator``); a slot with nobody idle to take it waits for the next
-aggregation. After an aggregation the refill downloads the new version. semi_sync refills
-only at its aggregations (and at time 0), as a synchronous round would. When nothing is in
-flight and nobody may be dispatched because of availability or faults, the aggregation comes
-``availability.empty_round_s`` later and takes nothing.
+slot (an upload that ended) is refilled at once (async, buffered) with an eligible client: an
+idle one (no update in the system: a client whose update waits in FedBuff's buffer is idle again
+once it is aggregated), and with ``selection.available_only`` an available one.
+``server.dispatch: random`` draws it uniformly: the eligible ids sorted and the index
+``Generator(seed, "dispatch", j).integers(n)`` for the j-th dispatch of the run
+(``channels.streams.round_generator``); ``controller`` lets the controller choose
+(:meth:`~wirelessfl.controllers.base.Controller.choose_dispatch`). A slot with nobody eligible
+to take it waits for the next aggregation. The controller decides each dispatched client's
+rank and ratio (:meth:`~wirelessfl.controllers.base.Controller.decide_dispatch`) and, at each
+aggregation, takes the latencies (compute + upload) and energy of the updates it took (and the
+energy of those lost). After an aggregation the refill downloads the new version. semi_sync
+refills only at its aggregations (and at time 0), as a synchronous round would. When nothing
+is in flight and nobody may be dispatched because of availability or faults, the aggregation
+comes ``availability.empty_round_s`` later and takes nothing.
 
 Time is computed in closed form (the processor-sharing formulas of
 :mod:`wirelessfl.sim.shared_band`, events in time order; at equal times an upload end comes
@@ -56,6 +61,7 @@ import numpy as np
 from channels.fdma import spectral_efficiency
 from channels.streams import round_generator
 from wirelessfl.algorithms.finite import KEPT
+from wirelessfl.controllers.dispatch import DispatchCandidates
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, RoundPlan, WeightedUpdate
 from wirelessfl.sim.dispatch_checks import DispatchChecks
@@ -100,6 +106,10 @@ class Update:
     @property
     def download_s(self) -> float:
         return self.compute_start_s - self.dispatch_s
+
+    planned_latency_s: float = math.nan  # the controller's plan: compute + upload at share 1/C
+    bound: float = math.nan  # the controller's penalty gamma_k of the update
+    fallbacks: int = 0  # solver fallbacks of its decision
 
     @property
     def upload_s(self) -> float:
@@ -357,22 +367,29 @@ class AsyncEngine:
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _refill(self, period: _Period, now: float) -> None:
-        """Dispatch clients until C train at once, each drawn uniformly among the eligible
-        ones (:meth:`DispatchChecks.eligible`); a draw that does not train frees the slot at
-        once."""
+        """Dispatch eligible clients (:meth:`DispatchChecks.eligible`, chosen by
+        ``server.dispatch``) until C train at once, each at the rank and ratio the controller
+        decides; a dispatch that does not train (a fault) frees the slot at once."""
         if len(self.busy) >= self.concurrency or not self.idle:
             return
         sim, sc, checks = self.sim, self.sim.scenario, self.checks
         snr_all, power_all = sim.channel.observe(period.t, now)
         available = checks.available(period.t, now)
         keep_start = self.mode == "async"
+        order: list[int] | None = None  # server.dispatch: controller, best first
         while len(self.busy) < self.concurrency:
             pool = checks.eligible(self.idle, available)
             if not pool:
                 return
             j = self.n_dispatched
-            rng = round_generator(sc.seed, stream="dispatch", round_index=j)
-            client = pool[int(rng.integers(len(pool)))]
+            if self.server.dispatch == "controller":
+                if order is None:
+                    order = self._controller_order(pool, snr_all, power_all, j)
+                eligible = set(pool)
+                client = next(c for c in order if c in eligible)
+            else:
+                rng = round_generator(sc.seed, stream="dispatch", round_index=j)
+                client = pool[int(rng.integers(len(pool)))]
             self.idle.pop(bisect.bisect_left(self.idle, client))
             self.n_dispatched += 1
             snr, power = float(snr_all[client]), float(power_all[client])
@@ -382,13 +399,28 @@ class AsyncEngine:
                 period.dispatched.append(u)
                 self._lose(period, u, fault, now)
                 continue
+            candidate = self._candidates(np.array([client]), snr_all, power_all)
+            decision = sim.controller.decide_dispatch(candidate, j)
+            rank, ratio = int(decision.ranks[0]), float(decision.ratios[0])
             # one plan per dispatch: its round index is j
-            plan = RoundPlan(j, np.array([client]), sim.rank, 1.0, math.nan, self.concurrency)
+            plan = RoundPlan(j, np.array([client]), rank, ratio, math.nan, self.concurrency)
             report = sim.learner.dispatch(plan, keep_start=keep_start)[client]
             compute_s = 0.0
             if sc.devices.include_compute:
                 compute_s = report.flops / float(sim.flops_per_s[client])
-            u = Update(client, j, self.version, now, compute_s, snr, power, report)
+            u = Update(
+                client,
+                j,
+                self.version,
+                now,
+                compute_s,
+                snr,
+                power,
+                report,
+                planned_latency_s=float(decision.latency_s[0]),
+                bound=float(decision.bound[0]),
+                fallbacks=int(decision.fallbacks[0]),
+            )
             self.busy[client] = u
             period.dispatched.append(u)
             if self.cutoff_s is not None:
@@ -402,6 +434,38 @@ class AsyncEngine:
     def _no_training(self) -> ClientReport:
         """The report of a dispatch that did not train (nothing moved, nothing computed)."""
         return ClientReport(self.sim.rank, 1.0, 0.0, 0.0, 0, 0, 0, 0.0)
+
+    def _controller_order(
+        self, pool: list[int], snr_all: np.ndarray, power_all: np.ndarray, index: int
+    ) -> list[int]:
+        """The eligible clients ``pool`` best first by the controller's rule
+        (``server.dispatch: controller``): its objectives do not change within one refill (the
+        queues move at aggregations only), so one ranking serves every slot the refill fills."""
+        candidates = self._candidates(np.asarray(pool, dtype=int), snr_all, power_all)
+        rows = self.sim.controller.choose_dispatch(candidates, len(pool), index)
+        return [pool[int(row)] for row in rows]
+
+    def _candidates(
+        self, clients: np.ndarray, snr_all: np.ndarray, power_all: np.ndarray
+    ) -> DispatchCandidates:
+        """What the controller knows of ``clients`` (N-long channel rows observed now)."""
+        sim, n = self.sim, len(clients)
+        compute_s = np.zeros(n)
+        if sim.scenario.devices.include_compute:
+            compute_s = sim._compute_estimate(clients)
+        compute_j = np.zeros(n)
+        if sim.controller.energy_queues is not None and n:
+            flops = np.full(n, float(sim.learner.expected_flops(sim.rank)))
+            classes = None if sim.client_class is None else [sim.client_class[c] for c in clients]
+            compute_j = np.asarray(sim.compute_energy.energy_j(flops, classes), dtype=float)
+        return DispatchCandidates(
+            clients,
+            np.asarray(snr_all[clients], dtype=float),
+            np.asarray(power_all[clients], dtype=float),
+            np.asarray(compute_s, dtype=float),
+            compute_j,
+            self.concurrency,
+        )
 
     # ---- the server update and the record -----------------------------------------------------
     def _weights(self, taken: list[Update]) -> list[WeightedUpdate]:
@@ -437,9 +501,36 @@ class AsyncEngine:
         if (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1:
             evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
         energy = self._energy(taken + period.lost)
-        record = self._record(period, taken, end_s, metrics, evaluation, energy)
+        control = self._observe_controller(taken, energy)
+        record = self._record(period, taken, end_s, metrics, evaluation, energy, control)
         rows = self._client_rows(t, taken + period.lost, energy) if sc.output.clients else []
         return RoundOutcome(record, events, rows, energy)
+
+    def _observe_controller(self, taken: list[Update], energy: RoundEnergy) -> dict[str, float]:
+        """The controller's queues take the aggregation's updates (eq. 21 per update with its
+        compute + upload latency; the energy queues their energy); its ``rounds.csv`` columns."""
+        controller, nan = self.sim.controller, math.nan
+        queue = controller.queue
+        queue_after = controller.observe_updates(
+            np.array([u.compute_s + u.upload_s for u in taken], dtype=float)
+        )
+        energy_queue = nan
+        if controller.energy_queues is not None:
+            controller.observe_energy(energy.per_device(self.sim.scenario.n_clients))
+            energy_queue = float(np.mean(controller.energy_queues.value))
+
+        def mean(values: list[float]) -> float:
+            return float(np.mean(values)) if values else nan
+
+        return {
+            "queue": queue,
+            "queue_after": queue_after,
+            "sparsification": mean([u.report.ratio for u in taken]),
+            "planned_delay_s": mean([u.planned_latency_s for u in taken]),
+            "bound": mean([u.bound for u in taken]),
+            "solver_fallback": sum(u.fallbacks for u in taken),
+            "energy_queue_mean_j": energy_queue,
+        }
 
     def _energy(self, updates: list[Update]) -> RoundEnergy:
         """Each update's compute energy (in proportion to the part of its compute done) and
@@ -464,8 +555,10 @@ class AsyncEngine:
         metrics: dict[str, float],
         evaluation: dict[str, float],
         energy: RoundEnergy,
+        control: dict[str, float],
     ) -> dict:
-        """The aggregation's ``rounds.csv`` row (docs/simulator.md, "Asynchronous rounds")."""
+        """The aggregation's ``rounds.csv`` row (docs/simulator.md, "Asynchronous rounds");
+        ``control``: the controller's columns (:meth:`_observe_controller`)."""
         sim, nan = self.sim, math.nan
         snr_db = [10.0 * math.log10(max(u.snr, 1e-300)) for u in taken]
         staleness = [u.staleness for u in taken]
@@ -475,9 +568,7 @@ class AsyncEngine:
             "t_end_s": end_s,
             "delay_s": max((u.upload_s for u in taken), default=0.0),
             "completion_s": end_s - period.start_s,
-            "queue": nan,
-            "queue_after": nan,
-            "sparsification": nan,
+            **control,
             "rank": sim.rank,
             "mean_client_rank": (float(np.mean([u.report.rank for u in taken])) if taken else nan),
             "n_scheduled": len(period.dispatched),
@@ -493,10 +584,6 @@ class AsyncEngine:
             "min_snr_db": float(np.min(snr_db)) if taken else nan,
             "compute_energy_j": float(energy.compute_j.sum()),
             "transmit_energy_j": float(energy.transmit_j.sum()),
-            "energy_queue_mean_j": nan,
-            "planned_delay_s": nan,
-            "bound": nan,
-            "solver_fallback": 0,
             "loss": metrics.get("loss", nan),
             "accuracy": evaluation.get("accuracy", nan),
             "test_loss": evaluation.get("test_loss", nan),
