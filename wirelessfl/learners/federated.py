@@ -39,6 +39,7 @@ from wirelessfl.learners.base import (
     WeightedUpdate,
 )
 from wirelessfl.training.local import LocalResult
+from wirelessfl.training.lora_state import PEFT_PREFIX
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
 
@@ -51,7 +52,6 @@ CHECKPOINT = "learner.pt"
 #: What to try when training diverges.
 HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
 #: peft's prefix of the wrapped model's parameter names (left out of messages).
-PEFT_PREFIX = "base_model.model."
 
 
 def _clients(ids: list[int]) -> str:
