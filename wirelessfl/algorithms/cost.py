@@ -130,17 +130,22 @@ class CostModel:
         self._check_compression(self.compression)
         self._check_fixed_ranks()
 
+    @classmethod
+    def fixed_ranks_refusal(cls, algorithm: str, key: str) -> str:
+        """The one line refusing layers of a fixed rank (``key``) to ``algorithm``."""
+        return (
+            f"{key}: algorithm {algorithm!r} {cls.FIXED_RANKS_REASON}, so it cannot keep a "
+            "layer at a fixed rank; leave it at its default (null)"
+        )
+
     def _check_fixed_ranks(self) -> None:
         """One line when the model has layers of fixed rank and this algorithm cannot train
-        them at it."""
+        them at it (the scenario refuses it at load too)."""
         if self.FIXED_RANKS or not self.geometry.has_fixed_ranks:
             return
         lora = getattr(self.scenario.learner, "kind", "lora") == "lora"
         key = "learner.rank_pattern" if lora else "learner.shape.layer_ranks"
-        raise ConfigError(
-            f"{key}: algorithm {self.name!r} {self.FIXED_RANKS_REASON}, so it cannot keep a "
-            "layer at a fixed rank; leave it at its default (null)"
-        )
+        raise ConfigError(self.fixed_ranks_refusal(self.name, key))
 
     # ---- the stage --------------------------------------------------------------------------
     def _check_compression(self, stage: Compression) -> None:
@@ -364,7 +369,15 @@ class FixedPayloadCost(CostModel, ABC):
     TAKES_RANK = False
     PENALTY_DEPENDS_ON_RANK = False
     FIXED_RANKS = False
-    FIXED_RANKS_REASON = "trains adapters of its own, not peft's, and ignores it"
+
+    @classmethod
+    def fixed_ranks_refusal(cls, algorithm: str, key: str) -> str:
+        """The line every peft setting gets from these families
+        (``FederatedAlgorithm.refuse_peft_settings``)."""
+        return (
+            f"{key}: algorithm {algorithm!r} trains adapters of its own, not peft's, and "
+            "ignores it; leave it at its default (None)"
+        )
 
     @abstractmethod
     def up_values(self, plan: ClientPlan) -> int:

@@ -1019,11 +1019,25 @@ class Scenario:
             )
         self._validate_wireless()
         self._validate_server()
+        self._validate_fixed_ranks()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
         resolve = getattr(self.strategy, "resolve", None)  # settings that depend on others
         if callable(resolve):
             resolve(self)
+
+    def _validate_fixed_ranks(self) -> None:
+        """Layers of a fixed rank (``learner.rank_pattern``, ``learner.shape.layer_ranks``) with
+        an algorithm whose cost model cannot keep them at it: its one line, at load."""
+        lc = self.learner
+        key, given = "learner.rank_pattern", lc.rank_pattern
+        if lc.kind == "surrogate":
+            key, given = "learner.shape.layer_ranks", lc.shape.layer_ranks
+        if not given or all(rank is None for rank in given):
+            return
+        cost = ALGORITHMS.load(self.algorithm.name).CostModel
+        if not cost.FIXED_RANKS:
+            raise ConfigError(cost.fixed_ranks_refusal(self.algorithm.name, key))
 
     def _validate_server(self) -> None:
         """The event-driven modes: the concurrency fits N; what they do not model yet is
