@@ -97,7 +97,7 @@ def _check_flower_values(values: dict, key: str) -> None:
             )
 
 
-def _check_rank_pattern(pattern: Mapping[str, int], kind: str, key: str) -> None:
+def _check_rank_pattern(pattern: Mapping[str, object], kind: str, key: str) -> None:
     """peft's ``rank_pattern``: module keys (names or regexes) to ranks in 1..MAX_RANK, for a
     real peft model (the network-only shape takes ``learner.shape.layer_ranks``)."""
     if kind != "lora":
@@ -115,7 +115,7 @@ def _check_rank_pattern(pattern: Mapping[str, int], kind: str, key: str) -> None
             raise ConfigError(
                 f"{key}: {name!r} is not a module name or regular expression ({err})"
             ) from None
-        if not 1 <= rank <= MAX_RANK:
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK:
             raise ConfigError(
                 f"{key}.{key_text(name)}: a rank is an integer in [1, {MAX_RANK:,}], got "
                 f"{show(rank)}"
@@ -687,7 +687,7 @@ class LearnerConfig:
         doc="adapt only the target modules in these blocks (peft layers_to_transform: the "
         "block index is the number in the module's path); null: every block",
     )
-    rank_pattern: dict[str, int] | None = option(
+    rank_pattern: dict[str, object] | None = option(
         None,
         doc="a fixed LoRA rank per matched target module, e.g. {fc1: 8} (peft rank_pattern: a "
         "key matches a module named by it or ending in '.key', or a regex); the other adapted "
