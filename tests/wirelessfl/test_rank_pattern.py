@@ -162,7 +162,8 @@ def test_a_lower_rank_client_keeps_the_fixed_layer_at_its_rank_and_scaling():
         assert (fc1.scaling["default"], fc2.scaling["default"]) == (16 / 8, 16 / 2)
     assert (fc1.scaling["default"], fc2.scaling["default"]) == (16 / 8, 16 / 4)
     # trains as the model wrapped at the client's rank with the same pattern would
-    start = {k: v + 0.01 * torch.randn_like(v) for k, v in start.items()}
+    g = torch.Generator().manual_seed(3)
+    start = {k: v + 0.01 * torch.randn(v.shape, generator=g) for k, v in start.items()}
     plan = [ClientPlan(3, 0, 2, 1.0)]
     got = wide.train(plan, [start], PrivateState(), zeta=0.01)[0]
     want = narrow.train(plan, [start], PrivateState(), zeta=0.01)[0]
@@ -324,3 +325,40 @@ def test_algorithms_with_adapters_of_their_own_refuse_it(scenario):
         f"learner.rank_pattern: algorithm {name!r} trains adapters of its own, not peft's, and "
         "ignores it; leave it at its default (None)"
     )
+
+
+def test_the_error_memory_of_a_fixed_layer_stays_at_its_rank():
+    from wirelessfl.algorithms.compression import Compression
+    from wirelessfl.algorithms.compression_stage import MEMORY, compress_message
+    from wirelessfl.algorithms.message import LoraTensors, Message
+
+    g = torch.Generator().manual_seed(0)
+    ranks = {"fc1": 8, "fc2": 2}  # fc1 fixed at 8, fc2 a rank-2 client of a rank-4 model
+    delta, groups = {}, []
+    for layer, r in ranks.items():
+        a, b = f"{layer}.lora_A", f"{layer}.lora_B"
+        delta[a], delta[b] = torch.randn(r, 64, generator=g), torch.randn(64, r, generator=g)
+        groups.append(LoraTensors(layer, b, a))
+    message = Message(shared={k: v.clone() for k, v in delta.items()}, lora=groups)
+    stage = Compression(sparsifier="soft", error_feedback=True)
+    compress_message(
+        message,
+        stage=stage,
+        ratio=0.5,
+        model_rank=4,
+        memory=None,
+        generator=None,
+        fixed_ranks={"fc1": 8},
+    )
+    memory = message.private[MEMORY]
+    for layer, r in ranks.items():
+        a, b = f"{layer}.lora_A", f"{layer}.lora_B"
+        sent = [message.shared[a], message.shared[b]]
+        assert sum(int((x != 0).sum()) for x in sent) == round(0.5 * r * SIDE)
+        m_b, m_a = memory[layer]  # (d, r_l) and (r_l, l); fc2's at the model rank 4
+        full = 8 if layer == "fc1" else 4
+        assert (tuple(m_b.shape), tuple(m_a.shape)) == ((64, full), (full, 64))
+        # eqs. (4)-(5) with no memory yet: what was sent plus what is kept is the update
+        torch.testing.assert_close(m_b[:, :r].T + sent[0], delta[a], rtol=0, atol=0)
+        torch.testing.assert_close(m_a[:r].T + sent[1], delta[b], rtol=0, atol=0)
+        assert not m_b[:, r:].any() and not m_a[r:].any()

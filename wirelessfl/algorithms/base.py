@@ -272,11 +272,7 @@ class FederatedAlgorithm(ABC):
             model_rank=runtime.rank,
             memory=private.get(MEMORY),
             generator=runtime.generator("sparsify", plan.client, plan.round_index),
-            fixed_ranks={
-                layer.name: layer.fixed_rank
-                for layer in runtime.state.layers
-                if layer.fixed_rank is not None
-            },
+            fixed_ranks=runtime.fixed_layer_ranks(),
         )
         return message
 

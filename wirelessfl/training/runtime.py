@@ -33,7 +33,7 @@ from wirelessfl.models.layers import layers_in, pattern_ranks
 from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ModelGeometry
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
-from wirelessfl.training.lora_state import TrainableState
+from wirelessfl.training.lora_state import PEFT_PREFIX, TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
 from wirelessfl.training.rank_padding import lora_rank, truncate_rank, zero_pad_rank
 from wirelessfl.training.stacked_ranks import RANK_SCALINGS, RankScaling, rank_multiplier
@@ -147,6 +147,10 @@ class Runtime:
         """Target module -> the rank ``learner.rank_pattern`` fixes for it (empty: none)."""
         pairs = zip(self.targets, self.pattern_ranks, strict=True)
         return {name: rank for name, rank in pairs if rank is not None}
+
+    def fixed_layer_ranks(self) -> dict[str, int]:
+        """:attr:`fixed_ranks` keyed by the wrapped model's layer paths (``LoraLayer.name``)."""
+        return {PEFT_PREFIX + name: rank for name, rank in self.fixed_ranks.items()}
 
     def _check_model_options(self) -> None:
         """One line naming ``learner.model_options.<key>`` that the model does not take, or a
