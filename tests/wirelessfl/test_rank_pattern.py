@@ -362,3 +362,18 @@ def test_the_error_memory_of_a_fixed_layer_stays_at_its_rank():
         torch.testing.assert_close(m_b[:, :r].T + sent[0], delta[a], rtol=0, atol=0)
         torch.testing.assert_close(m_a[:r].T + sent[1], delta[b], rtol=0, atol=0)
         assert not m_b[:, r:].any() and not m_a[r:].any()
+
+
+def test_the_sketch_controller_moves_only_the_flops_that_follow_the_rank():
+    from wirelessfl.controllers.sketch import lora_step_fraction
+    from wirelessfl.plans import ModelGeometry
+
+    geometry = ModelGeometry(
+        ((64, 64), (64, 32)), base_params=5000, batch_size=4, seq_len=3, layer_ranks=(6, None)
+    )
+    f, r, tokens = lora_step_fraction(geometry, 8), 8, 4 * 3
+    for k in range(1, r + 1):  # T (4 P_base + 6 (6 (64 + 64) + k (64 + 32))) per step
+        at_k = tokens * (4 * 5000 + 6 * (6 * 128 + k * 96))
+        at_r = tokens * (4 * 5000 + 6 * (6 * 128 + r * 96))
+        assert 1.0 - f + f * k / r == pytest.approx(at_k / at_r, rel=1e-12)
+        assert geometry.training_flops(k, steps=1) == at_k

@@ -499,7 +499,7 @@ class Runtime:
             "device_name": torch.cuda.get_device_name(0) if self.device.type == "cuda" else "cpu",
             "target_modules": self.targets,
             "adapted_layers": len(self.layer_shapes),
-            "params_per_rank": int(sum(d + e for d, e in self.layer_shapes)),
+            "params_per_rank": self.geometry().params_per_rank,
             **({"rank_pattern": self.fixed_ranks} if self.fixed_ranks else {}),
             "train_samples": len(self.train_data),
             "test_samples": len(self.test_data),
