@@ -96,7 +96,8 @@ def pattern_ranks(targets: Sequence[str], pattern: Mapping[str, int]) -> list[in
     ``rank_pattern``, first matching key), or None: the controller's rank.
 
     Raises:
-        ConfigError: a key that matches no target, or one that matches them all (one line).
+        ConfigError: one line for a key that matches no target, a key whose targets an
+            earlier key all takes, or a pattern that fixes every target.
     """
     keys = list(pattern)
     found = [pattern_key(keys, name) for name in targets]
