@@ -281,6 +281,20 @@ def test_the_online_step_plans_the_delay_of_every_layer_at_its_rank():
     assert 0.05 <= o <= 1.0
 
 
+def test_the_rank_knob_plans_the_fixed_layer_at_every_candidate_rank():
+    ctl = _controller(
+        **{"algorithm.name": "fedit", "controller.name": "osfa", "controller.rank": 4}
+    )
+    snr = np.array([3.0, 10.0, 30.0, 5.0, 12.0])
+    ctl.begin_round(0, np.array([0, 3, 7, 11, 19]))
+    decision = ctl.decide(snr, np.zeros(5))
+    cap = int(decision.ranks[0])
+    values = 6 * 128 + cap * 96  # dense: fc1-like layer at 6, the other at the round's rank
+    want_s = V * values * float(np.sum(1.0 / np.log2(1.0 + snr))) / ctl.ctx.bandwidth_hz
+    assert decision.planned_delay_s == pytest.approx(want_s, rel=1e-12)
+    assert 1 <= cap <= 4 and (decision.ranks == cap).all()
+
+
 def test_a_network_only_run_sends_what_the_fixed_layer_adds(tmp_path):
     rank, o = 4, 0.3
     settings = {"controller.name": "fixed", "controller.rank": rank, "controller.sparsification": o}
