@@ -208,6 +208,17 @@ def test_fedit_sends_and_plans_each_layer_at_its_rank(tmp_path):
     assert run.rounds["loss"].notna().all()
 
 
+def test_ffa_lora_sends_each_layer_b_at_its_rank(tmp_path):
+    ffa = {**FEDIT, "algorithm.name": "ffa_lora"}
+    run = run_scenario(digits_scenario(**ffa, **PATTERN), tmp_path / "run")
+    values = 8 * 64 + 4 * 64 + HEAD  # B (d_out = 64, r_l) of each layer, A frozen and unsent
+    trained = run.clients[run.clients["status"] == "arrived"]
+    assert len(trained) and (trained["bits"] == V * values).all()
+    assert (trained["bits_down"] == V * values).all()
+    cost = _cost_model(Runtime(digits_scenario(**ffa, **PATTERN)))
+    assert cost.upload_bits(ClientPlan(0, 0, 4, 1.0)) == V * values
+
+
 def test_soft_thins_each_layer_at_its_rank_as_planned(tmp_path):
     index = {"payload.index_overhead": True}
     run = run_scenario(digits_scenario(**SOFT, **PATTERN, **index), tmp_path / "run")
