@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from channels import lora_training_flops
+
 __all__ = [
     "ClientPlan",
     "ModelGeometry",
@@ -104,11 +106,56 @@ class ModelGeometry:
     batch_size: int
     seq_len: int  # tokens per sample (1 for non-sequence models)
     fixed_values: int = 0  # values sent dense every round whatever O and r (e.g. a task head)
+    # a fixed rank per adapted layer (learner.rank_pattern), None: the controller's rank;
+    # empty: every layer at the controller's rank
+    layer_ranks: tuple[int | None, ...] = ()
 
     @property
     def params_per_rank(self) -> int:
-        """Sum over adapted layers of (d + l): payload values per unit of rank."""
-        return int(sum(d + ell for d, ell in self.layer_shapes))
+        """Sum of (d + l) over the adapted layers at the controller's rank (all of them without
+        fixed ranks): payload values per unit of rank."""
+        return int(sum(d + ell for d, ell in self.free_shapes))
+
+    @property
+    def has_fixed_ranks(self) -> bool:
+        """Whether some adapted layer has a rank of its own (``learner.rank_pattern``)."""
+        return any(r is not None for r in self.layer_ranks)
+
+    def ranks_at(self, rank: int) -> tuple[int, ...]:
+        """r_l per adapted layer when the controller's rank is ``rank``: the layer's fixed rank
+        where it has one, else ``rank``."""
+        if not self.layer_ranks:
+            return (int(rank),) * len(self.layer_shapes)
+        return tuple(int(rank) if r is None else int(r) for r in self.layer_ranks)
+
+    @property
+    def free_shapes(self) -> tuple[tuple[int, int], ...]:
+        """(d, l) of the adapted layers that train at the controller's rank."""
+        if not self.layer_ranks:
+            return self.layer_shapes
+        pairs = zip(self.layer_shapes, self.layer_ranks, strict=True)
+        return tuple(shape for shape, r in pairs if r is None)
+
+    def training_flops(self, rank: int, *, steps: int, with_base: bool = True) -> float:
+        """Estimated FLOPs of ``steps`` local steps with the controller's rank ``rank``
+        (``channels.lora_training_flops``, linear in the LoRA values, summed over the layers
+        at ``rank`` and those of a fixed rank); ``with_base=False`` leaves the frozen base's
+        share out."""
+        args = {"batch_size": self.batch_size, "steps": steps, "seq_len": self.seq_len}
+        base = self.base_params if with_base else 0
+        flops = lora_training_flops(list(self.free_shapes), rank, base_params=base, **args)
+        pairs = zip(self.layer_shapes, self.layer_ranks, strict=False)
+        for shape, fixed in pairs:
+            if fixed is not None:
+                flops += lora_training_flops([shape], fixed, **args)
+        return float(flops)
+
+    @property
+    def fixed_lora_values(self) -> int:
+        """Sum of r_l (d_l + l_l) over the layers with a fixed rank r_l: LoRA values that do
+        not follow the controller's rank."""
+        pairs = zip(self.layer_shapes, self.layer_ranks, strict=False)
+        return int(sum(r * (d + ell) for (d, ell), r in pairs if r is not None))
 
 
 # ---- checkpoints: plans of updates still in flight (the event-driven modes) ------------------

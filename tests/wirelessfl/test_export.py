@@ -48,6 +48,8 @@ CASES = {
         "learner.model_options": {"hidden": 24},
     },
     "ffa_lora": {"algorithm.name": "ffa_lora"},  # A frozen, B trained: A comes from the seed
+    # fc1 at its own rank 8, fc2 at the run's 4
+    "rank_pattern": {"algorithm.name": "fedit", "learner.rank_pattern": {"fc1": 8}},
 }
 
 
@@ -109,6 +111,7 @@ def test_adapter_files_and_model_card(exported):
     assert config["r"] == 4 and config["lora_alpha"] == scenario.learner.lora_alpha
     assert config["use_rslora"] == scenario.learner.use_rslora
     assert config["bias"] == scenario.learner.lora_bias
+    assert config["rank_pattern"] == (scenario.learner.rank_pattern or {})
     base = json.loads((out / BASE_MODEL).read_text())
     assert {k: base[k] for k in scenario.learner.model_options} == scenario.learner.model_options
     head = scenario.learner.head == "train"

@@ -272,6 +272,7 @@ class FederatedAlgorithm(ABC):
             model_rank=runtime.rank,
             memory=private.get(MEMORY),
             generator=runtime.generator("sparsify", plan.client, plan.round_index),
+            fixed_ranks=runtime.fixed_layer_ranks(),
         )
         return message
 

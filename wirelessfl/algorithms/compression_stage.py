@@ -85,6 +85,7 @@ def compress_message(
     model_rank: int,
     memory: Mapping[str, Pair] | None,
     generator: torch.Generator | None,
+    fixed_ranks: Mapping[str, int] | None = None,
 ) -> None:
     """Sparsify ``message``'s LoRA tensors in place (see the module docstring).
 
@@ -93,6 +94,8 @@ def compress_message(
         stage: the run's compression stage.
         ratio: O, the fraction of each layer's values sent (the client's plan).
         model_rank: r, the rank of the memory's components.
+        fixed_ranks: layer -> its own rank r_l (``learner.rank_pattern``), the rank of that
+            layer's memory instead of r (default: none).
         memory: the client's error memory from earlier rounds (``None``: none yet).
         generator: drives the random sparsifier.
 
@@ -110,9 +113,10 @@ def compress_message(
         return
     delta: dict[str, Pair] = {}
     comps: dict[str, list[int] | None] = {}
+    full = {g.layer: (fixed_ranks or {}).get(g.layer, model_rank) for g in groups}
     for g in groups:
         delta[g.layer] = _paper_pair(message, g)
-        comps[g.layer] = _components(g, delta[g.layer][1].shape[0], model_rank)
+        comps[g.layer] = _components(g, delta[g.layer][1].shape[0], full[g.layer])
     kept = None
     if stage.error_feedback and memory:
         kept = {layer: _gather(memory[layer], comps[layer]) for layer in delta if layer in memory}
@@ -138,7 +142,7 @@ def compress_message(
     new_memory = None
     if sent.memory is not None:
         new_memory = {
-            layer: _scatter(memory.get(layer) if memory else None, pair, comps[layer], model_rank)
+            layer: _scatter(memory.get(layer) if memory else None, pair, comps[layer], full[layer])
             for layer, pair in sent.memory.items()
         }
     message.private[MEMORY] = new_memory  # None (no error feedback) drops the entry

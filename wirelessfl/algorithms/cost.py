@@ -111,6 +111,12 @@ class CostModel:
     #: modes (``server.mode``: FedAsync, FedBuff, semi-sync), which add updates one at a time
     #: or a few at a time with staleness weights. False refuses those modes in one line.
     SINGLE_UPDATES: ClassVar[bool] = False
+    #: Whether the algorithm trains and sends a layer with a fixed rank of its own
+    #: (``learner.rank_pattern``) at that rank, whatever rank the controller gives the others
+    #: (the sizes below count r_l (d_l + l_l) per layer). False refuses fixed ranks in one line
+    #: giving :attr:`FIXED_RANKS_REASON`.
+    FIXED_RANKS: ClassVar[bool] = True
+    FIXED_RANKS_REASON: ClassVar[str] = "gives every adapted layer one rank per client"
 
     def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
         self.settings = settings
@@ -122,6 +128,24 @@ class CostModel:
             getattr(scenario, "compression", None), self.OWN_STAGE
         )
         self._check_compression(self.compression)
+        self._check_fixed_ranks()
+
+    @classmethod
+    def fixed_ranks_refusal(cls, algorithm: str, key: str) -> str:
+        """The one line refusing layers of a fixed rank (``key``) to ``algorithm``."""
+        return (
+            f"{key}: algorithm {algorithm!r} {cls.FIXED_RANKS_REASON}, so it cannot keep a "
+            "layer at a fixed rank; leave it at its default (null)"
+        )
+
+    def _check_fixed_ranks(self) -> None:
+        """One line when the model has layers of fixed rank and this algorithm cannot train
+        them at it (the scenario refuses it at load too)."""
+        if self.FIXED_RANKS or not self.geometry.has_fixed_ranks:
+            return
+        lora = getattr(self.scenario.learner, "kind", "lora") == "lora"
+        key = "learner.rank_pattern" if lora else "learner.shape.layer_ranks"
+        raise ConfigError(self.fixed_ranks_refusal(self.name, key))
 
     # ---- the stage --------------------------------------------------------------------------
     def _check_compression(self, stage: Compression) -> None:
@@ -226,12 +250,18 @@ class CostModel:
         """Values trained in full and sent dense both ways (the task head)."""
         return int(self.geometry.fixed_values)
 
+    def lora_ranks(self, plan: ClientPlan) -> tuple[int, ...]:
+        """r_l per adapted layer of ``plan``'s message: the layer's fixed rank
+        (``learner.rank_pattern``) where it has one, else the client's rank r_k."""
+        return self.geometry.ranks_at(plan.rank)
+
     def lora_groups(self, plan: ClientPlan) -> Counter[int]:
         """Sizes of the tensor groups the stage sparsifies one by one, with their counts:
-        one group of r_k (d + l) values per adapted layer."""
+        one group of r_l (d + l) values per adapted layer (:meth:`lora_ranks`)."""
         groups = self.__dict__.setdefault("_groups_at", {})
         if plan.rank not in groups:
-            groups[plan.rank] = Counter(plan.rank * (d + ell) for d, ell in self.lora_shapes)
+            pairs = zip(self.lora_shapes, self.lora_ranks(plan), strict=True)
+            groups[plan.rank] = Counter(r * (d + ell) for (d, ell), r in pairs)
         return groups[plan.rank]
 
     def upload(self, plan: ClientPlan) -> Message:
@@ -247,8 +277,10 @@ class CostModel:
         return Message(sparse=spaces)
 
     def download(self, plan: ClientPlan) -> Message:
-        """The download of ``plan`` as sizes only: the dense rank-r_k LoRA and the head."""
-        n = plan.rank * sum(d + ell for d, ell in self.lora_shapes) + self.dense_values
+        """The download of ``plan`` as sizes only: the dense LoRA at the ranks r_l of
+        :meth:`lora_ranks` and the head."""
+        pairs = zip(self.lora_shapes, self.lora_ranks(plan), strict=True)
+        n = sum(r * (d + ell) for (d, ell), r in pairs) + self.dense_values
         return Message(sparse=[IndexSpace.dense(n)])
 
     def affine_upload(self, plan: ClientPlan) -> UploadSplit:
@@ -336,6 +368,16 @@ class FixedPayloadCost(CostModel, ABC):
     COMPRESSES = None
     TAKES_RANK = False
     PENALTY_DEPENDS_ON_RANK = False
+    FIXED_RANKS = False
+
+    @classmethod
+    def fixed_ranks_refusal(cls, algorithm: str, key: str) -> str:
+        """The line every peft setting gets from these families
+        (``FederatedAlgorithm.refuse_peft_settings``)."""
+        return (
+            f"{key}: algorithm {algorithm!r} trains adapters of its own, not peft's, and "
+            "ignores it; leave it at its default (None)"
+        )
 
     @abstractmethod
     def up_values(self, plan: ClientPlan) -> int:

@@ -11,7 +11,6 @@ import torch
 
 from wirelessfl.algorithms.message import LoraTensors, Message
 from wirelessfl.training.lora_state import LoraLayer
-from wirelessfl.training.rank_padding import lora_rank
 
 __all__ = ["add_weighted", "at_global_rank"]
 
@@ -32,9 +31,10 @@ def at_global_rank(message: Message, global_state: State, layers: Iterable[LoraL
     """``message.shared`` with every LoRA factor of :attr:`Message.lora` placed at its rank
     components of the global factors, zeros elsewhere (a lower rank zero-padded, FSLoRA's
     slices scattered; eq. (5)); a layer's factors the message shares without naming them in
-    :attr:`Message.lora` are its first components; the other tensors as they are."""
+    :attr:`Message.lora` are its first components; the other tensors as they are. Each factor
+    is placed at its own global factor's rank (a layer of a fixed rank, ``learner.rank_pattern``,
+    at that rank)."""
     layers = list(layers)
-    rank = lora_rank(global_state, layers)
     out = dict(message.shared)
     named = {group.layer for group in message.lora}
     groups = list(message.lora) + [
@@ -47,7 +47,7 @@ def at_global_rank(message: Message, global_state: State, layers: Iterable[LoraL
             if name is None:
                 continue
             value = out[name]
-            have = value.shape[dim]
+            have, rank = value.shape[dim], global_state[name].shape[dim]
             if group.components is None and have == rank:
                 continue
             comps = list(group.components) if group.components is not None else list(range(have))

@@ -7,6 +7,7 @@ Every key, its default and its accepted range is listed by ``wirelessfl scenario
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -58,6 +59,7 @@ PEFT_SETTINGS: dict[str, object] = {
     "init_lora_weights": True,
     "use_dora": False,
     "layers_to_transform": None,
+    "rank_pattern": None,
 }
 
 #: One fading block is n_clients x block_rounds values; each costs ~40 bytes at the peak of a
@@ -93,6 +95,51 @@ def _check_flower_values(values: dict, key: str) -> None:
                 f"{key}: Flower config values are numbers, text or true/false, got "
                 f"{show(name)}: {show(value)}"
             )
+
+
+def _check_rank_pattern(pattern: Mapping[str, object], kind: str, key: str) -> None:
+    """peft's ``rank_pattern``: module keys (names or regexes) to ranks in 1..MAX_RANK, for a
+    real peft model (the network-only shape takes ``learner.shape.layer_ranks``)."""
+    if kind != "lora":
+        raise ConfigError(
+            f"{key}: names modules of the peft model that learner.kind: lora trains, and "
+            f"learner.kind is {kind!r}; network-only runs fix layer ranks with "
+            "learner.shape.layer_ranks"
+        )
+    if not pattern:
+        raise ConfigError(f"{key}: expected at least one module key, got {{}}; use null for none")
+    for name, rank in pattern.items():
+        try:
+            re.compile(name)
+        except re.error as err:
+            raise ConfigError(
+                f"{key}: {name!r} is not a module name or regular expression ({err})"
+            ) from None
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK:
+            raise ConfigError(
+                f"{key}.{key_text(name)}: a rank is an integer in [1, {MAX_RANK:,}], got "
+                f"{show(rank)}"
+            )
+
+
+def _check_layer_ranks(ranks: list[int | None], n_layers: int, key: str) -> None:
+    """One rank in 1..MAX_RANK or null per adapted layer, at least one null (a layer that
+    trains at the controller's rank)."""
+    if len(ranks) != n_layers:
+        raise ConfigError(
+            f"{key}: one entry per layer of learner.shape.layer_shapes ({n_layers}), got "
+            f"{len(ranks)}"
+        )
+    for i, rank in enumerate(ranks):
+        if rank is not None and not 1 <= rank <= MAX_RANK:
+            raise ConfigError(
+                f"{key}[{i}]: a rank is an integer in [1, {MAX_RANK:,}] or null, got {show(rank)}"
+            )
+    if None not in ranks:
+        raise ConfigError(
+            f"{key}: every layer has a fixed rank, so the controller's rank would adapt none; "
+            "leave at least one entry null"
+        )
 
 
 def _gib(n_bytes: float) -> str:
@@ -567,6 +614,11 @@ class ModelShapeConfig:
         default_factory=lambda: [[768, 768]] * 24,
         doc="(d, l) per adapted layer; default: ViT-Base query+value, 12 blocks",
     )
+    layer_ranks: list[int | None] | None = option(
+        None,
+        doc="a fixed LoRA rank per adapted layer, aligned with layer_shapes (null entries: the "
+        "controller's rank), as learner.rank_pattern fixes them in real training; null: none",
+    )
     base_params: int = option(86_000_000, ge=0, doc="frozen parameters (for FLOPs)")
     batch_size: int = option(16, ge=1, doc="local batch size (for FLOPs)")
     seq_len: int = option(197, ge=1, doc="tokens per sample (for FLOPs)")
@@ -589,6 +641,8 @@ class ModelShapeConfig:
                         f"{key}[{i}]: layer sizes must be integers in [1, {MAX_LAYER_SIDE:,}], "
                         f"got {show(pair)}"
                     )
+        if self.layer_ranks is not None:
+            _check_layer_ranks(self.layer_ranks, len(shapes), f"{prefix}.layer_ranks")
 
 
 @dataclass
@@ -643,6 +697,12 @@ class LearnerConfig:
         None,
         doc="adapt only the target modules in these blocks (peft layers_to_transform: the "
         "block index is the number in the module's path); null: every block",
+    )
+    rank_pattern: dict[str, object] | None = option(
+        None,
+        doc="a fixed LoRA rank per matched target module, e.g. {fc1: 8} (peft rank_pattern: a "
+        "key matches a module named by it or ending in '.key', or a regex); the other adapted "
+        "layers train at the controller's rank; null: none",
     )
     lora_bias: str = option(
         "none",
@@ -735,6 +795,8 @@ class LearnerConfig:
             )
         for key in ("run_config", "train_config", "evaluate_config"):
             _check_flower_values(getattr(self, key), f"{prefix}.{key}")
+        if self.rank_pattern is not None:
+            _check_rank_pattern(self.rank_pattern, self.kind, f"{prefix}.rank_pattern")
         if self.executor != "local" and self.kind != "lora":
             raise ConfigError(
                 f"{prefix}.executor: {self.executor!r} farms out real training, and "
@@ -974,11 +1036,25 @@ class Scenario:
             )
         self._validate_wireless()
         self._validate_server()
+        self._validate_fixed_ranks()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
         resolve = getattr(self.strategy, "resolve", None)  # settings that depend on others
         if callable(resolve):
             resolve(self)
+
+    def _validate_fixed_ranks(self) -> None:
+        """Layers of a fixed rank (``learner.rank_pattern``, ``learner.shape.layer_ranks``) with
+        an algorithm whose cost model cannot keep them at it: its one line, at load."""
+        lc = self.learner
+        key, given = "learner.rank_pattern", lc.rank_pattern
+        if lc.kind == "surrogate":
+            key, given = "learner.shape.layer_ranks", lc.shape.layer_ranks
+        if not given or all(rank is None for rank in given):
+            return
+        cost = ALGORITHMS.load(self.algorithm.name).CostModel
+        if not cost.FIXED_RANKS:
+            raise ConfigError(cost.fixed_ranks_refusal(self.algorithm.name, key))
 
     def _validate_server(self) -> None:
         """The event-driven modes: the concurrency fits N; what they do not model yet is

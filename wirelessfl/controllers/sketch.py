@@ -42,10 +42,12 @@ from wirelessfl.errors import ConfigError
 
 
 def lora_step_fraction(geometry: Any, rank: int) -> float:
-    """f: the LoRA share of a training step's FLOPs at ``rank`` (0 when the geometry is unknown).
+    """f: the share of a training step's FLOPs at ``rank`` that follows the rank (0 when the
+    geometry is unknown).
 
     ``channels.lora_training_flops`` is T (4 P_base + 6 L) with L linear in the rank, so the step
-    at rank k costs phi(k) = 1 - f + f k / r times the step at rank r.
+    at rank k costs phi(k) = 1 - f + f k / r times the step at rank r; the LoRA of layers with a
+    fixed rank (``learner.rank_pattern``) does not follow it and counts with the base.
     """
     if geometry is None:
         return 0.0
@@ -54,9 +56,9 @@ def lora_step_fraction(geometry: Any, rank: int) -> float:
         "steps": 1,
         "seq_len": int(geometry.seq_len),
     }
-    shapes = list(geometry.layer_shapes)
-    total = lora_training_flops(shapes, rank, base_params=int(geometry.base_params), **args)
-    return lora_training_flops(shapes, rank, **args) / total if total > 0 else 0.0
+    total = geometry.training_flops(rank, steps=1)
+    following = lora_training_flops(list(geometry.free_shapes), rank, **args)
+    return following / total if total > 0 else 0.0
 
 
 class SketchRatio(Controller):

@@ -85,6 +85,7 @@ def export_run(run: str | Path, out: str | Path) -> Path:
     with FolderLock(run, what="export") if run.is_dir() else contextlib.nullcontext():
         scenario, checkpoint = _finished_run(run)
         values = _global_state(run, checkpoint)
+    from wirelessfl.training.lora_state import PEFT_PREFIX
     from wirelessfl.training.runtime import Runtime
 
     # on the CPU in float32 (a bf16 / fp16 run's values load into it; base_model.json keeps dtype)
@@ -92,7 +93,14 @@ def export_run(run: str | Path, out: str | Path) -> Path:
     learner = dataclasses.replace(scenario.learner, device="cpu", model_options=options)
     cpu = dataclasses.replace(scenario, learner=learner)
     runtime = Runtime(cpu)
-    rank = max((int(v.shape[0]) for k, v in values.items() if ".lora_A." in k), default=0)
+    # the run's rank: that of the layers learner.rank_pattern leaves to the controller
+    free = [
+        v
+        for k, v in values.items()
+        if ".lora_A." in k
+        and k.removeprefix(PEFT_PREFIX).split(".lora_A.")[0] not in runtime.fixed_ranks
+    ]
+    rank = max((int(v.shape[0]) for v in free), default=0)
     if rank:
         runtime.start(rank=rank, seed=scenario.seed)
     held = {k: tuple(v.shape) for k, v in values.items()}

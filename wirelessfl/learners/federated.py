@@ -40,6 +40,7 @@ from wirelessfl.learners.base import (
 )
 from wirelessfl.plans import client_plan_from_state, client_plan_state
 from wirelessfl.training.local import LocalResult
+from wirelessfl.training.lora_state import PEFT_PREFIX
 from wirelessfl.training.private_state import PrivateState
 from wirelessfl.training.runtime import Runtime
 from wirelessfl.training.transfer import to_device
@@ -55,7 +56,6 @@ IN_FLIGHT = "in_flight"
 #: What to try when training diverges.
 HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
 #: peft's prefix of the wrapped model's parameter names (left out of messages).
-PEFT_PREFIX = "base_model.model."
 
 
 def _clients(ids: list[int]) -> str:

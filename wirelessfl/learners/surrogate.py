@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from channels import lora_training_flops
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.algorithms.spec import cost_model_class
 from wirelessfl.errors import SimulationError
@@ -98,6 +97,7 @@ class SurrogateLearner(Learner):
             base_params=lc.shape.base_params,
             batch_size=lc.shape.batch_size,
             seq_len=lc.shape.seq_len,
+            layer_ranks=tuple(lc.shape.layer_ranks or ()),
         )
         cost = cost_model_class(scenario.algorithm.name)(
             scenario.strategy, scenario=scenario, geometry=geometry
@@ -127,17 +127,7 @@ class SurrogateLearner(Learner):
     def _flops(self, rank: int) -> float:
         """Estimated FLOPs of one client's local round at ``rank`` (cached per rank)."""
         if rank not in self._flops_at:
-            g = self._geometry
-            self._flops_at[rank] = float(
-                lora_training_flops(
-                    list(g.layer_shapes),
-                    rank,
-                    batch_size=g.batch_size,
-                    steps=self.local_steps,
-                    seq_len=g.seq_len,
-                    base_params=g.base_params,
-                )
-            )
+            self._flops_at[rank] = self._geometry.training_flops(rank, steps=self.local_steps)
         return self._flops_at[rank]
 
     def expected_flops(self, rank: int) -> float:

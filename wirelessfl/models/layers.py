@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 from torch import nn
 
@@ -16,6 +17,8 @@ __all__ = [
     "layer_in_out",
     "layers_in",
     "matches",
+    "pattern_key",
+    "pattern_ranks",
 ]
 
 # Name segments that peft inserts when it wraps a layer; never LoRA targets themselves.
@@ -76,6 +79,46 @@ def layers_in(targets: Sequence[str], blocks: Sequence[int]) -> list[str]:
             f"their block indices are {have or 'none (the modules are in no numbered block)'}"
         )
     return kept
+
+
+def pattern_key(keys: Sequence[str], name: str) -> str | None:
+    """The first of ``keys`` that matches module ``name`` by peft's ``rank_pattern`` rule
+    (``get_pattern_key``: ``re.match(rf"(.*\\.)?({key})$", name)``: the name itself, a
+    ``.``-suffix, or a regular expression over the whole name); None when none does."""
+    for key in keys:
+        if re.match(rf"(.*\.)?({key})$", name):
+            return key
+    return None
+
+
+def pattern_ranks(targets: Sequence[str], pattern: Mapping[str, int]) -> list[int | None]:
+    """Per target module (full names), the rank ``pattern`` fixes for it (peft's
+    ``rank_pattern``, first matching key), or None: the controller's rank.
+
+    Raises:
+        ConfigError: one line for a key that matches no target, a key whose targets an
+            earlier key all takes, or a pattern that fixes every target.
+    """
+    keys = list(pattern)
+    found = [pattern_key(keys, name) for name in targets]
+    for key in keys:
+        if key in found:
+            continue
+        if not any(pattern_key([key], name) for name in targets):
+            raise ConfigError(
+                f"learner.rank_pattern: {key!r} matches none of the target modules; they are "
+                f"{', '.join(targets)}"
+            )
+        raise ConfigError(
+            f"learner.rank_pattern: {key!r} matches only target modules that an earlier key "
+            "fixes (peft takes the first key that matches); remove it or put it first"
+        )
+    if None not in found:
+        raise ConfigError(
+            "learner.rank_pattern: fixes the rank of every target module, so the controller's "
+            f"rank would adapt none; leave at least one of {', '.join(targets)} out"
+        )
+    return [None if key is None else int(pattern[key]) for key in found]
 
 
 def _unwrap(module: nn.Module) -> nn.Module:

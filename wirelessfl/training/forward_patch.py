@@ -59,6 +59,7 @@ class LoraSite:
     b_param: str
     rank: int
     rslora: bool
+    fixed: bool = False  # a rank of its own (learner.rank_pattern): no client's rank applies
 
 
 @dataclass
@@ -144,6 +145,7 @@ class ForwardPatch:
                     b_param=layer.b_param,
                     rank=int(module.r[adapter]),
                     rslora=bool(getattr(module, "use_rslora", {}).get(adapter, False)),
+                    fixed=layer.fixed_rank is not None,
                 )
             )
 

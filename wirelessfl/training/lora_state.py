@@ -11,7 +11,7 @@ orientation; storage and aggregation use the parameters as peft holds them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -25,12 +25,31 @@ class LoraLayer:
     name: str  # the adapted module's path
     a_param: str  # parameter name of lora_A (r, d_in, ...)
     b_param: str  # parameter name of lora_B (d_out, r, ...)
+    # its own rank (learner.rank_pattern): never cut to, padded to or scaled for a client's
+    # rank; None: the layer trains at each client's rank
+    fixed_rank: int | None = None
+
+
+#: What peft puts before a base-model module's path in the wrapped model.
+PEFT_PREFIX = "base_model.model."
+
+
+def _fixed_rank(layer: str, fixed: Mapping[str, int]) -> int | None:
+    """The fixed rank of the peft layer path ``layer`` (``fixed`` is keyed by base-model
+    paths, without :data:`PEFT_PREFIX`), else None."""
+    rank = fixed.get(layer.removeprefix(PEFT_PREFIX))
+    return None if rank is None else int(rank)
 
 
 class TrainableState:
-    """Index of a peft model's trainable parameters: LoRA pairs and full (head) parameters."""
+    """Index of a peft model's trainable parameters: LoRA pairs and full (head) parameters.
 
-    def __init__(self, model: nn.Module):
+    ``fixed_ranks`` maps adapted module names (as the base model names them, before peft's
+    ``base_model.model.`` prefix) to the fixed rank ``learner.rank_pattern`` gives them.
+    """
+
+    def __init__(self, model: nn.Module, fixed_ranks: Mapping[str, int] | None = None):
+        fixed = dict(fixed_ranks or {})
         self.params: dict[str, nn.Parameter] = {
             n: p for n, p in model.named_parameters() if p.requires_grad
         }
@@ -41,7 +60,7 @@ class TrainableState:
                 if marker in name:
                     layers.setdefault(name.split(marker)[0], {})[tag] = name
         self.layers = [
-            LoraLayer(key, parts["lora_A"], parts["lora_B"])
+            LoraLayer(key, parts["lora_A"], parts["lora_B"], _fixed_rank(key, fixed))
             for key, parts in sorted(layers.items())
             if "lora_A" in parts and "lora_B" in parts
         ]

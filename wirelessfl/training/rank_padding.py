@@ -4,7 +4,9 @@ A client of rank r_k < r trains on the model wrapped at r (``wirelessfl.training
 it starts from the global factors cut to r_k components and padded back with zeros, and its
 trained factors are cut to r_k again. States are dicts of peft-named tensors; ``lora_A`` is
 ``(r, d_in[, k, k])`` and ``lora_B`` ``(d_out, r[, 1, 1])``, so the rank is dim 0 of A and dim 1
-of B. Other entries (the task head) are left as they are.
+of B. Other entries (the task head) are left as they are, and so are the layers of a fixed
+rank of their own (``LoraLayer.fixed_rank``, ``learner.rank_pattern``): every client trains
+them at that rank.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ State = dict[str, torch.Tensor]
 
 
 def lora_rank(state: State, layers: Iterable[LoraLayer]) -> int:
-    """The rank of the LoRA pairs in ``state`` (all layers share it; 0 without layers)."""
-    ranks = {int(state[layer.a_param].shape[0]) for layer in layers}
+    """The rank of the LoRA pairs in ``state`` (all layers but those of a fixed rank share it;
+    0 without such layers)."""
+    ranks = {int(state[layer.a_param].shape[0]) for layer in layers if layer.fixed_rank is None}
     if len(ranks) > 1:
         raise ValueError(f"LoRA layers of one state have different ranks {sorted(ranks)}")
     return ranks.pop() if ranks else 0
@@ -31,7 +34,8 @@ def lora_rank(state: State, layers: Iterable[LoraLayer]) -> int:
 def truncate_rank(
     state: State, layers: Iterable[LoraLayer], rank: int, *, missing_ok: bool = False
 ) -> State:
-    """``state`` with every LoRA pair cut to its first ``rank`` components (new tensors).
+    """``state`` with every LoRA pair (but those of a fixed rank) cut to its first ``rank``
+    components (new tensors).
 
     ``lora_A (r, ...) -> (rank, ...)``, ``lora_B (d_out, r, ...) -> (d_out, rank, ...)``;
     other entries are shared with ``state``. With ``missing_ok`` a factor absent from
@@ -39,6 +43,8 @@ def truncate_rank(
     """
     out = dict(state)
     for layer in layers:
+        if layer.fixed_rank is not None:
+            continue
         if layer.a_param in state or not missing_ok:
             out[layer.a_param] = state[layer.a_param][:rank].clone()
         if layer.b_param in state or not missing_ok:
@@ -47,13 +53,16 @@ def truncate_rank(
 
 
 def zero_pad_rank(state: State, layers: Iterable[LoraLayer], rank: int) -> State:
-    """``state`` with every LoRA pair padded with zero components up to ``rank`` (new tensors).
+    """``state`` with every LoRA pair (but those of a fixed rank) padded with zero components
+    up to ``rank`` (new tensors).
 
     The padded components contribute nothing to ``B A`` and, in training, receive exactly zero
     gradients (``dA[j] = s B[:, j]^T (...)``, ``dB[:, j] = s (...) A[j]^T``), so they stay zero.
     """
     out = dict(state)
     for layer in layers:
+        if layer.fixed_rank is not None:
+            continue
         a, b = state[layer.a_param], state[layer.b_param]
         extra = rank - a.shape[0]
         if extra < 0:

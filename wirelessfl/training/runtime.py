@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from channels import lora_training_flops
 from channels.streams import stream_seed
 from wirelessfl.errors import ConfigError, UserError
-from wirelessfl.models.layers import layers_in
+from wirelessfl.models.layers import layers_in, pattern_ranks
 from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ModelGeometry
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
-from wirelessfl.training.lora_state import TrainableState
+from wirelessfl.training.lora_state import PEFT_PREFIX, TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
 from wirelessfl.training.rank_padding import lora_rank, truncate_rank, zero_pad_rank
 from wirelessfl.training.stacked_ranks import RANK_SCALINGS, RankScaling, rank_multiplier
@@ -121,11 +120,37 @@ class Runtime:
             self.targets = layers_in(self.targets, lc.layers_to_transform)
         adaptable = self.bundle.adaptable_layers()
         self.layer_shapes = [adaptable[name] for name in self.targets]
+        self.pattern_ranks = self._pattern_ranks()
         self.train_data = self.data.train.to(self.device)
         self.test_data = self.data.test.to(self.device)
         self.saved_modules = self._saved_modules()
         self.head_values = self._dense_values()  # before peft wraps it
         self.base_values = int(sum(p.numel() for p in self.bundle.model.parameters()))
+
+    def _pattern_ranks(self) -> list[int | None]:
+        """Per target, the rank ``learner.rank_pattern`` fixes for it (None: the controller's
+        rank), each checked to fit its layer (1..min(d_in, d_out), as ``controller.rank``)."""
+        pattern = self.settings.rank_pattern
+        if not pattern:
+            return [None] * len(self.targets)
+        ranks = pattern_ranks(self.targets, pattern)
+        for name, shape, rank in zip(self.targets, self.layer_shapes, ranks, strict=True):
+            if rank is not None and rank > min(shape):
+                raise ConfigError(
+                    f"learner.rank_pattern: rank {rank} for {name!r} is out of range: accepted "
+                    f"1..{min(shape)} (min(d_in, d_out) of that layer)"
+                )
+        return ranks
+
+    @property
+    def fixed_ranks(self) -> dict[str, int]:
+        """Target module -> the rank ``learner.rank_pattern`` fixes for it (empty: none)."""
+        pairs = zip(self.targets, self.pattern_ranks, strict=True)
+        return {name: rank for name, rank in pairs if rank is not None}
+
+    def fixed_layer_ranks(self) -> dict[str, int]:
+        """:attr:`fixed_ranks` keyed by the wrapped model's layer paths (``LoraLayer.name``)."""
+        return {PEFT_PREFIX + name: rank for name, rank in self.fixed_ranks.items()}
 
     def _check_model_options(self) -> None:
         """One line naming ``learner.model_options.<key>`` that the model does not take, or a
@@ -216,6 +241,7 @@ class Runtime:
             lc.batch_size,
             self.seq_len,
             fixed_values=self.head_values,
+            layer_ranks=tuple(self.pattern_ranks) if self.fixed_ranks else (),
         )
 
     def steps_for(self, client: int) -> int:
@@ -225,13 +251,12 @@ class Runtime:
     def flops_per_step_at(self, rank: int) -> float:
         """FLOPs of one local step at LoRA rank ``rank``: the measured step at the model rank,
         with its LoRA part (``channels.lora_training_flops``) moved from the model rank to
-        ``rank`` (the frozen base's share does not depend on the rank)."""
+        ``rank`` (the frozen base's share and the layers of a fixed rank do not depend on it)."""
         if rank == self.rank:
             return float(self.flops_per_step)
-        shapes, lc = list(self.layer_shapes), self.settings
-        args = {"batch_size": lc.batch_size, "steps": 1, "seq_len": self.seq_len}
-        lora_at = lora_training_flops(shapes, rank, **args)
-        lora_model = lora_training_flops(shapes, self.rank, **args)
+        geometry = self.geometry()
+        lora_at = geometry.training_flops(rank, steps=1, with_base=False)
+        lora_model = geometry.training_flops(self.rank, steps=1, with_base=False)
         return float(self.flops_per_step) + lora_at - lora_model
 
     def expected_flops(self) -> float:
@@ -247,8 +272,9 @@ class Runtime:
         from wirelessfl.models import check_rank
 
         lc = self.settings
+        free = [name for name in self.targets if name not in self.fixed_ranks]
         try:
-            check_rank(self.bundle, rank, self.targets)
+            check_rank(self.bundle, rank, free)
         except (UserError, ValueError) as err:
             raise ConfigError(f"controller.rank: {err}") from None
         self.rank = rank
@@ -258,6 +284,7 @@ class Runtime:
             lora_dropout=lc.lora_dropout,
             use_rslora=lc.use_rslora,
             use_dora=lc.use_dora,
+            rank_pattern=dict(lc.rank_pattern or {}),
             bias=lc.lora_bias,
             init_lora_weights=lc.init_lora_weights,
             target_modules=self.targets,
@@ -265,7 +292,7 @@ class Runtime:
         )
         with seeded(seed):  # LoRA A init (kaiming) and the new head come from the run seed
             self.model = get_peft_model(self.bundle.model, config).to(self.device)
-        self.state = TrainableState(self.model)
+        self.state = TrainableState(self.model, self.fixed_ranks)
         self._initial = self.state.snapshot()  # what frozen tensors stay at (frozen_values)
         self.private_limit = ADAPTER_MULTIPLE * sum(p.numel() for p in self.state.params.values())
         trainer_args = {
@@ -297,14 +324,7 @@ class Runtime:
             self.model, self.bundle.loss_and_logits, self.train_data, lc.batch_size
         )
         if not self.flops_per_step:  # counter unavailable: the documented estimate
-            self.flops_per_step = lora_training_flops(
-                list(self.layer_shapes),
-                rank,
-                batch_size=lc.batch_size,
-                steps=1,
-                seq_len=self.seq_len,
-                base_params=self.base_values,
-            )
+            self.flops_per_step = self.geometry().training_flops(rank, steps=1)
 
     def initial_state(self) -> dict[str, torch.Tensor]:
         """Detached copies of the wrapped model's trainable values (the round-0 global state)."""
@@ -426,6 +446,8 @@ class Runtime:
             raise ValueError(f"client rank {rank} is outside 1..{self.rank} (the model rank)")
         saved = []
         for layer in self.state.layers:
+            if layer.fixed_rank is not None:  # learner.rank_pattern: peft's alpha / r_l stays
+                continue
             module = self.model.get_submodule(layer.name)
             adapter = layer.a_param.split(".lora_A.")[1].split(".")[0]
             rslora = bool(getattr(module, "use_rslora", {}).get(adapter, False))
@@ -477,7 +499,8 @@ class Runtime:
             "device_name": torch.cuda.get_device_name(0) if self.device.type == "cuda" else "cpu",
             "target_modules": self.targets,
             "adapted_layers": len(self.layer_shapes),
-            "params_per_rank": int(sum(d + e for d, e in self.layer_shapes)),
+            "params_per_rank": self.geometry().params_per_rank,
+            **({"rank_pattern": self.fixed_ranks} if self.fixed_ranks else {}),
             "train_samples": len(self.train_data),
             "test_samples": len(self.test_data),
             "client_sizes": self.partition.sizes.tolist(),

@@ -7,7 +7,8 @@ self; for FSLoRA's sketch, by ``r / r_k`` in both cases. The padded components
 receive exactly zero gradients (``dA[j] = s B[:, j]^T (...)`` and ``dB[:, j] = s (...)
 A[j]^T``, and eq. (2)'s Gram off-diagonals involving a zero row vanish), so they stay exactly
 zero under SGD and Adam (zero moments give a zero step); results come out padded to the
-model's rank.
+model's rank. A layer of a fixed rank of its own (``learner.rank_pattern``) is neither padded
+nor rescaled: every client trains it at that rank, with peft's scaling.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def zero_padding(
         ValueError: a rank out of range.
     """
     for site in sites:
+        if site.fixed:
+            continue
         for pos, k in enumerate(order):
             r_k = int(ranks[k])
             if not 1 <= r_k <= site.rank:
@@ -94,7 +97,7 @@ def rank_factors(
     for rsLoRA with ``"own_rank"``); ``None`` if all are 1."""
     out: dict[str, torch.Tensor | None] = {}
     for site in sites:
-        if ranks is None or all(int(ranks[k]) == site.rank for k in order):
+        if site.fixed or ranks is None or all(int(ranks[k]) == site.rank for k in order):
             out[site.name] = None
             continue
         vals = [

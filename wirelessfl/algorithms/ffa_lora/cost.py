@@ -2,7 +2,8 @@
 
 A is frozen at its random initialisation, which every client already holds (it comes from
 the run seed like the base model), so neither direction ever carries it: per adapted layer a
-client sends r_k l values of its B update (l = d_out) and downloads the global B cut to r_k,
+client sends r_k l values of its B update (l = d_out) and downloads the global B cut to r_k
+(a layer of fixed rank r_l, ``learner.rank_pattern``: r_l l both ways),
 plus the task head both ways. The compression stage takes B alone (a sparsifier of single
 matrices: top-k, random-k, structured, none; SOFT's importance sparsifier weighs pairs and is
 refused). Penalty: eq. (14)'s gamma at the client's rank and sent fraction (the default).
@@ -26,12 +27,14 @@ class FFALoRACost(CostModel):
     SINGLE_UPDATES = True  # the base aggregate: a weighted sum of single updates
 
     def lora_groups(self, plan: ClientPlan) -> Counter[int]:
-        """One group of r_k l values (B) per adapted layer."""
+        """One group of r_l l values (B) per adapted layer (r_l: :meth:`lora_ranks`)."""
         groups = self.__dict__.setdefault("_b_groups_at", {})
         if plan.rank not in groups:
-            groups[plan.rank] = Counter(plan.rank * ell for _, ell in self.lora_shapes)
+            pairs = zip(self.lora_shapes, self.lora_ranks(plan), strict=True)
+            groups[plan.rank] = Counter(r * ell for (_, ell), r in pairs)
         return groups[plan.rank]
 
     def download(self, plan: ClientPlan) -> Message:
-        n = plan.rank * sum(ell for _, ell in self.lora_shapes) + self.dense_values
+        pairs = zip(self.lora_shapes, self.lora_ranks(plan), strict=True)
+        n = sum(r * ell for (_, ell), r in pairs) + self.dense_values
         return Message(sparse=[IndexSpace.dense(n)])

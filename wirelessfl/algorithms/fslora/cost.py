@@ -57,6 +57,8 @@ class FSLoRACost(CostModel):
     """FSLoRA (module docstring)."""
 
     PENALTY_DEPENDS_ON_RANK = False
+    FIXED_RANKS = False
+    FIXED_RANKS_REASON = "sketches k_i of the r rank components of every adapted layer"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)

@@ -29,6 +29,11 @@ __all__ = ["FedStackCost", "FlexLoRACost", "HetLoRACost", "HeteroRankCost", "sta
 class HeteroRankCost(CostModel):
     """Each client at its own rank r_i (module docstring)."""
 
+    FIXED_RANKS = False
+    FIXED_RANKS_REASON = (
+        "truncates, merges or stacks every adapted layer at each client's own rank r_i"
+    )
+
     def __init__(self, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self.ratios = client_ratios(settings, self.scenario)  # (N,) r_i / r, fixed for the run
