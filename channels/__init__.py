@@ -108,7 +108,6 @@ from channels.payload import (
     planned_payload_bits,
     sparse_payload_bits,
 )
-from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from channels.power_control import (
     POWER_CONTROLS,
     FixedPower,
@@ -117,6 +116,7 @@ from channels.power_control import (
     PowerControl,
     make_power_control,
 )
+from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from channels.registry import Registry, UnknownNameError
 from channels.report import channel_report
 from channels.streams import as_client_generators, client_generators, round_generator, stream_id
