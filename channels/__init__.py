@@ -14,6 +14,7 @@ expected inverse rate above a cut-off), :mod:`~channels.compute`
 movement over virtual time), :mod:`~channels.large_scale` (path loss, shadowing and transmit
 power at any time), :mod:`~channels.energy` (compute and transmit energy),
 :mod:`~channels.power_control` (transmit power per client),
+:mod:`~channels.radio_decisions` (transmit power and CPU clock as per-round decisions),
 :mod:`~channels.availability` (on/off availability), :mod:`~channels.fedscale` (FedScale trace
 pickles to JSON, safely), :mod:`~channels.traces` (availability,
 compute and SNR trace files), :mod:`~channels.registry` (the registry shape every registry of
@@ -115,6 +116,7 @@ from channels.power_control import (
     PowerControl,
     make_power_control,
 )
+from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from channels.registry import Registry, UnknownNameError
 from channels.report import channel_report
 from channels.streams import as_client_generators, client_generators, round_generator, stream_id
@@ -175,6 +177,7 @@ __all__ = [
     "breakpoint_distance_m",
     "channel_report",
     "client_generators",
+    "compute_delay_at_clock_s",
     "compute_delay_s",
     "db_to_linear",
     "dbm_to_watt",
@@ -210,6 +213,7 @@ __all__ = [
     "rayleigh_outage_snr",
     "round_generator",
     "shadowing_power_gain",
+    "snr_at_power",
     "sparse_payload_bits",
     "spectral_efficiency",
     "stream_id",

@@ -15,6 +15,8 @@ Compute energy models (registry :data:`COMPUTE_ENERGY_MODELS`, factory
   (:func:`channels.compute.compute_delay_s`). f · flops_per_cycle is the peak FLOP/s the
   model implies; it need not equal the profile's sustained ``flops_per_s`` (which includes the
   utilisation), and when it is larger the model charges the energy of the useful cycles only.
+  A controller that decides the clock per round passes it as ``cpu_hz``; the compute time then
+  scales as 1 / f (:func:`channels.radio_decisions.compute_delay_at_clock_s`).
 
 Transmission: :func:`transmit_energy_j` (E = P · t) with each client's power from a
 power-control model of :mod:`channels.power_control` (``fractional`` by
@@ -174,17 +176,25 @@ class CmosEnergy:
         self.cpu_freq_hz = _per_class_param("cpu_freq_hz", cpu_freq_hz)
         self.flops_per_cycle = _per_class_param("flops_per_cycle", flops_per_cycle)
 
-    def energy_j(self, flops: np.ndarray, client_class: Sequence[str] | None) -> np.ndarray:
+    def energy_j(
+        self,
+        flops: np.ndarray,
+        client_class: Sequence[str] | None,
+        cpu_hz: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Per-client compute energy.
 
         Input: ``flops`` (N,) >= 0 [FLOP]; ``client_class`` (N,) device class names, or
-        ``None`` (allowed when every parameter is one number).
+        ``None`` (allowed when every parameter is one number); ``cpu_hz`` (N,) > 0 [Hz]: the
+        clock each client runs at this round (a controller's decision), ``None``: ``cpu_freq_hz``.
         Output: float64 (N,) [J].
         """
         f = _flops(flops)
         n = f.size
         kappa = per_client_values("kappa", self.kappa, client_class, n)
         freq = per_client_values("cpu_freq_hz", self.cpu_freq_hz, client_class, n)
+        if cpu_hz is not None:
+            freq = as_float_array("cpu_hz", cpu_hz, lower=0.0, lower_op=">").reshape(n)
         per_cycle = per_client_values("flops_per_cycle", self.flops_per_cycle, client_class, n)
         return kappa * freq * freq * (f / per_cycle)
 

@@ -523,6 +523,23 @@ class ControllerConfig:
         "null: no budget",
         applies=_controller_keeps_budget,
     )
+    tx_power_fraction: float | None = option(
+        None,
+        gt=0.0,
+        le=1.0,
+        doc="fixed controller: every scheduled client transmits at this fraction of its "
+        "power-control power P_max,k (channel.power_control), its SNR scaled alike; null: "
+        "P_max,k (docs/simulator.md)",
+        applies=_controller_reads("tx_power_fraction"),
+    )
+    cpu_freq_hz: float | None = option(
+        None,
+        gt=0.0,
+        doc="fixed controller: every scheduled client computes at this clock, in "
+        "[devices.energy.cpu_freq_min_hz, devices.energy.cpu_freq_hz] (model: cmos): compute "
+        "time x f_max / f, energy kappa f^2 cycles; null: f_max",
+        applies=_controller_reads("cpu_freq_hz"),
+    )
     offline_outage_prob: float = option(
         0.01,
         gt=0.0,
@@ -1099,6 +1116,48 @@ class Scenario:
                     "server.mode: sync"
                 )
 
+    def _validate_radio_decisions(self) -> None:
+        """``controller.tx_power_fraction`` and ``controller.cpu_freq_hz``: a controller that
+        reads them, a clock in the devices' range (model ``cmos``), a synchronous server."""
+        ctl = self.controller
+        given = {
+            key: value
+            for key, value in (
+                ("controller.tx_power_fraction", ctl.tx_power_fraction),
+                ("controller.cpu_freq_hz", ctl.cpu_freq_hz),
+            )
+            if value is not None
+        }
+        if not given:
+            return
+        key = next(iter(given))
+        if not CONTROLLERS.load(ctl.name).FIXED_RADIO_DECISIONS:
+            raise ConfigError(
+                f"{key}: a fixed power or clock for every client is the fixed controller's, "
+                f"and {ctl.name!r} does not read it; use controller.name: fixed or remove {key}"
+            )
+        if self.server.event_driven:
+            raise ConfigError(
+                f"{key}: not read with server.mode: {self.server.mode} (a dispatch decides "
+                "rank and ratio only; power and clock are decided per synchronous round); "
+                f"remove it or use server.mode: sync"
+            )
+        if ctl.cpu_freq_hz is None:
+            return
+        span = self.devices.energy.cpu_hz_range()
+        if span is None:
+            raise ConfigError(
+                "controller.cpu_freq_hz: a clock needs devices.energy.model: cmos (the energy "
+                f"of a clock), got {self.devices.energy.model}; set it, or remove cpu_freq_hz"
+            )
+        low, high = span
+        if not low <= ctl.cpu_freq_hz <= high:
+            raise ConfigError(
+                f"controller.cpu_freq_hz: must be in [{low:g}, {high:g}] "
+                "(devices.energy.cpu_freq_min_hz, cpu_freq_hz), got "
+                f"{ctl.cpu_freq_hz:g}"
+            )
+
     def _validate_wireless(self) -> None:
         """Cross-section checks of mobility, power, availability, energy and fading."""
         ch, classes = self.channel, self.devices.kind == "classes"
@@ -1137,6 +1196,7 @@ class Scenario:
                         f"availability.{key}: no probability for device class {missing[0]!r} "
                         "of devices.classes; give every class one, or one number"
                     )
+        self._validate_radio_decisions()
         budget = self.controller.energy_budget_j
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:
             raise ConfigError(

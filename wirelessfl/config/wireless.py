@@ -239,7 +239,7 @@ class EnergyConfig:
 
     OWN_KEYS = {
         "per_flop": "joules_per_flop",
-        "cmos": "kappa, cpu_freq_hz and flops_per_cycle",
+        "cmos": "kappa, cpu_freq_hz, cpu_freq_min_hz and flops_per_cycle",
     }
 
     model: str = option(
@@ -253,7 +253,18 @@ class EnergyConfig:
         "defaults of channels.energy with devices.kind: classes, else 1e-10)",
     )
     kappa: float = option(1.0e-28, gt=0.0, doc="cmos: effective switched capacitance")
-    cpu_freq_hz: float = option(2.0e9, gt=0.0, doc="cmos: clock frequency f")
+    cpu_freq_hz: float = option(
+        2.0e9,
+        gt=0.0,
+        doc="cmos: clock frequency f; the device computes at its flops_per_s at this clock, "
+        "the highest a controller may choose (f_max)",
+    )
+    cpu_freq_min_hz: float | None = option(
+        None,
+        gt=0.0,
+        doc="cmos: the lowest clock a controller may choose (f_min <= cpu_freq_hz); at f the "
+        "device computes at flops_per_s f / cpu_freq_hz; null: cpu_freq_hz (no choice)",
+    )
     flops_per_cycle: float = option(8.0, gt=0.0, doc="cmos: FLOPs per clock cycle")
     params: dict[str, object] = option(
         default_factory=dict, doc="keyword arguments of a user-registered energy model"
@@ -263,6 +274,25 @@ class EnergyConfig:
         _check_params(prefix, self.params, self.model, self.OWN_KEYS)
         if self.joules_per_flop is not None:
             check_per_class(f"{prefix}.joules_per_flop", self.joules_per_flop, 1.0e-30, 1.0)
+        if self.cpu_freq_min_hz is None:
+            return
+        if self.model != "cmos":
+            raise ConfigError(
+                f"{prefix}.cpu_freq_min_hz: a clock range needs model: cmos (the energy of a "
+                f"clock), got model: {self.model}; use model: cmos or remove cpu_freq_min_hz"
+            )
+        if self.cpu_freq_min_hz > self.cpu_freq_hz:
+            raise ConfigError(
+                f"{prefix}.cpu_freq_min_hz: must be <= cpu_freq_hz ({self.cpu_freq_hz:g}), got "
+                f"{self.cpu_freq_min_hz:g}"
+            )
+
+    def cpu_hz_range(self) -> tuple[float, float] | None:
+        """(f_min, f_max) [Hz] a controller may choose the clock in (model ``cmos``), else None."""
+        if self.model != "cmos":
+            return None
+        low = self.cpu_freq_hz if self.cpu_freq_min_hz is None else self.cpu_freq_min_hz
+        return float(low), float(self.cpu_freq_hz)
 
     def model_kwargs(self) -> dict:
         """Keyword arguments of ``channels.make_compute_energy``."""

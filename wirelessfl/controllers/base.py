@@ -14,8 +14,15 @@ decided for); TSFA, OSFA and ``fixed`` give all clients the same (the arrays are
 ``None`` and filled with the scalar).
 
 Before each :meth:`Controller.decide` the simulator calls :meth:`Controller.begin_round` with
-the round index and the ids of the clients about to be decided for (a controller used as a
-library without it plans for clients ``0..K'-1`` of round 0).
+the round index, the ids of the clients about to be decided for and their power-control powers
+(a controller used as a library without it plans for clients ``0..K'-1`` of round 0).
+
+Transmit power and CPU clock (optional): a :class:`Decision` may give each client its power
+p_k <= P_max,k and clock f_k in [f_min,k, f_max,k] (``Decision.tx_power_w``, ``.cpu_hz``); the
+simulator then uploads at SNR_k p_k / P_max,k and computes for FLOPs / (flops_per_s f_k /
+f_max,k) at CMOS energy kappa f_k^2 cycles (:mod:`channels.radio_decisions`). A controller that
+does says so (:attr:`Controller.decides_tx_power`, :attr:`Controller.decides_cpu_frequency`);
+the event-driven modes refuse it.
 
 Energy budgets (optional, ``ControllerContext.energy_budget_j``): the base class keeps one
 virtual queue per device (:class:`optim.EnergyQueues`, Z_k^{t+1} = max(Z_k^t + E_k^t - E_bar_k,
@@ -78,6 +85,10 @@ class ControllerContext:
     geometry: Any = None  # the learner's ModelGeometry (FLOPs per rank; None: unknown)
     # (N,) time-average energy budget per device per round [J/round], > 0; None: no budget
     energy_budget_j: np.ndarray | None = None
+    # (N,) the lowest and highest CPU clock each device may run at [Hz] (devices.energy.model:
+    # cmos; equal when the scenario gives no range); None: the clock is not a decision
+    cpu_hz_min: np.ndarray | None = None
+    cpu_hz_max: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,12 @@ class Decision:
             (0: the first; with ``controller.method = cvxpy``, 1: SCS rescued CLARABEL, 2: both
             failed and the exact solver answered). ``fell_back`` with ``fallbacks = 0`` counts
             as 1. The ``solver_fallback`` column of ``rounds.csv``.
+        tx_power_w: (K',) transmit power p_k [W] each client uploads with, in
+            (0, P_max,k] (P_max,k: :attr:`Controller.round_tx_power_max_w`); its SNR scales as
+            p_k / P_max,k (:func:`channels.snr_at_power`). ``None``: P_max,k.
+        cpu_hz: (K',) CPU clock f_k [Hz] each client computes at, in
+            [``ctx.cpu_hz_min``, ``ctx.cpu_hz_max``]: compute time x f_max / f_k, CMOS energy
+            kappa f_k^2 cycles. ``None``: f_max (the device profile's speed).
     """
 
     sparsification: float
@@ -107,6 +124,8 @@ class Decision:
     ranks: np.ndarray | None = None
     ratios: np.ndarray | None = None
     fallbacks: int = 0
+    tx_power_w: np.ndarray | None = None
+    cpu_hz: np.ndarray | None = None
 
     def client_ranks(self, rank: int) -> np.ndarray:
         """(K',) ranks: :attr:`ranks`, or ``rank`` for every client."""
@@ -154,12 +173,17 @@ class Controller(ABC):
     #: Whether :meth:`choose_dispatch` ranks candidates by a per-dispatch objective
     #: (``server.dispatch: controller`` needs it; refused in one line otherwise).
     DISPATCH_OBJECTIVE: bool = False
+    #: Whether the controller reads ``controller.tx_power_fraction`` and
+    #: ``controller.cpu_freq_hz`` (a fixed power and clock for every client; refused otherwise).
+    FIXED_RADIO_DECISIONS: bool = False
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
         self._check_knobs()
         self.round_index = 0
         self.round_clients: np.ndarray | None = None
+        #: (K',) P_max,k [W] of the clients of :meth:`begin_round` (None: not given)
+        self.round_tx_power_max_w: np.ndarray | None = None
         self.virtual_queue = VirtualQueue(ctx.settings.d_th_s)
         self.energy_queues: EnergyQueues | None = None
         self.energy_price_jw = 0.0
@@ -390,10 +414,28 @@ class Controller(ABC):
             "controller.name: fixed"
         )
 
-    def begin_round(self, round_index: int, client_ids: np.ndarray) -> None:
-        """The round and the clients (K',) the next :meth:`decide` is for."""
+    def begin_round(
+        self, round_index: int, client_ids: np.ndarray, tx_power_max_w: np.ndarray | None = None
+    ) -> None:
+        """The round and the clients (K',) the next :meth:`decide` is for, with their
+        power-control powers P_max,k (K',) [W], the most :attr:`Decision.tx_power_w` may give
+        (the SNRs :meth:`decide` gets are at these powers)."""
         self.round_index = int(round_index)
         self.round_clients = np.asarray(client_ids, dtype=int)
+        self.round_tx_power_max_w = (
+            None if tx_power_max_w is None else np.asarray(tx_power_max_w, dtype=float)
+        )
+
+    @property
+    def decides_tx_power(self) -> bool:
+        """Whether :meth:`decide` returns :attr:`Decision.tx_power_w`."""
+        return False
+
+    @property
+    def decides_cpu_frequency(self) -> bool:
+        """Whether :meth:`decide` returns :attr:`Decision.cpu_hz` (``clients.csv`` then has
+        ``cpu_hz``)."""
+        return False
 
     def _clients(self, n: int) -> np.ndarray:
         clients = self.round_clients

@@ -7,6 +7,11 @@ make every client finish together (eq. 31 for equal payloads; ``bandwidth: equal
 minimise the slowest client's compute plus upload (``bandwidth: minmax``); the planned delay
 is the longest upload with the exact bits of the algorithm's messages. In the event-driven
 modes every dispatched client trains at (``controller.rank``, ``controller.sparsification``).
+
+With ``controller.tx_power_fraction`` = a every client transmits at p_k = a P_max,k, so its
+SNR is a SNR_k (the shares are computed with it); with ``controller.cpu_freq_hz`` = f every
+client computes at f, its compute time f_max,k / f times the profile's (the min-max shares see
+it). Left null, the power is P_max,k and the clock f_max, and the decision carries neither.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from channels import snr_at_power
 from optim import minmax_bandwidth
 from wirelessfl.controllers.base import Controller, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
@@ -26,9 +32,43 @@ class Fixed(Controller):
     def choose_rank(self) -> int:
         return int(self.ctx.settings.rank)
 
+    FIXED_RADIO_DECISIONS = True
+
+    @property
+    def decides_tx_power(self) -> bool:
+        return self.ctx.settings.tx_power_fraction is not None
+
+    @property
+    def decides_cpu_frequency(self) -> bool:
+        return self.ctx.settings.cpu_freq_hz is not None
+
+    def _tx_power_w(self, n: int) -> np.ndarray | None:
+        """(n,) p_k = a P_max,k [W] (``controller.tx_power_fraction`` = a), or None."""
+        fraction = self.ctx.settings.tx_power_fraction
+        if fraction is None:
+            return None
+        p_max = self.round_tx_power_max_w
+        if p_max is None or p_max.shape != (n,):
+            raise ValueError(
+                "controller.tx_power_fraction needs each client's P_max,k: pass tx_power_max_w "
+                "to begin_round"
+            )
+        return float(fraction) * p_max
+
+    def _cpu_hz(self, n: int) -> np.ndarray | None:
+        """(n,) f_k = ``controller.cpu_freq_hz`` [Hz], or None."""
+        f = self.ctx.settings.cpu_freq_hz
+        return None if f is None else np.full(n, float(f))
+
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         s, c = self.ctx.settings, self.ctx
         o = float(s.sparsification)
+        n = len(snr)
+        tx_power_w, cpu_hz = self._tx_power_w(n), self._cpu_hz(n)
+        if tx_power_w is not None:  # SNR_k p_k / P_max,k, as the simulator uploads
+            snr = np.asarray(snr_at_power(snr, tx_power_w, self.round_tx_power_max_w), float)
+        if cpu_hz is not None and c.cpu_hz_max is not None:  # compute time x f_max / f
+            compute_s = np.asarray(compute_s, float) * (c.cpu_hz_max[self._clients(n)] / cpu_hz)
         plans = self.round_plans(snr, self.rank, o)
         bits = self.upload_bits(plans)
         if s.bandwidth == "minmax" and bits.any():
@@ -42,6 +82,8 @@ class Fixed(Controller):
             np.asarray(shares, float),
             planned_upload_s(bits, shares, c.bandwidth_hz, snr),
             self.penalty(plans),
+            tx_power_w=tx_power_w,
+            cpu_hz=cpu_hz,
         )
 
     def dispatch_ratio(self) -> float:

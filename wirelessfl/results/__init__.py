@@ -19,6 +19,7 @@ from typing import Any
 
 from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
+    CPU_CLOCK_COLUMNS,
     DEVICE_COLUMNS,
     EVENT_COLUMNS,
     EVENT_DRIVEN_ROUND_COLUMNS,
@@ -56,6 +57,7 @@ _MODULES = {
 
 __all__ = [
     "CLIENT_COLUMNS",
+    "CPU_CLOCK_COLUMNS",
     "DEVICE_COLUMNS",
     "EVENT_COLUMNS",
     "EVENT_DRIVEN_ROUND_COLUMNS",

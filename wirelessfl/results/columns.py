@@ -74,7 +74,7 @@ EVENT_COLUMNS: dict[str, str] = {
 CLIENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "client": "client id",
-    "snr_db": "instantaneous SNR",
+    "snr_db": "instantaneous SNR of the upload (at tx_power_w)",
     "share": "bandwidth share b_k^t",
     "compute_s": "local compute duration",
     "upload_s": "upload duration (inf: no bandwidth)",
@@ -83,9 +83,18 @@ CLIENT_COLUMNS: dict[str, str] = {
     "rank": "LoRA rank r_k planned for the client (0: no decision, outage)",
     "ratio": "sparsification O_k planned for the client (NaN: no decision, outage)",
     "bits_down": "downlink bits the server sent the client (0 if it did not train)",
-    "tx_power_w": "transmit power of the client this round",
+    "tx_power_w": "transmit power of the client this round (the power control's P_max,k, or "
+    "the controller's p_k <= P_max,k when it decides powers)",
     "compute_energy_j": "energy of the local training (0 if it did not train)",
     "transmit_energy_j": "energy of the upload: tx_power_w x the time it transmitted",
+}
+
+#: ``clients.csv``'s column after :data:`CLIENT_COLUMNS` when the run's controller decides
+#: each client's CPU clock (``Controller.decides_cpu_frequency``; docs/simulator.md,
+#: "Transmit power and CPU frequency as decisions").
+CPU_CLOCK_COLUMNS: dict[str, str] = {
+    "cpu_hz": "CPU clock f_k the client computed at [Hz], in [devices.energy.cpu_freq_min_hz, "
+    "cpu_freq_hz] (NaN: outage, no decision)",
 }
 
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` in the event-driven modes

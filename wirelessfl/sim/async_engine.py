@@ -174,6 +174,20 @@ class AsyncEngine:
                 f"server.mode: {self.mode} needs a learner that adds single weighted updates, "
                 f"and {refusal}; use server.mode: sync"
             )
+        decides = [
+            what
+            for what, flag in (
+                ("transmit powers", sim.controller.decides_tx_power),
+                ("CPU clocks", sim.controller.decides_cpu_frequency),
+            )
+            if flag
+        ]
+        if decides:
+            raise ConfigError(
+                f"server.mode: {self.mode} asks the controller for rank and ratio per dispatch, "
+                f"and controller {sc.controller.name!r} decides {' and '.join(decides)} per "
+                "synchronous round; use server.mode: sync"
+            )
         self.band = SharedBand()
         self.downlink = SharedBand()  # the downloads in progress, at R / n_down(t) each
         self.downlink_rate_bps = sc.channel.downlink_rate_bps  # R; 0: instantaneous

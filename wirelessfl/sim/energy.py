@@ -68,15 +68,22 @@ def round_energy(
     uploaded_s: np.ndarray,
     client_class: Sequence[str] | None,
     tx_power_w: np.ndarray,
+    cpu_hz: np.ndarray | None = None,
 ) -> RoundEnergy:
     """Energy of the m clients that trained (all arrays (m,)).
 
     ``compute_s`` is each client's planned compute time [s] and ``computed_s`` the part done
     by the round's end (less when the deadline cut it while computing); ``started`` whether it
     began computing at all (a client cut while downloading did not); ``uploaded_s`` the time
-    it transmitted [s] (to the deadline for a cut upload; 0 without bandwidth).
+    it transmitted [s] (to the deadline for a cut upload; 0 without bandwidth); ``cpu_hz`` the
+    clock each computed at when the controller decided it [Hz] (the model is then ``cmos``:
+    kappa f^2 cycles), None: the model's own.
     """
     fraction = np.divide(computed_s, compute_s, out=started.astype(float), where=compute_s > 0)
-    compute_j = model.energy_j(flops, client_class) * fraction
+    if cpu_hz is None:
+        full_j = model.energy_j(flops, client_class)
+    else:
+        full_j = model.energy_j(flops, client_class, cpu_hz=cpu_hz)  # type: ignore[call-arg]
+    compute_j = full_j * fraction
     transmit_j = tx_power_w * uploaded_s  # P t (channels.transmit_energy_j)
     return RoundEnergy(np.asarray(clients, dtype=int), compute_j, transmit_j)

@@ -34,6 +34,7 @@ from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
     CLIENT_COLUMNS,
+    CPU_CLOCK_COLUMNS,
     EVENT_COLUMNS,
     EVENT_DRIVEN_ROUND_COLUMNS,
     ROUND_COLUMNS,
@@ -263,6 +264,8 @@ class Run:
             columns["events"] = EVENT_COLUMNS
         if sc.output.clients:
             columns["clients"] = UPDATE_COLUMNS if event_driven else CLIENT_COLUMNS
+            if self.sim.controller.decides_cpu_frequency and not event_driven:
+                columns["clients"] = {**CLIENT_COLUMNS, **CPU_CLOCK_COLUMNS}
         marks = self._checkpoint.tables if self._checkpoint else {}
         verified = {}
         try:  # check every table before cutting any

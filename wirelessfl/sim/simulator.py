@@ -52,6 +52,7 @@ Noise is over the whole band B, as in the paper: SNR_k does not depend on the sh
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from channels import rate_bps
+from channels import compute_delay_at_clock_s, rate_bps, snr_at_power
 from channels.streams import round_generator
 from optim import select_clients, update_average_rate
 from wirelessfl.algorithms.finite import KEPT
@@ -72,6 +73,7 @@ from wirelessfl.results.run_folder import json_evaluation, read_evaluation
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
+from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
 from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
 from wirelessfl.sim.setup import (
@@ -85,6 +87,9 @@ from wirelessfl.sim.setup import (
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
 PF_SMOOTHING = 0.1  # EWMA weight of the proportional-fair average-rate tracker
+#: relative slack of the checks that a decided power and clock are within their ranges
+RANGE_SLACK = 1e-12
+_log = logging.getLogger(__name__)
 CONSTANTS_HINT = "Check constants.* (Theorem 1's S, H, W, phi, G) and the controller's settings"
 METRICS_HINT = "Lower learner.lr, or check the learner's and the algorithm's metrics"
 
@@ -124,6 +129,7 @@ class _Round:
     bound: float = math.nan
     planned_delay_s: float = 0.0
     solver_fallbacks: int = 0  # solvers that failed before one answered (Decision.fallbacks)
+    cpu_hz: np.ndarray | None = None  # (k,) clock decided [Hz] (NaN: none); None: no decision
     queue_before: float = 0.0
     reports: dict[int, ClientReport] = field(default_factory=dict)
     compute_s: dict[int, float] = field(default_factory=dict)
@@ -148,6 +154,10 @@ class Simulator:
         self.client_class = client_classes(scenario)
         self.availability = build_availability(scenario, self.client_class)
         self.compute_energy = build_compute_energy(scenario)
+        span = scenario.devices.energy.cpu_hz_range()
+        #: (N,) f_min and f_max [Hz] (devices.energy.model: cmos), else None
+        self.cpu_hz_min = None if span is None else np.full(scenario.n_clients, span[0])
+        self.cpu_hz_max = None if span is None else np.full(scenario.n_clients, span[1])
         geometry = learner.geometry()
         self.params_per_rank = geometry.params_per_rank
         ctx = ControllerContext(
@@ -172,6 +182,8 @@ class Simulator:
                 else np.full(scenario.n_clients, scenario.controller.energy_budget_j)
             ),
             cost=learner.cost_model(),
+            cpu_hz_min=self.cpu_hz_min,
+            cpu_hz_max=self.cpu_hz_max,
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
@@ -190,6 +202,7 @@ class Simulator:
         self.device_energy_j: np.ndarray | None = np.zeros((2, scenario.n_clients))
         #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
         self.engine = AsyncEngine(self) if scenario.server.event_driven else None
+        self._warn_unreachable_budget()
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -309,7 +322,7 @@ class Simulator:
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
                 compute_s = self._compute_estimate(r.scheduled)
-            self.controller.begin_round(r.t, r.scheduled[allocated])
+            self.controller.begin_round(r.t, r.scheduled[allocated], r.tx_power_w[allocated])
             self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
                 decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
@@ -325,11 +338,92 @@ class Simulator:
             r.sparsification, r.bound = decision.sparsification, decision.bound
             r.planned_delay_s = decision.planned_delay_s
             r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
+            self._apply_power_and_clock(r, np.flatnonzero(allocated), decision)
         active, dropped = r.active, r.dropped | r.unavailable
         if self.scenario.faults.redistribute_unused and dropped.any() and active.any():
             spare = r.shares[dropped].sum()
             r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
             r.shares[dropped] = 0.0
+
+    def _apply_power_and_clock(self, r: _Round, rows: np.ndarray, decision: Decision) -> None:
+        """The decision's transmit powers and clocks for the scheduled ``rows`` it was for:
+        each client's SNR becomes SNR_k p_k / P_max,k (``snr_db``, the rate and the transmit
+        energy follow), its clock sets its compute time and energy (:meth:`_transmit`). A
+        value outside its range is a one-line ``SimulationError``."""
+        if decision.tx_power_w is not None:
+            p_max = r.tx_power_w[rows]
+            p = self._in_range(
+                r, rows, "transmit power [W]", decision.tx_power_w, np.zeros(rows.size), p_max
+            )
+            r.snr[rows] = snr_at_power(r.snr[rows], p, p_max)
+            r.snr_db[rows] = 10.0 * np.log10(np.maximum(r.snr[rows], 1e-300))
+            r.tx_power_w[rows] = p
+        if decision.cpu_hz is not None:
+            if self.cpu_hz_min is None or self.cpu_hz_max is None:
+                raise SimulationError(
+                    f"round {r.t}: the controller decided CPU clocks, and "
+                    f"devices.energy.model is {self.scenario.devices.energy.model!r}; a clock "
+                    "needs devices.energy.model: cmos"
+                )
+            clients = r.scheduled[rows]
+            f = self._in_range(
+                r,
+                rows,
+                "CPU clock [Hz]",
+                decision.cpu_hz,
+                self.cpu_hz_min[clients],
+                self.cpu_hz_max[clients],
+            )
+            r.cpu_hz = np.full(len(r.scheduled), math.nan)
+            r.cpu_hz[rows] = f
+
+    @staticmethod
+    def _in_range(
+        r: _Round, rows: np.ndarray, what: str, value, low: np.ndarray, high: np.ndarray
+    ) -> np.ndarray:
+        """``value`` (len(rows),) as floats, or a one-line ``SimulationError`` naming the first
+        client outside [low, high] (a power must also be > 0), with a relative slack of
+        :data:`RANGE_SLACK`."""
+        v = np.asarray(value, dtype=float).reshape(-1)
+        if v.shape != rows.shape:
+            raise SimulationError(
+                f"round {r.t}: the controller decided {v.size} values of {what} for "
+                f"{rows.size} clients; {KEPT}"
+            )
+        bad = ~np.isfinite(v) | (v < low * (1 - RANGE_SLACK)) | (v > high * (1 + RANGE_SLACK))
+        bad |= v <= 0.0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise SimulationError(
+                f"round {r.t}: the controller's {what} for client {int(r.scheduled[rows[i]])} is "
+                f"{v[i]:g}, outside [{low[i]:g}, {high[i]:g}]; {KEPT}"
+            )
+        return np.clip(v, low, high)
+
+    def _warn_unreachable_budget(self) -> None:
+        """One warning line when ``controller.energy_budget_j`` is below some device's least
+        time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds)."""
+        budget = self.controller.ctx.energy_budget_j
+        if budget is None or self.engine is not None:
+            return
+        line = budget_shortfall(budget, self.energy_floor_j())
+        if line is not None:
+            _log.warning("wirelessfl: warning: %s", line)
+
+    def energy_floor_j(self) -> np.ndarray:
+        """(N,) each device's least time-average energy per round [J/round]: its compute at
+        the lowest clock the controller may choose, K/N of the rounds
+        (:func:`~wirelessfl.sim.energy_floor.compute_energy_floor_j`)."""
+        sc = self.scenario
+        decides = self.controller.decides_cpu_frequency
+        return compute_energy_floor_j(
+            self.compute_energy,
+            flops=float(self.learner.expected_flops(self.rank)),
+            client_class=self.client_class,
+            cpu_hz_min=self.cpu_hz_min if decides else None,
+            n_scheduled=sc.n_scheduled,
+            n_clients=sc.n_clients,
+        )
 
     @staticmethod
     def _check_decision(t: int, decision: Decision) -> None:
@@ -391,9 +485,14 @@ class Simulator:
         downlink_s = 0.0
         if ch.downlink_rate_bps > 0:
             downlink_s = np.array([rep.bits_down for rep in reports]) / ch.downlink_rate_bps
+        cpu_hz = None if r.cpu_hz is None else r.cpu_hz[idx]
         compute_s = np.zeros(idx.size)
-        if sc.devices.include_compute:
+        if sc.devices.include_compute and cpu_hz is None:
             compute_s = flops / self.flops_per_s[clients]
+        elif sc.devices.include_compute:  # the decided clock: FLOPs / (flops_per_s f / f_max)
+            assert self.cpu_hz_max is not None
+            speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
+            compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
         rate = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx])
         upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
@@ -433,6 +532,7 @@ class Simulator:
             uploaded_s=uploaded_s,
             client_class=None if self.client_class is None else [self.client_class[c] for c in ids],
             tx_power_w=r.tx_power_w[idx],
+            cpu_hz=cpu_hz,
         )
         if end_s > env.now:
             yield env.timeout(delay_to(env.now, end_s))
@@ -602,6 +702,7 @@ class Simulator:
                 "tx_power_w": float(r.tx_power_w[i]),
                 "compute_energy_j": energy.get(cid, (0.0, 0.0))[0],
                 "transmit_energy_j": energy.get(cid, (0.0, 0.0))[1],
+                **({} if r.cpu_hz is None else {"cpu_hz": float(r.cpu_hz[i])}),
             }
 
         for i in np.flatnonzero(r.active):
