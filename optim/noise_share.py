@@ -69,7 +69,8 @@ def share_for_upload(
         ValueError: some client cannot send its bits in ``upload_s`` even on the whole band.
     """
     snr = np.asarray(snr, dtype=np.float64)
-    need = np.asarray(bits, dtype=np.float64) / (np.asarray(upload_s, dtype=np.float64) * bandwidth_hz)
+    upload = np.asarray(upload_s, dtype=np.float64)
+    need = np.asarray(bits, dtype=np.float64) / (upload * bandwidth_hz)  # [bit/s/Hz]
     full = np.log1p(snr) / _LN2  # h(1)
     hi = need / full  # the band share: h(hi) >= need by concavity
     if np.any(hi > 1.0 + 1e-12):
