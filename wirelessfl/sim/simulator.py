@@ -184,6 +184,7 @@ class Simulator:
             cost=learner.cost_model(),
             cpu_hz_min=self.cpu_hz_min,
             cpu_hz_max=self.cpu_hz_max,
+            noise_bandwidth=scenario.channel.noise_bandwidth,
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
@@ -493,7 +494,9 @@ class Simulator:
             assert self.cpu_hz_max is not None
             speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
             compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
-        rate = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx])
+        rate = rate_bps(
+            r.shares[idx], ch.bandwidth_hz, r.snr[idx], noise_bandwidth=ch.noise_bandwidth
+        )
         upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
         r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
