@@ -19,9 +19,10 @@ guards the first steps. :func:`deadline_shares` then finds the common finish tim
 sum_k b_k(T - c_k) = 1 (Newton on T with the same safeguard); with c_k = 0 these are the
 equal-delay shares, the ``share`` counterpart of eq. (31).
 
-Tolerances: b_k to a relative 1e-13 (:data:`SHARE_RTOL`), sum_k b_k(T) = 1 to 1e-12
-(:data:`SUM_TOL`) before the shares are renormalised to sum to 1, so every client's upload
-ends within a relative ~1e-12 of T.
+Tolerances: b_k to a relative 1e-13 (:data:`SHARE_RTOL`); T to 1e-12 in sum_k b_k(T) = 1
+(:data:`SUM_TOL`) or to the last bits of T, the residual then given to the largest share so
+that the shares sum to 1. Every client ends within ~1e-12 T of T, plus the rounding of
+T - c_k.
 """
 
 from __future__ import annotations
@@ -136,7 +137,20 @@ def deadline_shares(
         t_new = t - (total - 1.0) / slope
         if not (lo < t_new < hi) or not math.isfinite(t_new):
             t_new = 0.5 * (lo + hi)
-        if abs(t_new - t) <= 1e-15 * abs(t):
+        if abs(t_new - t) <= 2.0 * np.spacing(t):  # T to the last bits
             break
         t = t_new
-    return shares / shares.sum(), t
+    return _absorb_residual(shares), t
+
+
+def _absorb_residual(shares: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The shares with 1 - sum_k b_k added to the largest one, so that they sum to 1.
+
+    Scaling every share by 1 / sum would move each upload by the same relative amount, a
+    long upload (a tiny share) by much in seconds; the largest share b_max >= 1 / K moves by a
+    relative K |1 - sum| at most, and its upload time by no more (h'(b) b <= h(b), concavity).
+    """
+    out = shares.copy()
+    i = int(np.argmax(out))
+    out[i] = 1.0 - (out.sum() - out[i])
+    return out
