@@ -47,6 +47,8 @@ def test_equal_delay_shares_under_share_finish_together_at_the_hand_rate(tmp_pat
         assert rows.upload_s.max() / rows.upload_s.min() - 1.0 < 1e-9
         rounds = run.rounds.set_index("round")
         assert rounds.loc[t, "delay_s"] == pytest.approx(rows.upload_s.max(), rel=1e-15)
+        # the fixed controller planned with the same rate
+        assert rounds.loc[t, "planned_delay_s"] == pytest.approx(rows.upload_s.max(), rel=1e-12)
     # the same channel and payloads with noise over the whole band: slower, other shares
     assert c[["round", "client", "bits"]].equals(band.clients[["round", "client", "bits"]])
     assert (run.rounds.delay_s < band.rounds.delay_s).all()
@@ -80,6 +82,27 @@ def test_minmax_shares_under_share_with_compute_and_a_lower_power(tmp_path):
         finish = rows.compute_s + rows.upload_s
         assert rows.compute_s.nunique() > 1  # heterogeneous compute: min-max, not equal delay
         assert finish.max() / finish.min() - 1.0 < 1e-9
+
+
+def test_redistributed_shares_and_a_deadline_use_the_share_rate(tmp_path):
+    run = _run(
+        tmp_path,
+        "faults",
+        **{
+            "faults.dropout_prob": 0.3,
+            "faults.redistribute_unused": True,
+            "faults.deadline_s": 0.015,
+            "rounds": 8,
+        },
+    )
+    c = run.clients
+    sent = c[c.share > 0]
+    assert (c.status == "dropped").any() and len(sent) > 0
+    np.testing.assert_allclose(sent.upload_s, _by_hand(sent), rtol=1e-12)
+    arrived = c[c.status == "arrived"]
+    assert (arrived.upload_s <= 0.015).all()
+    stragglers = c[c.status == "straggler"]
+    assert len(stragglers) and (stragglers.upload_s > 0.015).all()
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,8 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
 5. :meth:`~Simulator._transmit`: every training client's timeline in closed form (numpy, the
    same float additions a SimPy process per client would make): its download
    (``bits_down / channel.downlink_rate_bps``), then ``flops / flops_per_s`` seconds of
-   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload. SimPy waits only for
+   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload
+   (``b_k B log2(1 + SNR_k / b_k)`` with ``channel.noise_bandwidth: share``). SimPy waits only for
    the event that ends the round: the last arrival, or ``faults.deadline_s`` after the
    broadcast when an upload is still running then (clients still busy are stragglers and
    their uploads are discarded), or ``availability.empty_round_s`` when nobody (available)
