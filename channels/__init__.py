@@ -67,6 +67,8 @@ from channels.fading import (
     make_fading,
 )
 from channels.fdma import (
+    NOISE_BANDWIDTHS,
+    check_noise_bandwidth,
     equal_delay_shares,
     full_band_upload_s,
     rate_bps,
@@ -181,6 +183,8 @@ __all__ = [
     "compute_delay_s",
     "db_to_linear",
     "dbm_to_watt",
+    "NOISE_BANDWIDTHS",
+    "check_noise_bandwidth",
     "equal_delay_shares",
     "ergodic_rate_rayleigh",
     "ergodic_rate_rician",

@@ -6,10 +6,10 @@ clock f_k in [f_min,k, f_max,k] (the joint communication-computation decision of
 arXiv:1911.02417, eqs. (3)-(5)). The channel is observed at the power-control power p̄_k:
 
 - SNR at power p: SNR_k(p) = SNR_k · p / p̄_k (:func:`snr_at_power`), i.e. the SNR per watt
-  SNR_k / p̄_k = g_k / (N0 B) does not depend on p. The noise is over the whole band B, as
-  everywhere in the simulator (docs/simulator.md), so the rate on share b_k is
-  b_k B log2(1 + SNR_k(p_k)) (:func:`channels.fdma.rate_bps`); Yang et al. count the noise on
-  the share instead, b_k B log2(1 + p_k g_k / (N0 b_k B));
+  SNR_k / p̄_k = g_k / (N0 B) does not depend on p. With the noise over the whole band B (the
+  default) the rate on share b_k is b_k B log2(1 + SNR_k(p_k)); with it over the share (Yang
+  et al.) b_k B log2(1 + p_k g_k / (N0 b_k B)) = b_k B log2(1 + SNR_k(p_k) / b_k)
+  (:func:`channels.fdma.rate_bps`, ``noise_bandwidth``);
 - compute time at clock f: the device's sustained speed flops_per_s is reached at f_max, and
   at f it computes at flops_per_s · f / f_max, so the time is FLOPs / (flops_per_s · f / f_max)
   (:func:`compute_delay_at_clock_s`); its CMOS energy is κ f² cycles

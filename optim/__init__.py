@@ -8,7 +8,8 @@ Library use (no torch, no simulator)::
 Modules, one concern each: :mod:`optim.bound` (gamma^t of Theorem 1), :mod:`optim.offline`
 (Lemma 2, Algorithm 2), :mod:`optim.p3` / :mod:`optim.p3_cvxpy` (the per-slot problem P3, exact
 and CVXPY), :mod:`optim.online` (:func:`solve_slot`), :mod:`optim.controller` (virtual queue,
-eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.selection`,
+eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.noise_share` (the shares
+when the noise is over each client's share), :mod:`optim.selection`,
 :mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes),
 :mod:`optim.dispatch` (the per-dispatch step of the event-driven modes). CVXPY
 is imported only when ``method="cvxpy"`` is used.
@@ -25,6 +26,7 @@ from optim.calibration import PilotRecord, calibrate_constants
 from optim.controller import LyapunovController, VirtualQueue, queue_update
 from optim.dispatch import DispatchSolution, queue_after_updates, solve_dispatch
 from optim.energy_queue import EnergyQueues, energy_queue_update
+from optim.noise_share import deadline_shares, share_for_upload
 from optim.offline import (
     InfeasibleError,
     OfflineResult,
@@ -55,6 +57,7 @@ __all__ = [
     "calibrate_constants",
     "completion_times_s",
     "convergence_bound",
+    "deadline_shares",
     "energy_queue_update",
     "equal_delay_bandwidth",
     "minmax_bandwidth",
@@ -64,6 +67,7 @@ __all__ = [
     "queue_after_updates",
     "queue_update",
     "select_clients",
+    "share_for_upload",
     "solve_sketch_ratios",
     "solve_dispatch",
     "solve_sketch_ratios_relaxed",

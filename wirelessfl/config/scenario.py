@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from channels import FADING_MODELS, POWER_CONTROLS
+from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import SELECTION_METHODS
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
@@ -268,6 +268,13 @@ class ChannelConfig:
         -174.0, ge=-MAX_DB, le=MAX_DB, doc="noise spectral density"
     )
     noise_figure_db: float = option(7.0, ge=0.0, le=MAX_DB, doc="receiver noise figure")
+    noise_bandwidth: str = option(
+        "band",
+        choices=NOISE_BANDWIDTHS,
+        doc="the noise a client's share sees: band (of the whole band B, rate b B log2(1 + "
+        "SNR)) | share (of its share b B, rate b B log2(1 + SNR / b)); SNR is the whole-band "
+        "SNR at the client's power",
+    )
     shadowing_sigma_db: float = option(
         0.0, ge=0.0, le=100.0, doc="log-normal shadowing std (6 sigma stays within 600 dB)"
     )
@@ -1108,6 +1115,11 @@ class Scenario:
                 self.selection.method != "uniform",
                 "a slot that frees takes one client drawn by server.dispatch, not K of N",
             ),
+            "channel.noise_bandwidth": (
+                self.channel.noise_bandwidth != "band",
+                "the shared band's upload times are closed-form for a rate linear in the share, "
+                "and noise on the share makes it b B log2(1 + SNR / b)",
+            ),
         }
         for key, (given, why) in refused.items():
             if given:
@@ -1158,6 +1170,20 @@ class Scenario:
                 f"{ctl.cpu_freq_hz:g}"
             )
 
+    def _validate_noise_bandwidth(self) -> None:
+        """``channel.noise_bandwidth: share`` needs a controller that plans with the rate on the
+        share (``Controller.NOISE_BANDWIDTHS``)."""
+        rule, name = self.channel.noise_bandwidth, self.controller.name
+        if rule in CONTROLLERS.load(name).NOISE_BANDWIDTHS:
+            return
+        accepted = [n for n in CONTROLLERS.names() if rule in CONTROLLERS.load(n).NOISE_BANDWIDTHS]
+        raise ConfigError(
+            f"channel.noise_bandwidth: {rule} makes the rate b B log2(1 + SNR / b), and "
+            f"controller {name!r} plans with a delay linear in the bits and in 1 / b (noise over "
+            f"the whole band); use controller.name: {' or '.join(accepted) or '(none)'}, or "
+            "channel.noise_bandwidth: band"
+        )
+
     def _validate_wireless(self) -> None:
         """Cross-section checks of mobility, power, availability, energy and fading."""
         ch, classes = self.channel, self.devices.kind == "classes"
@@ -1197,6 +1223,7 @@ class Scenario:
                         "of devices.classes; give every class one, or one number"
                     )
         self._validate_radio_decisions()
+        self._validate_noise_bandwidth()
         budget = self.controller.energy_budget_j
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:
             raise ConfigError(

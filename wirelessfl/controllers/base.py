@@ -89,6 +89,8 @@ class ControllerContext:
     # cmos; equal when the scenario gives no range); None: the clock is not a decision
     cpu_hz_min: np.ndarray | None = None
     cpu_hz_max: np.ndarray | None = None
+    # channel.noise_bandwidth: the noise over the whole band ("band") or the client's share
+    noise_bandwidth: str = "band"
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,10 @@ class Controller(ABC):
     #: Whether the controller reads ``controller.tx_power_fraction`` and
     #: ``controller.cpu_freq_hz`` (a fixed power and clock for every client; refused otherwise).
     FIXED_RADIO_DECISIONS: bool = False
+    #: The noise rules (``channel.noise_bandwidth``) the controller plans exactly with: the
+    #: rate b B log2(1 + SNR) (``band``) and/or b B log2(1 + SNR / b) (``share``); refused
+    #: otherwise in one line.
+    NOISE_BANDWIDTHS: frozenset[str] = frozenset({"band"})
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx

@@ -12,6 +12,10 @@ With ``controller.tx_power_fraction`` = a every client transmits at p_k = a P_ma
 SNR is a SNR_k (the shares are computed with it); with ``controller.cpu_freq_hz`` = f every
 client computes at f, its compute time f_max,k / f times the profile's (the min-max shares see
 it). Left null, the power is P_max,k and the clock f_max, and the decision carries neither.
+
+It plans under either noise rule (``channel.noise_bandwidth``): with ``share`` both the
+finish-together and the min-max shares come from ``optim.noise_share`` (no closed form), and
+the planned delay uses the rate b_k B log2(1 + SNR_k / b_k).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Fixed(Controller):
         return int(self.ctx.settings.rank)
 
     FIXED_RADIO_DECISIONS = True
+    NOISE_BANDWIDTHS = frozenset({"band", "share"})
 
     @property
     def decides_tx_power(self) -> bool:
@@ -71,16 +76,23 @@ class Fixed(Controller):
             compute_s = np.asarray(compute_s, float) * (c.cpu_hz_max[self._clients(n)] / cpu_hz)
         plans = self.round_plans(snr, self.rank, o)
         bits = self.upload_bits(plans)
+        rule = c.noise_bandwidth
         if s.bandwidth == "minmax" and bits.any():
             shares = minmax_bandwidth(
-                compute_s=compute_s, bits=bits, snr=snr, bandwidth_hz=c.bandwidth_hz
+                compute_s=compute_s,
+                bits=bits,
+                snr=snr,
+                bandwidth_hz=c.bandwidth_hz,
+                noise_bandwidth=rule,
             )
         else:
-            shares = finish_together_shares(bits, snr)
+            shares = finish_together_shares(
+                bits, snr, bandwidth_hz=c.bandwidth_hz, noise_bandwidth=rule
+            )
         return Decision(
             c.cost.compression.ratio_for(o),
             np.asarray(shares, float),
-            planned_upload_s(bits, shares, c.bandwidth_hz, snr),
+            planned_upload_s(bits, shares, c.bandwidth_hz, snr, noise_bandwidth=rule),
             self.penalty(plans),
             tx_power_w=tx_power_w,
             cpu_hz=cpu_hz,

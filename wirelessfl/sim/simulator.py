@@ -21,7 +21,8 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
 5. :meth:`~Simulator._transmit`: every training client's timeline in closed form (numpy, the
    same float additions a SimPy process per client would make): its download
    (``bits_down / channel.downlink_rate_bps``), then ``flops / flops_per_s`` seconds of
-   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload. SimPy waits only for
+   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload
+   (``b_k B log2(1 + SNR_k / b_k)`` with ``channel.noise_bandwidth: share``). SimPy waits only for
    the event that ends the round: the last arrival, or ``faults.deadline_s`` after the
    broadcast when an upload is still running then (clients still busy are stragglers and
    their uploads are discarded), or ``availability.empty_round_s`` when nobody (available)
@@ -184,6 +185,7 @@ class Simulator:
             cost=learner.cost_model(),
             cpu_hz_min=self.cpu_hz_min,
             cpu_hz_max=self.cpu_hz_max,
+            noise_bandwidth=scenario.channel.noise_bandwidth,
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
@@ -493,7 +495,9 @@ class Simulator:
             assert self.cpu_hz_max is not None
             speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
             compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
-        rate = rate_bps(r.shares[idx], ch.bandwidth_hz, r.snr[idx])
+        rate = rate_bps(
+            r.shares[idx], ch.bandwidth_hz, r.snr[idx], noise_bandwidth=ch.noise_bandwidth
+        )
         upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
         r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
