@@ -106,7 +106,9 @@ def _library_failure(err: BaseException | None) -> tuple[str, BaseException] | N
     seen = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
-        if isinstance(err, ImportError | OSError | MemoryError):
+        # SystemError: a C extension failing inside its import (torch under a tight
+        # ``ulimit -v`` returns an error without setting one)
+        if isinstance(err, ImportError | OSError | MemoryError | SystemError):
             names = _importing(err)
             if isinstance(err, ImportError) and err.name:
                 names = [err.name] if isinstance(err, ModuleNotFoundError) else [*names, err.name]

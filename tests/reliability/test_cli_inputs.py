@@ -11,6 +11,7 @@ making a function raise them, and for real in a subprocess under ``ulimit``).
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import shutil
 import signal
@@ -511,3 +512,25 @@ def test_missing_training_extra(tmp_path):
     line = _error_line(done.stderr, LINE)
     assert "needs the [train] extra: pip install -e '.[train]' (see README)" in line
     assert "torch" in line
+
+
+def test_a_library_whose_import_raises_system_error_is_named_in_one_line(tmp_path, monkeypatch):
+    """A C extension that fails inside its import without setting an exception (torch under a
+    tight ``ulimit -v``: ``SystemError: error return without exception set``) is reported
+    like any library that failed to load, not as a bug with a traceback."""
+    import argparse
+
+    from wirelessfl.cli_failures import explain
+
+    package = tmp_path / "brokenlib_for_test"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "raise SystemError('error return without exception set')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemError) as raised:
+        importlib.import_module("brokenlib_for_test")
+    status, line = explain(raised.value, argparse.Namespace(command="run", run_folder=None))
+    assert status == 1
+    assert line.startswith("run stopped: brokenlib_for_test is installed but failed to load"), line
+    assert "error return without exception set" in line and "what was written is kept" in line
