@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import brentq
 
 from optim._validation import check_nonneg_array, check_real
 from optim.joint_client import (
@@ -50,7 +51,7 @@ __all__ = [
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
 _BISECT_STEPS = 200
-_PRICE_RTOL = 1e-10
+_PRICE_RTOL = 1e-8
 _FloatArray = NDArray[np.float64]
 
 
@@ -190,9 +191,17 @@ def solve_energy_min(
 
 
 def solve_block(
-    block: ClientBlock, deadline_s: float, weight: _FloatArray, method: str
+    block: ClientBlock,
+    deadline_s: float,
+    weight: _FloatArray,
+    method: str,
+    price_hint: float | None = None,
 ) -> EnergyMinSolution:
-    """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline)."""
+    """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline).
+
+    ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
+    bracket from.
+    """
     least = min_feasible_deadline_s(block, method)
     if deadline_s < least * (1.0 - 1e-12):
         raise DeadlineInfeasibleError(deadline_s, least, method)
@@ -201,7 +210,7 @@ def solve_block(
         upload = _equal_share_upload_s(block, deadline_s, share, weight)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
     per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _bisect_price(block, deadline_s, weight, per_client)
+    return _bisect_price(block, deadline_s, weight, per_client, price_hint)
 
 
 # --- per-client solvers at a bandwidth price: (block, T, price, weight) -> (t, y, value) ---
@@ -273,9 +282,14 @@ def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
     return golden_min(energy, lo, hi)
 
 
-def _bisect_price(block, deadline_s, weight, per_client: _PerClient) -> EnergyMinSolution:
+def _bisect_price(
+    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None
+) -> EnergyMinSolution:
     """Bisection on lambda: sum_k b_k(lambda) = y_k / t_k is decreasing in lambda."""
-    scale = float(np.sum(weight * block.p_max_w * deadline_s)) + 1e-300
+    if not np.any(weight > 0.0):  # energy is free: every client takes its least share
+        upload, y, _ = per_client(block, deadline_s, 1.0, weight)
+        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
+    scale = float(np.sum(weight * block.p_max_w * deadline_s))
 
     def shares(price):
         upload, y, value = per_client(block, deadline_s, price, weight)
@@ -283,18 +297,32 @@ def _bisect_price(block, deadline_s, weight, per_client: _PerClient) -> EnergyMi
             b = np.where(block.bits > 0.0, y / upload, 0.0)
         return b, upload, y, value
 
-    hi = lo = scale
-    while np.sum(shares(hi)[0]) > 1.0:
-        lo, hi = hi, 4.0 * hi
-    while lo == hi or np.sum(shares(lo)[0]) <= 1.0:
-        if lo < 1e-30 * scale:
-            break
-        lo = lo / 4.0
+    def excess(log_price: float) -> float:
+        return float(np.sum(shares(math.exp(log_price))[0])) - 1.0
+
+    # Bracket log lambda (sum_k b_k falls as lambda rises) from the hint, doubling outwards.
+    u_hi = math.log(price_hint if price_hint and math.isfinite(price_hint) else scale)
+    u_lo = None
     for _ in range(_BISECT_STEPS):
-        if hi - lo <= _PRICE_RTOL * hi:
+        if excess(u_hi) <= 0.0:
             break
-        mid = math.sqrt(lo * hi) if lo > 0.0 else 0.5 * hi
-        lo, hi = (lo, mid) if np.sum(shares(mid)[0]) <= 1.0 else (mid, hi)
+        u_lo, u_hi = u_hi, u_hi + math.log(2.0)
+    else:  # pragma: no cover - T >= the least round time, so a high enough price fits
+        raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
+    if u_lo is None:
+        u_lo = u_hi - math.log(2.0)
+        for _ in range(_BISECT_STEPS):
+            if excess(u_lo) > 0.0:
+                break
+            u_hi, u_lo = u_lo, u_lo - math.log(2.0)
+    if excess(u_lo) > 0.0:
+        # Brent on log lambda, then keep a feasible (sum b <= 1) price just above the root.
+        root = brentq(excess, u_lo, u_hi, xtol=_PRICE_RTOL)
+        if excess(root + _PRICE_RTOL) <= 0.0:
+            u_hi = root + _PRICE_RTOL
+        if excess(root - _PRICE_RTOL) > 0.0:
+            u_lo = root - _PRICE_RTOL
+    lo, hi = math.exp(u_lo), math.exp(u_hi)
     b, upload, y, value_hi = shares(hi)
     dual = max(float(np.sum(value_hi)) - hi, float(np.sum(shares(lo)[3])) - lo)
     primal = _solution(block, deadline_s, upload, y, weight, hi, 0.0)
