@@ -51,7 +51,7 @@ __all__ = [
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
 _BISECT_STEPS = 200
-_PRICE_RTOL = 1e-8
+_PRICE_RTOL = 1e-7
 _FloatArray = NDArray[np.float64]
 
 

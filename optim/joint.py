@@ -39,7 +39,7 @@ from optim.energy_min import (
 __all__ = ["JointSolution", "solve_joint_step"]
 
 _RATIO_GRID = 5
-_XTOL = 1e-5
+_XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _FloatArray = NDArray[np.float64]
 
@@ -130,8 +130,15 @@ def solve_joint_step(
     def penalty(o: float) -> float:
         return off + a_coef * (1.0 - o) ** 2 / o**4  # eq. (14)'s form
 
+    seen: dict[float, tuple[float, float, EnergyMinSolution]] = {}
+
     def at_ratio(o: float) -> tuple[float, float, EnergyMinSolution]:
-        """(objective, D, clients) of the best D for this O."""
+        """(objective, D, clients) of the best D for this O (each O solved once)."""
+        if o not in seen:
+            seen[o] = best_round(o)
+        return seen[o]
+
+    def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
             bits=fixed + per * o,
             cycles=base.cycles,

@@ -105,7 +105,7 @@ class ClientBlock:
 
     def compute_energy_j(self, compute_s: _FloatArray) -> _FloatArray:
         """kappa C^3 / tau^2 [J] (CMOS, f = C / tau)."""
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.cycles > 0.0, self.kappa * self.cycles**3 / compute_s**2, 0.0)
 
     def fastest_compute_s(self) -> _FloatArray:
