@@ -167,3 +167,33 @@ def test_fixed_payload_never_worse_than_brute_force_on_50_instances():
 def test_with_the_ratio_never_worse_than_brute_force_on_50_instances():
     for seed in range(50):
         _versus_brute_force(400 + seed, ratio_bits=True)
+
+
+def _hessian(fn, x: np.ndarray) -> np.ndarray:
+    """Central finite-difference Hessian (step 1e-4 of each coordinate)."""
+    h = 1e-4 * x
+    n = x.size
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            ei, ej = np.eye(n)[i] * h[i], np.eye(n)[j] * h[j]
+            out[i, j] = (fn(x + ei + ej) - fn(x + ei - ej) - fn(x - ei + ej) + fn(x - ei - ej)) / (
+                4 * h[i] * h[j]
+            )
+    return 0.5 * (out + out.T)
+
+
+def test_upload_energy_is_convex_in_time_and_share_but_not_with_the_bits():
+    """docs/solvers.md: t b (2^(s/(t b)) - 1) is jointly convex in (t, b), not in (s, t, b)."""
+
+    def energy(x: np.ndarray) -> float:
+        s, t, b = x
+        return t * b * np.expm1(LN2 * s / (t * b))
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        s, t, b = np.exp(rng.uniform(-2, 2, 3))
+        hess = _hessian(lambda tb, s=s: energy(np.array([s, *tb])), np.array([t, b]))
+        assert np.linalg.eigvalsh(hess)[0] >= -1e-6 * np.abs(hess).max()
+    low = np.linalg.eigvalsh(_hessian(energy, np.array([5.66, 7.37, 7.21])))
+    assert low[0] < -0.05 * low[-1]
