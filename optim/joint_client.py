@@ -15,12 +15,20 @@ cycles in tau seconds at f = C / tau costs E_cmp = kappa C f^2 = kappa C^3 / tau
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import lambertw
 
-__all__ = ["best_product_s", "min_share", "upload_energy_j"]
+__all__ = [
+    "ClientBlock",
+    "best_product_s",
+    "golden_min",
+    "min_share",
+    "split_value",
+    "upload_energy_j",
+]
 
 LN2 = math.log(2.0)
 _FloatArray = NDArray[np.float64]
@@ -84,24 +92,25 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 _GOLDEN_STEPS = 28  # 0.618^28 ~ 1e-6 of the bracket (values err at its square)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class ClientBlock:
-    """The per-client data of one round, shape (K,) each, validated by the caller.
+    """The per-client data of one round, shape (K,) each, validated by
+    :func:`optim.energy_min.client_block`.
 
     Attributes:
         bits: s_k [bit]. cycles: C_k [cycle]. snr_per_w: g_k / (N0 B) [1/W].
         f_min_hz, f_max_hz: CPU range [Hz]. kappa: [J/(cycle Hz^2)]. p_max_w: [W].
-        bandwidth_hz: B [Hz].
+        bandwidth_hz: B [Hz] (a float).
     """
 
-    __slots__ = ("bandwidth_hz", "bits", "cycles", "f_max_hz", "f_min_hz", "kappa", "p_max_w")
-    __slots__ += ("snr_per_w",)
-
-    def __init__(
-        self, *, bits, cycles, snr_per_w, f_min_hz, f_max_hz, kappa, p_max_w, bandwidth_hz
-    ):
-        self.bits, self.cycles, self.snr_per_w = bits, cycles, snr_per_w
-        self.f_min_hz, self.f_max_hz, self.kappa = f_min_hz, f_max_hz, kappa
-        self.p_max_w, self.bandwidth_hz = p_max_w, bandwidth_hz
+    bits: _FloatArray
+    cycles: _FloatArray
+    snr_per_w: _FloatArray
+    f_min_hz: _FloatArray
+    f_max_hz: _FloatArray
+    kappa: _FloatArray
+    p_max_w: _FloatArray
+    bandwidth_hz: float
 
     def compute_energy_j(self, compute_s: _FloatArray) -> _FloatArray:
         """kappa C^3 / tau^2 [J] (CMOS, f = C / tau)."""
