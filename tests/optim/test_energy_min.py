@@ -186,3 +186,29 @@ def test_energy_falls_as_the_limit_loosens_and_beats_every_baseline():
             assert energies[1] <= base.energy_j * (1 + 1e-6), method
         mp = solve_energy_min(deadline_s=deadlines[1], method="max_power", **kw)
         assert np.allclose(mp.power_w, kw["p_max_w"])
+
+
+def _cvxpy_max_power(kw: dict, deadline: float) -> float:
+    """p = p_max: t_k >= (ln2 s_k / B) / (b_k ln(1 + a_k / b_k)), with
+    b ln(1 + a/b) = -rel_entr(b, b + a) (concave); compute time tau_k <= T - t_k and <= C / f_min;
+    energy p_max t + kappa C^3 tau^-2."""
+    k = kw["bits"].size
+    a = kw["p_max_w"] * kw["snr_per_w"]
+    b, t, tau = cp.Variable(k), cp.Variable(k), cp.Variable(k)
+    cyc = kw["cycles"]
+    cons = [cp.sum(b) <= 1, tau <= deadline - t, tau <= cyc / kw["f_min_hz"]]
+    cons += [t >= cp.multiply(LN2 * kw["bits"] / B_HZ, cp.inv_pos(-cp.rel_entr(b, b + a)))]
+    energy = cp.sum(cp.multiply(kw["p_max_w"], t))
+    energy += cp.sum(cp.multiply(kw["kappa"] * cyc**3, cp.power(tau, -2)))
+    cp.Problem(cp.Minimize(energy), cons).solve(solver=cp.CLARABEL)
+    return float(energy.value)
+
+
+def test_max_power_baseline_matches_cvxpy_on_50_instances():
+    for seed in range(50):
+        rng = np.random.default_rng(500 + seed)
+        kw = instance(rng, int(rng.integers(2, 6)))
+        deadline = least_deadline(kw) * rng.uniform(1.05, 3.0)
+        sol = solve_energy_min(deadline_s=deadline, method="max_power", **kw)
+        check_feasible(sol, kw, deadline)
+        assert sol.energy_j == pytest.approx(_cvxpy_max_power(kw, deadline), rel=1e-5)
