@@ -11,7 +11,7 @@ Prints, for K = 10 of N = 100 and K = 1,000 of N = 10,000:
 the offline rank search (Algorithm 2) for r_max = 64, and one joint step (``solve_joint_step``:
 ratio, power, CPU frequency, shares) at K = 10 and K = 1,000 with its ratio to a CVXPY solve of
 the largest block of the same problem that CVXPY takes (the shares at fixed times, exponential
-cone; docs/solvers.md says why the whole step is not DCP). Times are medians over repeats, in
+cone; docs/solvers.md: no DCP form of the whole step was found). Times are medians over repeats, in
 microseconds. ``--check`` exits with status 1 when the ratio goal is missed (the ratio, never an
 absolute time, is what is asserted).
 """
