@@ -11,7 +11,9 @@ and CVXPY), :mod:`optim.online` (:func:`solve_slot`), :mod:`optim.controller` (v
 eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.noise_share` (the shares
 when the noise is over each client's share), :mod:`optim.selection`,
 :mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes),
-:mod:`optim.dispatch` (the per-dispatch step of the event-driven modes). CVXPY
+:mod:`optim.dispatch` (the per-dispatch step of the event-driven modes),
+:mod:`optim.energy_min` (least round energy under a time limit, Yang et al., and baselines),
+:mod:`optim.joint` (the joint ratio / power / frequency / bandwidth Lyapunov step). CVXPY
 is imported only when ``method="cvxpy"`` is used.
 """
 
@@ -25,7 +27,16 @@ from optim.bound import BoundConstants, BoundTerms, bound_terms, convergence_bou
 from optim.calibration import PilotRecord, calibrate_constants
 from optim.controller import LyapunovController, VirtualQueue, queue_update
 from optim.dispatch import DispatchSolution, queue_after_updates, solve_dispatch
+from optim.energy_min import (
+    ENERGY_MIN_METHODS,
+    DeadlineInfeasibleError,
+    EnergyMinSolution,
+    client_block,
+    min_feasible_deadline_s,
+    solve_energy_min,
+)
 from optim.energy_queue import EnergyQueues, energy_queue_update
+from optim.joint import JointSolution, solve_joint_step
 from optim.noise_share import deadline_shares, share_for_upload
 from optim.offline import (
     InfeasibleError,
@@ -39,6 +50,14 @@ from optim.selection import SELECTION_METHODS, select_clients, update_average_ra
 from optim.sketch_ratio import SketchSolution, solve_sketch_ratios, solve_sketch_ratios_relaxed
 
 __all__ = [
+    "ENERGY_MIN_METHODS",
+    "DeadlineInfeasibleError",
+    "EnergyMinSolution",
+    "JointSolution",
+    "client_block",
+    "min_feasible_deadline_s",
+    "solve_energy_min",
+    "solve_joint_step",
     "SELECTION_METHODS",
     "SLOT_METHODS",
     "BoundConstants",

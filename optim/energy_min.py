@@ -1,0 +1,364 @@
+"""Least round energy under a completion-time limit, and the three baselines (docs/solvers.md,
+"Joint power, frequency, bandwidth and ratio").
+
+The per-round problem of Yang et al., "Energy Efficient Federated Learning Over Wireless
+Communication Networks" (Z. Yang, M. Chen, W. Saad, C. S. Hong, M. Shikh-Bahaei, IEEE TWC 2021,
+arXiv:1911.02417), at a fixed payload s_k:
+
+    minimise_{p, f, b}  sum_k w_k (kappa_k C_k f_k^2 + p_k t_k)
+    s.t.  C_k / f_k + t_k <= T,  t_k = s_k / (b_k B log2(1 + p_k snr_k / b_k)),
+          sum_k b_k <= 1,  0 < p_k <= p_max,k,  f_min,k <= f_k <= f_max,k.
+
+With y_k = t_k b_k the upload energy is the convex decreasing E_up(y_k) of
+:mod:`optim.joint_client` (J1), jointly convex in (t_k, b_k), and the compute energy is
+kappa C^3 / tau^2 with tau = T - t (every client uses the whole round: both energies fall with
+time). The coupling sum_k b_k <= 1 takes a price lambda found by bisection on the decreasing
+sum_k b_k(lambda); each client then solves a convex 1-D problem in t (golden section) with the
+share in closed form (Lambert W). The certificate is the duality gap: the primal energy at the
+feasible side of the bracket minus the best dual value sum_k phi_k(lambda) - lambda.
+
+Baselines (:data:`ENERGY_MIN_METHODS`), the same problem with one block fixed: ``equal_bandwidth``
+(b_k = 1/K), ``max_power`` (p_k = p_max,k), ``max_frequency`` (f_k = f_max,k).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import brentq
+
+from optim._validation import check_nonneg_array, check_real
+from optim.joint_client import (
+    ClientBlock,
+    golden_min,
+    min_share,
+    split_value,
+    upload_energy_j,
+)
+
+__all__ = [
+    "ENERGY_MIN_METHODS",
+    "DeadlineInfeasibleError",
+    "EnergyMinSolution",
+    "client_block",
+    "min_feasible_deadline_s",
+    "solve_energy_min",
+]
+
+ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
+_BISECT_STEPS = 200
+_PRICE_RTOL = 1e-7
+_FloatArray = NDArray[np.float64]
+
+
+class DeadlineInfeasibleError(ValueError):
+    """The completion-time limit is below the least achievable round time."""
+
+    def __init__(self, deadline_s: float, min_deadline_s: float, method: str) -> None:
+        super().__init__(
+            f"deadline_s = {deadline_s!r} is infeasible for method {method!r}: the least "
+            f"achievable round time is {min_deadline_s!r} s"
+        )
+        self.min_deadline_s = min_deadline_s
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EnergyMinSolution:
+    """Decisions and costs of one round, arrays of shape (K,).
+
+    Attributes:
+        power_w: p_k [W]. frequency_hz: f_k [Hz]. share: b_k (sum <= 1).
+        compute_s, upload_s: C_k / f_k and the upload time [s].
+        compute_energy_j, upload_energy_j: kappa C f^2 and p t [J].
+        round_s: max_k (compute + upload) [s].
+        energy_j: sum_k (compute + upload energy) [J] (unweighted).
+        objective: sum_k w_k (compute + upload energy) [J].
+        price: lambda, the bandwidth price [J per unit share] (nan when not priced).
+        gap: duality gap certificate [J] (0 when no coupling is dualised).
+    """
+
+    power_w: _FloatArray
+    frequency_hz: _FloatArray
+    share: _FloatArray
+    compute_s: _FloatArray
+    upload_s: _FloatArray
+    compute_energy_j: _FloatArray
+    upload_energy_j: _FloatArray
+    round_s: float
+    energy_j: float
+    objective: float
+    price: float
+    gap: float
+
+
+def client_block(
+    *,
+    bits: ArrayLike,
+    cycles: ArrayLike,
+    snr_per_w: ArrayLike,
+    f_min_hz: ArrayLike,
+    f_max_hz: ArrayLike,
+    kappa: ArrayLike,
+    p_max_w: ArrayLike,
+    bandwidth_hz: float,
+) -> ClientBlock:
+    """Validate the (K,) per-client inputs (scalars broadcast) into a :class:`ClientBlock`."""
+    s = check_nonneg_array("bits", np.atleast_1d(np.asarray(bits, dtype=float)))
+    k = s.size
+
+    def arr(name: str, value: ArrayLike, positive: bool) -> _FloatArray:
+        out = check_nonneg_array(name, np.broadcast_to(np.asarray(value, dtype=float), (k,)))
+        if positive and out.min() <= 0.0:
+            raise ValueError(f"{name} must hold values > 0; got {out.min()!r}")
+        return np.array(out)
+
+    block = ClientBlock(
+        bits=s,
+        cycles=arr("cycles", cycles, False),
+        snr_per_w=arr("snr_per_w", snr_per_w, True),
+        f_min_hz=arr("f_min_hz", f_min_hz, True),
+        f_max_hz=arr("f_max_hz", f_max_hz, True),
+        kappa=arr("kappa", kappa, False),
+        p_max_w=arr("p_max_w", p_max_w, True),
+        bandwidth_hz=check_real("bandwidth_hz", bandwidth_hz, low=0.0, low_open=True),
+    )
+    if np.any(block.f_min_hz > block.f_max_hz):
+        raise ValueError("f_min_hz must be <= f_max_hz for every client")
+    return block
+
+
+def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
+    """The least round time T any decision of ``method`` achieves [s].
+
+    Fastest CPU and full power: sum_k b_min,k(T - C_k / f_max,k) <= 1 (decreasing in T), found
+    by bisection; with equal shares, max_k of each client's own least time at b = 1/K.
+    """
+    tau = block.fastest_compute_s()
+    if method == "equal_bandwidth":
+        share = np.full(tau.size, 1.0 / tau.size)
+        return float(np.max(tau + _max_power_upload_s(block, share)))
+    lo = float(np.max(tau + np.where(block.bits > 0.0, block.upload_floor_s(), 0.0)))
+    if not np.any(block.bits > 0.0):
+        return lo
+
+    def total_share(deadline: float) -> float:
+        shares = min_share(
+            block.bits, deadline - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz
+        )
+        return float(np.sum(shares))
+
+    hi = 2.0 * lo + 1e-12
+    while total_share(hi) > 1.0:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_BISECT_STEPS):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if total_share(mid) <= 1.0 else (mid, hi)
+    return hi
+
+
+def solve_energy_min(
+    *,
+    deadline_s: float,
+    method: str = "joint",
+    weight: ArrayLike = 1.0,
+    **clients: ArrayLike,
+) -> EnergyMinSolution:
+    """Least weighted round energy under the completion-time limit ``deadline_s`` [s].
+
+    Args:
+        deadline_s: T > 0 [s].
+        method: one of :data:`ENERGY_MIN_METHODS`.
+        weight: (K,) or scalar w_k >= 0 on each client's energy (1: Yang et al.'s sum).
+        **clients: the arguments of :func:`client_block` (bits, cycles, snr_per_w, f_min_hz,
+            f_max_hz, kappa, p_max_w, bandwidth_hz).
+
+    Raises:
+        DeadlineInfeasibleError: T below :func:`min_feasible_deadline_s` (the message names it).
+        ValueError: an unknown method or malformed inputs.
+    """
+    if method not in ENERGY_MIN_METHODS:
+        raise ValueError(f"method must be one of {ENERGY_MIN_METHODS}; got {method!r}")
+    block = client_block(**clients)  # type: ignore[arg-type]
+    t_round = check_real("deadline_s", deadline_s, low=0.0, low_open=True)
+    w = check_nonneg_array("weight", np.broadcast_to(np.asarray(weight, float), block.bits.shape))
+    return solve_block(block, t_round, np.array(w), method)
+
+
+def solve_block(
+    block: ClientBlock,
+    deadline_s: float,
+    weight: _FloatArray,
+    method: str,
+    price_hint: float | None = None,
+) -> EnergyMinSolution:
+    """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline).
+
+    ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
+    bracket from.
+    """
+    least = min_feasible_deadline_s(block, method)
+    if deadline_s < least * (1.0 - 1e-12):
+        raise DeadlineInfeasibleError(deadline_s, least, method)
+    if method == "equal_bandwidth":
+        share = np.full(block.bits.size, 1.0 / block.bits.size)
+        upload = _equal_share_upload_s(block, deadline_s, share, weight)
+        return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
+    per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
+    return _bisect_price(block, deadline_s, weight, per_client, price_hint)
+
+
+# --- per-client solvers at a bandwidth price: (block, T, price, weight) -> (t, y, value) ---
+
+_PerClient = Callable[
+    [ClientBlock, float, float, _FloatArray], tuple[_FloatArray, _FloatArray, _FloatArray]
+]
+
+
+def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray, _FloatArray]:
+    hi = deadline_s - block.fastest_compute_s()
+    lo = np.maximum(deadline_s - block.slowest_compute_s(), block.upload_floor_s() * (1 + 1e-9))
+    return np.minimum(lo, hi), hi
+
+
+def _priced(free_split: bool) -> _PerClient:
+    def per_client(block, deadline_s, price, weight):
+        lo, hi = _upload_range_s(block, deadline_s)
+        if free_split:
+            upload = golden_min(
+                lambda t: split_value(block, deadline_s, t, price, weight)[0], lo, hi
+            )
+        else:  # max_frequency: compute at f_max, upload for the rest of the round
+            upload = hi
+        value, y = split_value(block, deadline_s, upload, price, weight)
+        return upload, y, value
+
+    return per_client
+
+
+def _max_power_upload_s(block: ClientBlock, share: _FloatArray) -> _FloatArray:
+    """Upload time at p_max on ``share``: s / (b B log2(1 + p_max snr / b)) [s]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = share * block.bandwidth_hz * np.log2(1.0 + block.p_max_w * block.snr_per_w / share)
+        return np.where(block.bits > 0.0, block.bits / rate, 0.0)
+
+
+def _max_power_value(block, deadline_s, share, price, weight):
+    upload = _max_power_upload_s(block, share)
+    compute = np.minimum(deadline_s - upload, block.slowest_compute_s())
+    energy = block.compute_energy_j(compute) + block.p_max_w * upload
+    return weight * energy + price * share, upload
+
+
+def _max_power_client(block, deadline_s, price, weight):
+    tau = block.fastest_compute_s()
+    lo = min_share(block.bits, deadline_s - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    start = _max_power_value(block, deadline_s, lo, price, weight)[0]
+    hi = lo + start / price + 1e-300
+    share = golden_min(lambda b: _max_power_value(block, deadline_s, b, price, weight)[0], lo, hi)
+    share = np.where(block.bits > 0.0, share, 0.0)
+    value, upload = _max_power_value(block, deadline_s, share, price, weight)
+    return upload, upload * share, value
+
+
+_MAX_POWER: _PerClient = _max_power_client
+
+
+def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
+    tau_max = block.slowest_compute_s()
+    hi = deadline_s - block.fastest_compute_s()
+    lo = np.minimum(np.maximum(deadline_s - tau_max, _max_power_upload_s(block, share)), hi)
+
+    def energy(t):
+        return block.compute_energy_j(deadline_s - t) + upload_energy_j(
+            block.bits, t * share, block.snr_per_w, block.bandwidth_hz
+        )
+
+    return golden_min(energy, lo, hi)
+
+
+def _bisect_price(
+    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None
+) -> EnergyMinSolution:
+    """Bisection on lambda: sum_k b_k(lambda) = y_k / t_k is decreasing in lambda."""
+    if not np.any(weight > 0.0):  # energy is free: every client takes its least share
+        upload, y, _ = per_client(block, deadline_s, 1.0, weight)
+        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
+    scale = float(np.sum(weight * block.p_max_w * deadline_s))
+
+    def shares(price):
+        upload, y, value = per_client(block, deadline_s, price, weight)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(block.bits > 0.0, y / upload, 0.0)
+        return b, upload, y, value
+
+    def excess(log_price: float) -> float:
+        return float(np.sum(shares(math.exp(log_price))[0])) - 1.0
+
+    # Bracket log lambda (sum_k b_k falls as lambda rises) from the hint, doubling outwards.
+    u_hi = math.log(price_hint if price_hint and math.isfinite(price_hint) else scale)
+    u_lo = None
+    for _ in range(_BISECT_STEPS):
+        if excess(u_hi) <= 0.0:
+            break
+        u_lo, u_hi = u_hi, u_hi + math.log(2.0)
+    else:  # pragma: no cover - T >= the least round time, so a high enough price fits
+        raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
+    if u_lo is None:
+        u_lo = u_hi - math.log(2.0)
+        for _ in range(_BISECT_STEPS):
+            if excess(u_lo) > 0.0:
+                break
+            u_hi, u_lo = u_lo, u_lo - math.log(2.0)
+    if excess(u_lo) > 0.0:
+        # Brent on log lambda, then keep a feasible (sum b <= 1) price just above the root.
+        root = brentq(excess, u_lo, u_hi, xtol=_PRICE_RTOL)
+        if excess(root + _PRICE_RTOL) <= 0.0:
+            u_hi = root + _PRICE_RTOL
+        if excess(root - _PRICE_RTOL) > 0.0:
+            u_lo = root - _PRICE_RTOL
+    lo, hi = math.exp(u_lo), math.exp(u_hi)
+    b, upload, y, value_hi = shares(hi)
+    dual = max(float(np.sum(value_hi)) - hi, float(np.sum(shares(lo)[3])) - lo)
+    primal = _solution(block, deadline_s, upload, y, weight, hi, 0.0)
+    return _with_gap(primal, max(primal.objective - dual, 0.0))
+
+
+def _with_gap(sol: EnergyMinSolution, gap: float) -> EnergyMinSolution:
+    fields = {name: getattr(sol, name) for name in EnergyMinSolution.__slots__}
+    fields["gap"] = gap
+    return EnergyMinSolution(**fields)
+
+
+def _solution(block, deadline_s, upload, product, weight, price, gap) -> EnergyMinSolution:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(block.bits > 0.0, product / upload, 0.0)
+        up_energy = upload_energy_j(block.bits, product, block.snr_per_w, block.bandwidth_hz)
+        power = np.where(block.bits > 0.0, up_energy / upload, 0.0)
+    compute = np.clip(deadline_s - upload, block.fastest_compute_s(), block.slowest_compute_s())
+    idle = np.clip(deadline_s, block.fastest_compute_s(), block.slowest_compute_s())
+    compute = np.where(block.bits > 0.0, compute, idle)  # no upload: compute all round
+    with np.errstate(invalid="ignore", divide="ignore"):
+        freq = np.where(block.cycles > 0.0, block.cycles / compute, block.f_max_hz)
+    cmp_energy = block.compute_energy_j(compute)
+    energy = cmp_energy + up_energy
+    upload = np.where(block.bits > 0.0, upload, 0.0)
+    return EnergyMinSolution(
+        power_w=power,
+        frequency_hz=freq,
+        share=share,
+        compute_s=compute,
+        upload_s=upload,
+        compute_energy_j=cmp_energy,
+        upload_energy_j=up_energy,
+        round_s=float(np.max(compute + upload)),
+        energy_j=float(np.sum(energy)),
+        objective=float(np.sum(weight * energy)),
+        price=price,
+        gap=gap,
+    )

@@ -1,0 +1,200 @@
+"""The joint Lyapunov step: ratio, transmit power, CPU frequency and bandwidth in one round
+(docs/solvers.md, "Joint power, frequency, bandwidth and ratio"). Pure numpy/scipy.
+
+    minimise  V gamma(O) + Q D + sum_k Z_k E_k                                          (J2)
+    over O in [O_min, 1], p_k in (0, p_max,k], f_k in [f_min,k, f_max,k], b_k >= 0,
+    s.t. sum_k b_k <= 1 and D >= C_k / f_k + bits_k(O) / rate_k for every k,
+
+with bits_k(O) = fixed_bits_k + per_ratio_bits_k O, rate_k = b_k B log2(1 + p_k snr_k / b_k),
+E_k = kappa_k C_k f_k^2 + p_k (upload time), gamma(O) = offset + a (1 - O)^2 / O^4 (eq. 14).
+
+Structure. For fixed (O, D) the rest is the weighted energy problem of :mod:`optim.energy_min`
+(weights Z_k, deadline D), convex and solved by a bisection on the bandwidth price with a duality
+gap as certificate. Its optimal value W(O, D) is convex and decreasing in D (a partial minimum of
+a jointly convex problem in which D enters only the linear constraints), so for fixed O the
+scalar Q D + W(O, D) is convex on [D_min(O), D_min(O) + W(O, D_min(O)) / Q] (beyond that Q D
+alone exceeds the value at D_min) and is minimised by bounded Brent. W is not jointly convex in
+(O, D) (docs), so the outer search over O is a grid followed by bounded Brent around the best
+grid point: a local refinement, checked against brute force in the tests, not a global
+certificate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import minimize_scalar
+
+from optim._validation import check_nonneg_array, check_real
+from optim.energy_min import (
+    EnergyMinSolution,
+    client_block,
+    min_feasible_deadline_s,
+    solve_block,
+)
+
+__all__ = ["JointSolution", "solve_joint_step"]
+
+_RATIO_GRID = 5
+_XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
+_D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
+_FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class JointSolution:
+    """The decisions of (J2) for K scheduled clients.
+
+    Attributes:
+        ratio: O in [O_min, 1] (1 when no client's payload depends on it).
+        round_s: D, the slowest client's compute plus upload time [s].
+        penalty: gamma(O).
+        objective: V gamma(O) + Q D + sum_k Z_k E_k of (J2).
+        clients: the per-client decisions and costs at (O, D) (:class:`EnergyMinSolution`:
+            power_w, frequency_hz, share, times and energies, each (K,)).
+        gap: duality gap of the inner bandwidth-price bisection [J-weighted units].
+    """
+
+    ratio: float
+    round_s: float
+    penalty: float
+    objective: float
+    clients: EnergyMinSolution
+    gap: float
+
+
+def solve_joint_step(
+    *,
+    queue_s: float,
+    V: float,
+    energy_queue_j: ArrayLike,
+    offset: float,
+    a: float,
+    o_min: float,
+    fixed_bits: ArrayLike,
+    per_ratio_bits: ArrayLike = 0.0,
+    cycles: ArrayLike,
+    snr_per_w: ArrayLike,
+    f_min_hz: ArrayLike,
+    f_max_hz: ArrayLike,
+    kappa: ArrayLike,
+    p_max_w: ArrayLike,
+    bandwidth_hz: float,
+) -> JointSolution:
+    """Solve (J2) (module docstring) for one round.
+
+    Args:
+        queue_s: Q >= 0 [s] (must be > 0 when any Z_k > 0: energy falls without end as D grows).
+        V: penalty weight >= 0.
+        energy_queue_j: (K,) or scalar Z_k >= 0 [J].
+        offset, a: gamma(O) = offset + a (1 - O)^2 / O^4, a >= 0.
+        o_min: O_min in (0, 1].
+        fixed_bits, per_ratio_bits: (K,) bits_k(O) = fixed + per_ratio O [bit], >= 0.
+        cycles: (K,) C_k [cycle]. snr_per_w: (K,) g_k / (N0 B) [1/W].
+        f_min_hz, f_max_hz: (K,) CPU range [Hz]. kappa: (K,) [J/(cycle Hz^2)].
+        p_max_w: (K,) [W]. bandwidth_hz: B [Hz].
+
+    Returns:
+        :class:`JointSolution`.
+    """
+    q = check_real("queue_s", queue_s, low=0.0)
+    v = check_real("V", V, low=0.0)
+    omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True)
+    off = check_real("offset", offset)
+    a_coef = check_real("a", a, low=0.0)
+    fixed = check_nonneg_array("fixed_bits", np.atleast_1d(np.asarray(fixed_bits, float)))
+    k = fixed.size
+    per = check_nonneg_array(
+        "per_ratio_bits", np.broadcast_to(np.asarray(per_ratio_bits, float), (k,))
+    )
+    z = check_nonneg_array(
+        "energy_queue_j", np.broadcast_to(np.asarray(energy_queue_j, float), (k,))
+    )
+    z = np.array(z)
+    if q == 0.0 and z.max() > 0.0:
+        raise ValueError("queue_s must be > 0 when any energy_queue_j is > 0; got queue_s = 0.0")
+    base = client_block(
+        bits=fixed,
+        cycles=cycles,
+        snr_per_w=snr_per_w,
+        f_min_hz=f_min_hz,
+        f_max_hz=f_max_hz,
+        kappa=kappa,
+        p_max_w=p_max_w,
+        bandwidth_hz=bandwidth_hz,
+    )
+
+    def penalty(o: float) -> float:
+        return off + a_coef * (1.0 - o) ** 2 / o**4  # eq. (14)'s form
+
+    seen: dict[float, tuple[float, float, EnergyMinSolution]] = {}
+
+    def at_ratio(o: float) -> tuple[float, float, EnergyMinSolution]:
+        """(objective, D, clients) of the best D for this O (each O solved once)."""
+        if o not in seen:
+            seen[o] = best_round(o)
+        return seen[o]
+
+    def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
+        block = client_block(
+            bits=fixed + per * o,
+            cycles=base.cycles,
+            snr_per_w=base.snr_per_w,
+            f_min_hz=base.f_min_hz,
+            f_max_hz=base.f_max_hz,
+            kappa=base.kappa,
+            p_max_w=base.p_max_w,
+            bandwidth_hz=base.bandwidth_hz,
+        )
+        d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
+        first = solve_block(block, d_min, z, "joint")
+        fixed_part = v * penalty(o)
+        if z.max() == 0.0 or first.objective == 0.0:
+            return fixed_part + q * d_min + first.objective, d_min, first
+        d_max = d_min + first.objective / q
+        hint = [first.price]
+
+        def value(d: float) -> float:
+            sol = solve_block(block, d, z, "joint", hint[0])
+            hint[0] = sol.price
+            return q * d + sol.objective
+
+        found = minimize_scalar(
+            value,
+            bounds=(d_min, d_max),
+            method="bounded",
+            options={"xatol": _XTOL * d_max},
+        )
+        d_best = float(found.x) if found.fun < q * d_min + first.objective else d_min
+        best = solve_block(block, d_best, z, "joint", hint[0]) if d_best != d_min else first
+        return fixed_part + q * d_best + best.objective, d_best, best
+
+    if per.max() == 0.0:
+        ratios = [1.0]  # O is no decision: gamma(O) falls to its floor at O = 1
+    else:
+        ratios = list(np.linspace(omin, 1.0, _RATIO_GRID)) if omin < 1.0 else [1.0]
+    values = [at_ratio(o)[0] for o in ratios]
+    i = int(np.argmin(values))
+    o_best, val_best = ratios[i], values[i]
+    if len(ratios) > 1:
+        lo, hi = ratios[max(i - 1, 0)], ratios[min(i + 1, len(ratios) - 1)]
+        found = minimize_scalar(
+            lambda o: at_ratio(float(o))[0],
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": _XTOL},
+        )
+        if found.fun < val_best:
+            o_best, val_best = float(found.x), float(found.fun)
+    objective, d_best, clients = at_ratio(o_best)
+    return JointSolution(
+        ratio=o_best,
+        round_s=max(d_best, clients.round_s),
+        penalty=penalty(o_best),
+        objective=objective,
+        clients=clients,
+        gap=clients.gap if math.isfinite(clients.gap) else 0.0,
+    )
