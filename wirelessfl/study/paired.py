@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wirelessfl.results.summary import SUMMARY_COLUMNS
+from wirelessfl.study.async_figures import UPDATE_SUMMARY_COLUMNS
 from wirelessfl.study.grid import format_value, plain
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ NOT_CONFIG = (
     "bits_to_target",
     "final_test_loss",
     "reference_run",
+    *UPDATE_SUMMARY_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [

@@ -101,6 +101,8 @@ def reproduce(
     target = spec.target_accuracy if target_accuracy is None else target_accuracy
     if target is not None:
         table = _with_time_to_target(table, out, target)
+    if spec.run_columns is not None:
+        table = _with_run_columns(table, out, spec.run_columns, target)
     paired, problem = None, None
     if spec.reference is not None:
         table, paired, problem = _with_paired(table, out, spec.reference, sweeps, full)
@@ -143,6 +145,20 @@ def _with_time_to_target(table, out: Path, target: float):
         result = load(folder)  # the zero-shot evaluation counts (0 s when it meets the target)
         rows.append(time_to_target(result.rounds, target, initial_accuracy=result.initial_accuracy))
     return pd.concat([table.assign(target_accuracy=target), pd.DataFrame(rows)], axis=1)
+
+
+def _with_run_columns(table, out: Path, columns, target: float | None):
+    """``table`` with the reproduction's own per-run columns (``Reproduction.run_columns``);
+    NaN for a run with no ``rounds.csv``."""
+    import pandas as pd
+
+    from wirelessfl.results.store import load
+
+    rows = []
+    for sweep, run in zip(table["sweep"], table["run"], strict=True):
+        folder = out / sweep / run
+        rows.append(columns(load(folder), target) if (folder / "rounds.csv").is_file() else {})
+    return pd.concat([table, pd.DataFrame(rows, index=table.index)], axis=1)
 
 
 def _with_final_test_loss(table, out: Path):
