@@ -1,8 +1,8 @@
 """Columns and figures of the server-mode reproductions (``wirelessfl reproduce async-*``).
 
 :func:`update_columns` counts a run's client updates (to the target, in all) and their
-staleness from ``rounds.csv``; :func:`draw_modes` draws accuracy against aggregations and
-against virtual time per mode, and the staleness of the updates each mode aggregated.
+staleness from ``rounds.csv``; :func:`draw_modes` draws accuracy against aggregated updates
+and against virtual time per mode, and the staleness of the updates each mode aggregated.
 Importing this module imports neither pandas nor matplotlib.
 """
 
@@ -13,12 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wirelessfl.study.figures import accuracy_both_ways, save_figure
+from wirelessfl.study.figures import evaluations, save_figure
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["draw_modes", "staleness_counts", "update_columns"]
+__all__ = [
+    "draw_modes",
+    "mode_curves",
+    "mode_label",
+    "staleness_counts",
+    "update_columns",
+    "updates_to_target",
+]
 
 #: the columns :func:`update_columns` adds to ``summary.csv``
 UPDATE_SUMMARY_COLUMNS: dict[str, str] = {
@@ -100,12 +107,66 @@ def staleness_counts(runs: list) -> pd.DataFrame:
     return table.assign(share=table.updates / table.groupby("mode").updates.transform("sum"))
 
 
+def mode_curves(runs: list) -> pd.DataFrame:
+    """Each mode's evaluations, aligned over its seeds by aggregation: ``mode``, ``round``
+    (-1: before round 0), ``updates`` (client updates aggregated by then, mean over seeds),
+    ``t_end_s`` (mean [s]), ``accuracy`` (mean), ``acc_min``, ``acc_max`` and ``n`` (seeds)."""
+    import pandas as pd
+
+    frames = []
+    for run in runs:
+        done = run.rounds.set_index("round")["n_arrived"].cumsum()
+        rows = evaluations(run)
+        updates = [0.0 if r < 0 else float(done.loc[r]) for r in rows["round"]]
+        frames.append(rows.assign(mode=mode_label(run), updates=updates))
+    both = pd.concat(frames, ignore_index=True)
+    return both.groupby(["mode", "round"], sort=False, as_index=False).agg(
+        updates=("updates", "mean"),
+        t_end_s=("t_end_s", "mean"),
+        accuracy=("accuracy", "mean"),
+        acc_min=("accuracy", "min"),
+        acc_max=("accuracy", "max"),
+        n=("accuracy", "size"),
+    )
+
+
+def _draw_accuracy(out: Path, runs: list, stem: str, title: str, target: float | None):
+    """Accuracy against aggregated updates (``stem.png``) and virtual time (``stem_time.png``):
+    mean over seeds, min–max shaded, the target dotted."""
+    from matplotlib.figure import Figure
+
+    curves = mode_curves(runs)
+    paths = []
+    for x, suffix, xlabel in (
+        ("updates", "", "client updates aggregated"),
+        ("t_end_s", "_time", "virtual time [s]"),
+    ):
+        fig = Figure(figsize=(6.4, 4.0))
+        ax = fig.subplots()
+        for mode, curve in curves.groupby("mode", sort=False):
+            (line,) = ax.plot(curve[x], curve.accuracy, ".-", label=mode)
+            ax.fill_between(
+                curve[x], curve.acc_min, curve.acc_max, color=line.get_color(), alpha=0.2
+            )
+        if target is not None:
+            ax.axhline(target, color="grey", ls=":", label=f"target {target:g}")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        n_seeds = int(curves.n.max())
+        ax.set_title(f"{title}: mean over {n_seeds} seeds, min–max shaded", fontsize=9)
+        fig.tight_layout()
+        paths.append(save_figure(fig, out / f"{stem}{suffix}.png"))
+    return paths
+
+
 def _draw_staleness(out: Path, runs: list, stem: str, title: str) -> Path:
     from matplotlib.figure import Figure
 
     table = staleness_counts(runs)
     modes = list(dict.fromkeys(mode_label(r) for r in runs))
-    fig = Figure(figsize=(7, 3.2))
+    fig = Figure(figsize=(6.4, 3.4))
     ax = fig.subplots()
     width = 0.8 / len(modes)
     for i, mode in enumerate(modes):
@@ -114,20 +175,21 @@ def _draw_staleness(out: Path, runs: list, stem: str, title: str) -> Path:
     ax.set_xlabel("staleness tau (aggregations an update missed)")
     ax.set_ylabel("share of aggregated updates")
     ax.legend(fontsize=7)
-    ax.set_title(f"{title}: staleness of the aggregated updates (all seeds)")
+    ax.set_title(f"{title}: staleness of the aggregated updates (all seeds)", fontsize=9)
     fig.tight_layout()
     return save_figure(fig, out / f"{stem}_staleness.png")
 
 
-def draw_modes(stem: str, title: str) -> Callable[[Path, list], list[Path]]:
-    """A reproduction's drawing: accuracy against aggregations (``stem.png``) and virtual time
-    (``stem_time.png``) per mode (mean over seeds, min–max shaded), and the staleness
-    distribution (``stem_staleness.png``)."""
+def draw_modes(
+    stem: str, title: str, target: float | None = None
+) -> Callable[[Path, list], list[Path]]:
+    """A reproduction's drawing: accuracy against client updates aggregated (``stem.png``) and
+    against virtual time (``stem_time.png``) per mode, mean over seeds with min–max shaded,
+    and the staleness distribution (``stem_staleness.png``)."""
 
     def draw(out: Path, runs: list) -> list[Path]:
-        heading = f"{title}: sync, semi-sync, buffered, async"
         return [
-            *accuracy_both_ways(out, runs, stem, heading),
+            *_draw_accuracy(out, runs, stem, title, target),
             _draw_staleness(out, runs, stem, title),
         ]
 
