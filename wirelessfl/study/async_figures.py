@@ -27,19 +27,11 @@ __all__ = [
     "updates_to_target",
 ]
 
-#: the columns :func:`update_columns` adds to ``summary.csv``
-UPDATE_SUMMARY_COLUMNS: dict[str, str] = {
-    "updates_taken": "client updates the server aggregated (sum of n_arrived)",
-    "updates_to_target": "client updates aggregated up to and including the first evaluation "
-    "at or above the target accuracy (0 when the initial evaluation meets it; NaN: never)",
-    "mean_staleness": "mean staleness tau over the aggregated updates (0 in synchronous rounds)",
-    "max_staleness": "largest staleness tau of an aggregated update (0 in synchronous rounds)",
-}
-
 
 def update_columns(run, target_accuracy: float | None) -> dict[str, float]:
-    """``UPDATE_SUMMARY_COLUMNS`` of one loaded run. Synchronous rounds have no staleness
-    columns: every update there starts from the model it is added to (tau = 0)."""
+    """``STUDY_UPDATE_COLUMNS`` (``wirelessfl.results.columns``) of one loaded run.
+    Synchronous rounds have no staleness columns: every update there starts from the model it
+    is added to (tau = 0)."""
     rounds = run.rounds
     arrived = rounds["n_arrived"].astype(float)
     taken = float(arrived.sum())

@@ -45,8 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.results.columns import STUDY_UPDATE_COLUMNS
 from wirelessfl.results.summary import SUMMARY_COLUMNS
-from wirelessfl.study.async_figures import UPDATE_SUMMARY_COLUMNS
 from wirelessfl.study.grid import format_value, plain
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ NOT_CONFIG = (
     "bits_to_target",
     "final_test_loss",
     "reference_run",
-    *UPDATE_SUMMARY_COLUMNS,
+    *STUDY_UPDATE_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [
