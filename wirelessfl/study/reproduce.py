@@ -287,7 +287,8 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``wirelessfl reproduce``."""
     p = subparsers.add_parser(
         "reproduce",
-        help="re-run a figure of SOFT/TSFA's section V or a claim of FSLoRA, FLoRAL or H2Tune",
+        help="re-run a figure of SOFT/TSFA's section V, a claim of FSLoRA, FLoRAL or H2Tune, "
+        "or the comparison of the server modes (async-*)",
     )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
