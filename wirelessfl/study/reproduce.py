@@ -247,6 +247,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                 "rank",
                 "time_to_target_s",
                 "bits_to_target",
+                "updates_to_target",
+                "mean_staleness",
                 "final_test_loss",
                 "final_accuracy_vs_reference",
             )
