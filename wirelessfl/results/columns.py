@@ -134,7 +134,6 @@ DEVICE_COLUMNS: dict[str, str] = {
     "controller.energy_budget_j bounds)",
 }
 
-#: Prefix of the columns holding an algorithm's own metrics.
 #: ``summary.csv`` columns of the server-mode reproductions (``wirelessfl reproduce async-*``,
 #: ``wirelessfl.study.async_figures.update_columns``), one row per run
 STUDY_UPDATE_COLUMNS: dict[str, str] = {
@@ -145,6 +144,7 @@ STUDY_UPDATE_COLUMNS: dict[str, str] = {
     "max_staleness": "largest staleness tau of an aggregated update (0 in synchronous rounds)",
 }
 
+#: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 
 

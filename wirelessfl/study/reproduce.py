@@ -50,7 +50,9 @@ def reproduce(
 
     ``summary.csv`` holds each run's index row plus, where the reproduction states a target
     accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
-    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it. Where it names a
+    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it, and the
+    reproduction's own columns where it has some (``Reproduction.run_columns``: the async-*
+    ones add ``results.columns.STUDY_UPDATE_COLUMNS``). Where it names a
     reference method (``Reproduction.reference``), ``summary.csv`` also holds
     ``reference_run`` and ``<metric>_vs_reference`` and ``paired.csv`` the paired differences
     per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
