@@ -555,7 +555,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         "buffered asynchrony reaches the target accuracy in less virtual time than "
         "synchronous rounds, at a cost in staleness",
         target_accuracy=0.6,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=draw_modes("async_minilm", "MiniLM / Rotten Tomatoes", 0.6),
         reference=SYNC_REFERENCE,
