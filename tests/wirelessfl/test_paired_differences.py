@@ -245,7 +245,8 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
                 rows.append({"sweep": name, "run": f"{name}{len(rows)}", **point, "seed": seed})
     table = pd.DataFrame(rows)
     rng = np.random.default_rng(0)
-    for metric in ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss"):
+    metrics = ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss")
+    for metric in (*metrics, "bits_to_target", "updates_to_target"):
         table[metric] = rng.uniform(size=len(table))
     return table
 

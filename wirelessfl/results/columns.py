@@ -165,6 +165,16 @@ DEVICE_COLUMNS: dict[str, str] = {
     "controller.energy_budget_j bounds)",
 }
 
+#: ``summary.csv`` columns of the server-mode reproductions (``wirelessfl reproduce async-*``,
+#: ``wirelessfl.study.async_figures.update_columns``), one row per run
+STUDY_UPDATE_COLUMNS: dict[str, str] = {
+    "updates_taken": "client updates the server aggregated (sum of n_arrived)",
+    "updates_to_target": "client updates aggregated up to and including the first evaluation "
+    "at or above the target accuracy (0 when the initial evaluation meets it; NaN: never)",
+    "mean_staleness": "mean staleness tau over the aggregated updates (0 in synchronous rounds)",
+    "max_staleness": "largest staleness tau of an aggregated update (0 in synchronous rounds)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 

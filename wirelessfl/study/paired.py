@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wirelessfl.results.columns import STUDY_UPDATE_COLUMNS
 from wirelessfl.results.summary import SUMMARY_COLUMNS
 from wirelessfl.study.grid import format_value, plain
 
@@ -69,6 +70,7 @@ NOT_CONFIG = (
     "bits_to_target",
     "final_test_loss",
     "reference_run",
+    *STUDY_UPDATE_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [

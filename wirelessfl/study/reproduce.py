@@ -50,7 +50,9 @@ def reproduce(
 
     ``summary.csv`` holds each run's index row plus, where the reproduction states a target
     accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
-    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it. Where it names a
+    (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it, and the
+    reproduction's own columns where it has some (``Reproduction.run_columns``: the async-*
+    ones add ``results.columns.STUDY_UPDATE_COLUMNS``). Where it names a
     reference method (``Reproduction.reference``), ``summary.csv`` also holds
     ``reference_run`` and ``<metric>_vs_reference`` and ``paired.csv`` the paired differences
     per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
@@ -101,6 +103,8 @@ def reproduce(
     target = spec.target_accuracy if target_accuracy is None else target_accuracy
     if target is not None:
         table = _with_time_to_target(table, out, target)
+    if spec.run_columns is not None:
+        table = _with_run_columns(table, out, spec.run_columns, target)
     paired, problem = None, None
     if spec.reference is not None:
         table, paired, problem = _with_paired(table, out, spec.reference, sweeps, full)
@@ -143,6 +147,20 @@ def _with_time_to_target(table, out: Path, target: float):
         result = load(folder)  # the zero-shot evaluation counts (0 s when it meets the target)
         rows.append(time_to_target(result.rounds, target, initial_accuracy=result.initial_accuracy))
     return pd.concat([table.assign(target_accuracy=target), pd.DataFrame(rows)], axis=1)
+
+
+def _with_run_columns(table, out: Path, columns, target: float | None):
+    """``table`` with the reproduction's own per-run columns (``Reproduction.run_columns``);
+    NaN for a run with no ``rounds.csv``."""
+    import pandas as pd
+
+    from wirelessfl.results.store import load
+
+    rows = []
+    for sweep, run in zip(table["sweep"], table["run"], strict=True):
+        folder = out / sweep / run
+        rows.append(columns(load(folder), target) if (folder / "rounds.csv").is_file() else {})
+    return pd.concat([table, pd.DataFrame(rows, index=table.index)], axis=1)
 
 
 def _with_final_test_loss(table, out: Path):
@@ -231,6 +249,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                 "rank",
                 "time_to_target_s",
                 "bits_to_target",
+                "updates_to_target",
+                "mean_staleness",
                 "final_test_loss",
                 "final_accuracy_vs_reference",
             )
@@ -271,7 +291,8 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``wirelessfl reproduce``."""
     p = subparsers.add_parser(
         "reproduce",
-        help="re-run a figure of SOFT/TSFA's section V or a claim of FSLoRA, FLoRAL or H2Tune",
+        help="re-run a figure of SOFT/TSFA's section V, a claim of FSLoRA, FLoRAL or H2Tune, "
+        "or the comparison of the server modes (async-*)",
     )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
