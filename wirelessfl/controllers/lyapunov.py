@@ -52,8 +52,9 @@ class OnlineLyapunov(Controller):
 
     SUPPORTS_ENERGY_BUDGET = True
     NEEDS_KNOBS = frozenset({RATIO, RANK})
-    #: O^t is chosen each round; the fixed controller's ratio and share rule are never read
-    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
+    #: O^t is chosen each round; the fixed controller's ratio and share rule and the
+    #: energy-min controller's settings are never read
+    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth", "round_time_s", "energy_scheme"})
     DISPATCH_OBJECTIVE = True
 
     def __init__(self, ctx: ControllerContext):
