@@ -63,7 +63,9 @@ class EnergyMin(Controller):
         if p_max is None or p_max.shape != (n,):
             raise ValueError("energy_min needs each client's P_max,k: pass tx_power_max_w")
         inputs = radio_inputs(c, self._clients(n), snr, compute_s, p_max)
-        solution, fallbacks = self.least_energy(self.upload_bits(plans), inputs)
+        solution, fallbacks = least_energy(
+            self.upload_bits(plans), inputs, deadline_s=s.round_time_s, scheme=s.energy_scheme
+        )
         power, clock = radio_decisions(solution, inputs)
         return Decision(
             c.cost.compression.ratio_for(o),
@@ -75,24 +77,6 @@ class EnergyMin(Controller):
             cpu_hz=clock,
         )
 
-    def least_energy(
-        self, bits: np.ndarray, inputs: dict[str, Any]
-    ) -> tuple[EnergyMinSolution, int]:
-        """The scheme's solution at T, or at the least round time when T is below it (then
-        1 fallback)."""
-        s = self.ctx.settings
-        try:
-            solution = solve_energy_min(
-                deadline_s=s.round_time_s, method=s.energy_scheme, bits=bits, **inputs
-            )
-            return solution, 0
-        except DeadlineInfeasibleError as err:
-            deadline = err.min_deadline_s * (1.0 + LEAST_TIME_MARGIN)
-        solution = solve_energy_min(
-            deadline_s=deadline, method=s.energy_scheme, bits=bits, **inputs
-        )
-        return solution, 1
-
     def summary(self) -> dict[str, Any]:
         s = self.ctx.settings
         return {
@@ -101,3 +85,29 @@ class EnergyMin(Controller):
             "round_time_s": s.round_time_s,
             "energy_scheme": s.energy_scheme,
         }
+
+
+def least_energy(
+    bits: np.ndarray,
+    inputs: dict[str, Any],
+    *,
+    deadline_s: float,
+    scheme: str,
+    weight: Any = 1.0,
+) -> tuple[EnergyMinSolution, int]:
+    """``optim.solve_energy_min`` of ``scheme`` for ``bits`` (K',) [bit] under ``deadline_s``
+    [s] (``weight``: w_k on each client's energy), or at the least round time when the deadline
+    is below it; with the round's fallback count (1 in that case, else 0)."""
+    try:
+        return (
+            solve_energy_min(
+                deadline_s=deadline_s, method=scheme, weight=weight, bits=bits, **inputs
+            ),
+            0,
+        )
+    except DeadlineInfeasibleError as err:
+        least_s = err.min_deadline_s * (1.0 + LEAST_TIME_MARGIN)
+    solution = solve_energy_min(
+        deadline_s=least_s, method=scheme, weight=weight, bits=bits, **inputs
+    )
+    return solution, 1

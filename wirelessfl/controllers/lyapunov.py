@@ -40,6 +40,11 @@ from wirelessfl.algorithms.cost import RANK, RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
+from wirelessfl.controllers.joint_radio import (
+    JOINT_NOISE_BANDWIDTHS,
+    check_joint_radio,
+    decide_joint,
+)
 from wirelessfl.errors import ConfigError
 
 
@@ -68,6 +73,8 @@ class OnlineLyapunov(Controller):
                 "problem solved exactly by enumeration; use method: exact, or a compression stage "
                 "whose ratio the controller decides (compression.sparsifier, ratio: null)"
             )
+        if s.radio == "joint":
+            check_joint_radio(ctx)
         self.cvxpy_problem: object | None = None
         if s.method == "cvxpy":
             from optim.p3_cvxpy import P3CvxpyProblem
@@ -77,8 +84,27 @@ class OnlineLyapunov(Controller):
     def choose_rank(self) -> int:
         return int(self.ctx.settings.rank)
 
+    @classmethod
+    def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
+        """``radio: joint`` plans with the rate on the share only."""
+        return JOINT_NOISE_BANDWIDTHS if settings.radio == "joint" else cls.NOISE_BANDWIDTHS
+
+    @classmethod
+    def noise_bandwidth_reason(cls, settings: Any) -> str:
+        return "controller.radio: joint plans with b B log2(1 + SNR / b), noise over the share"
+
+    @property
+    def decides_tx_power(self) -> bool:
+        return self.ctx.settings.radio == "joint"
+
+    @property
+    def decides_cpu_frequency(self) -> bool:
+        return self.ctx.settings.radio == "joint"
+
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         snr = np.asarray(snr, dtype=float)
+        if self.ctx.settings.radio == "joint":
+            return decide_joint(self, snr, np.asarray(compute_s, dtype=float))
         if self.knob == RATIO:
             return self._decide_ratio(snr)
         return self._decide_rank(snr)
