@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
@@ -1215,11 +1215,13 @@ class Scenario:
                 f"{name!r} plans with b B log2(1 + SNR / b) (noise over the share); use "
                 f"channel.noise_bandwidth: share, or controller.name: {' or '.join(accepted)}"
             )
+        joint = replace(self.controller, radio="joint")
+        radio = ", controller.radio: joint" if rule in controller.noise_bandwidths(joint) else ""
         raise ConfigError(
             f"channel.noise_bandwidth: {rule} makes the rate b B log2(1 + SNR / b), and "
             f"controller {name!r} plans with a delay linear in the bits and in 1 / b (noise over "
-            f"the whole band); use controller.name: {' or '.join(accepted) or '(none)'}, or "
-            "channel.noise_bandwidth: band"
+            f"the whole band); use controller.name: {' or '.join(accepted) or '(none)'}{radio}, "
+            "or channel.noise_bandwidth: band"
         )
 
     def _validate_wireless(self) -> None:

@@ -13,7 +13,8 @@ least round time at each O (full power and clock) and trades it against the pena
 The step plans with the affine bits; the message's exact bits at the chosen O (integer value
 counts) then get the least Z-weighted energy at that D (``optim.solve_energy_min``; when the
 rounding makes the least time at the exact bits exceed D, that least time), so the planned
-delay is what the simulator measures. The step has no fallback (``solver_fallback`` stays 0).
+delay is what the simulator measures; without an energy price (Z = 0) the round takes the
+least time at the exact bits. The step has no fallback (``solver_fallback`` stays 0).
 
 With Q = 0 and some Z_k > 0, (J2) has no minimiser (the energy keeps falling as D grows, at no
 delay cost). The round then takes O = 1 (the least penalty) and the least Z-weighted energy
@@ -26,10 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from optim import solve_joint_step
+from optim import client_block, min_feasible_deadline_s, solve_joint_step
 from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
-from wirelessfl.controllers.energy_min import least_energy
+from wirelessfl.controllers.energy_min import LEAST_TIME_MARGIN, least_energy
 from wirelessfl.controllers.radio_inputs import check_radio_context, radio_decisions, radio_inputs
 from wirelessfl.errors import ConfigError
 
@@ -93,8 +94,12 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
         o, deadline_s = float(step.ratio), float(step.round_s)
     ratio_knob = RATIO in c.cost.knobs
     plans = ctl.round_plans(snr, ctl.rank, o if ratio_knob else 1.0)
+    bits = ctl.upload_bits(plans)
+    if z.max() == 0.0:  # energy is free: the least round time at the exact bits
+        least_s = min_feasible_deadline_s(client_block(bits=bits, **inputs))
+        deadline_s = least_s * (1.0 + LEAST_TIME_MARGIN)
     solution, _ = least_energy(  # past D only by the value counts' rounding: no fallback
-        ctl.upload_bits(plans), inputs, deadline_s=deadline_s, scheme="joint", weight=z
+        bits, inputs, deadline_s=deadline_s, scheme="joint", weight=z
     )
     power, clock = radio_decisions(solution, inputs)
     return Decision(
