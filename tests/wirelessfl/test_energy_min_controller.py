@@ -200,6 +200,11 @@ def test_joint_radio_with_a_budget_keeps_the_queues_and_meets_its_plan(tmp_path)
             "controller.energy_budget_j: the 'energy_min' controller has no online stage",
         ),
         (ENERGY_MIN, {"controller.energy_scheme": "greedy"}, "controller.energy_scheme"),
+        (
+            ENERGY_MIN,
+            {"server.mode": "async"},
+            "channel.noise_bandwidth: not read with server.mode: async",
+        ),
         (ENERGY_MIN, {"controller.round_time_s": 0.0}, "controller.round_time_s"),
         (
             RADIO,

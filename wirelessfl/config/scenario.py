@@ -498,7 +498,9 @@ class ControllerConfig:
     r_max: int = option(
         64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
     )
-    rank: int = option(8, ge=1, doc="rank for osfa and fixed; the global rank r for sketch")
+    rank: int = option(
+        8, ge=1, doc="rank for osfa, fixed and energy_min; the global rank r for sketch"
+    )
     k_min: int = option(
         1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
     )
@@ -506,7 +508,7 @@ class ControllerConfig:
         1.0,
         gt=0.0,
         le=1.0,
-        doc="O for the fixed controller",
+        doc="O for the fixed and energy_min controllers",
         applies=_ratio_reaches_messages,
     )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
