@@ -19,6 +19,11 @@ The shares make every client finish together (:mod:`wirelessfl.controllers.costi
 planned delay is the longest upload of the chosen plans with their exact bits, so with a
 deterministic channel it equals the D^t the simulator measures.
 
+With ``controller.radio: joint`` the round's ratio, transmit powers, CPU clocks, shares and
+round time come from the joint Lyapunov step (J2) instead
+(:mod:`wirelessfl.controllers.joint_radio`; noise over the share, CMOS clocks); the default
+``fixed`` is P3 at full power and clock.
+
 In the event-driven modes the decision is per dispatch: each dispatched client's ratio O_k
 minimises V gamma_k(O) + Q l_k(O) + Z_k E_k(O) (problem D1, :mod:`optim.dispatch`), its latency
 and energy planned at the share 1/C (:mod:`wirelessfl.controllers.dispatch`), the penalty in a
@@ -247,8 +252,11 @@ class OnlineLyapunov(Controller):
         self.load_energy_state(state)
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "rank": self.rank,
             "rank_source": "scenario (controller.rank)",
             "online_knob": self.knob,
         }
+        if self.ctx.settings.radio == "joint":  # the key only then: meta.json unchanged
+            out["radio"] = "joint"
+        return out

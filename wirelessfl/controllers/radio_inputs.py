@@ -29,7 +29,8 @@ __all__ = ["check_radio_context", "radio_decisions", "radio_inputs"]
 
 def check_radio_context(ctx: ControllerContext, what: str) -> None:
     """A one-line ``ConfigError`` unless the devices have a clock range (``cmos``)."""
-    if ctx.cpu_hz_min is None or ctx.cpu_hz_max is None or ctx.joules_per_flop_at_fmax is None:
+    needed = (ctx.cpu_hz_min, ctx.cpu_hz_max, ctx.joules_per_flop_at_fmax, ctx.flops_per_s)
+    if any(value is None for value in needed):
         raise ConfigError(
             f"{what} decides each client's CPU clock, which needs devices.energy.model: cmos "
             "(with devices.energy.cpu_freq_hz and cpu_freq_min_hz as f_max and f_min); set it"
