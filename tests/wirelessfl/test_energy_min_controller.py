@@ -179,6 +179,23 @@ def test_joint_radio_with_a_budget_keeps_the_queues_and_meets_its_plan(tmp_path)
 
 
 @pytest.mark.parametrize(
+    ("base", "overrides"),
+    [
+        (ENERGY_MIN, {}),
+        (RADIO, {"controller.name": "osfa", "controller.radio": "joint", "controller.rank": 4}),
+    ],
+)
+def test_an_algorithm_without_the_ratio_knob_sends_its_rank_within_plan(tmp_path, base, overrides):
+    """FedIT has no ratio: both controllers plan its rank-4 message as sent (O no decision)."""
+    run = _run(tmp_path, "fedit", base, **overrides, **{"algorithm.name": "fedit"})
+    r, c = run.rounds, run.clients
+    assert (r.sparsification == 1.0).all() and (c["rank"] == 4).all()
+    assert (c.bits == 32 * 4 * (64 + 64 + 64 + 32)).all()  # v r sum_l (d_l + l_l), dense
+    np.testing.assert_allclose(r.planned_delay_s, r.delay_s, rtol=1e-9)
+    np.testing.assert_allclose(c.upload_s, _upload_s(c), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
     ("base", "overrides", "text"),
     [
         (
