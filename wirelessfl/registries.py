@@ -75,6 +75,7 @@ CONTROLLERS: Registry[Any] = Registry(
         "osfa": "wirelessfl.controllers.lyapunov:OnlineLyapunov",
         "fixed": "wirelessfl.controllers.fixed:Fixed",
         "sketch": "wirelessfl.controllers.sketch:SketchRatio",
+        "energy_min": "wirelessfl.controllers.energy_min:EnergyMin",
     },
     entry_point_group="wirelessfl.controllers",
 )

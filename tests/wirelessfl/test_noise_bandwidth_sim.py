@@ -112,7 +112,8 @@ def test_redistributed_shares_and_a_deadline_use_the_share_rate(tmp_path):
             {"controller.name": "tsfa"},
             "channel.noise_bandwidth: share makes the rate b B log2(1 + SNR / b), and controller "
             "'tsfa' plans with a delay linear in the bits and in 1 / b (noise over the whole "
-            "band); use controller.name: fixed, or channel.noise_bandwidth: band",
+            "band); use controller.name: fixed or energy_min, controller.radio: joint, or "
+            "channel.noise_bandwidth: band",
         ),
         ({"controller.name": "osfa"}, "controller 'osfa' plans with a delay linear"),
         (

@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
-from optim import SELECTION_METHODS
+from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
     AvailabilityConfig,
@@ -498,7 +498,9 @@ class ControllerConfig:
     r_max: int = option(
         64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
     )
-    rank: int = option(8, ge=1, doc="rank for osfa and fixed; the global rank r for sketch")
+    rank: int = option(
+        8, ge=1, doc="rank for osfa, fixed and energy_min; the global rank r for sketch"
+    )
     k_min: int = option(
         1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
     )
@@ -506,7 +508,7 @@ class ControllerConfig:
         1.0,
         gt=0.0,
         le=1.0,
-        doc="O for the fixed controller",
+        doc="O for the fixed and energy_min controllers",
         applies=_ratio_reaches_messages,
     )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
@@ -546,6 +548,28 @@ class ControllerConfig:
         "[devices.energy.cpu_freq_min_hz, devices.energy.cpu_freq_hz] (model: cmos): compute "
         "time x f_max / f, energy kappa f^2 cycles; null: f_max",
         applies=_controller_reads("cpu_freq_hz"),
+    )
+    radio: str = option(
+        "fixed",
+        choices=("fixed", "joint"),
+        doc="tsfa/osfa online stage: fixed (P3 at full power and clock, the paper) | joint "
+        "(ratio, transmit power, CPU clock, shares and round time by optim.solve_joint_step; "
+        "needs channel.noise_bandwidth: share and devices.energy.model: cmos)",
+        applies=_controller_reads("radio"),
+    )
+    round_time_s: float = option(
+        1.0,
+        gt=0.0,
+        doc="energy_min controller: completion-time limit T per round, compute + upload [s] "
+        "(a round that cannot meet it takes its least time and counts a solver_fallback)",
+        applies=_controller_reads("round_time_s"),
+    )
+    energy_scheme: str = option(
+        "joint",
+        choices=ENERGY_MIN_METHODS,
+        doc="energy_min controller: joint (power, clock and shares, Yang et al.) | "
+        "equal_bandwidth | max_power | max_frequency (the paper's baselines)",
+        applies=_controller_reads("energy_scheme"),
     )
     offline_outage_prob: float = option(
         0.01,
@@ -1171,17 +1195,35 @@ class Scenario:
             )
 
     def _validate_noise_bandwidth(self) -> None:
-        """``channel.noise_bandwidth: share`` needs a controller that plans with the rate on the
-        share (``Controller.NOISE_BANDWIDTHS``)."""
+        """``channel.noise_bandwidth`` must be a rule the controller plans with under its
+        settings (``Controller.noise_bandwidths``: e.g. ``controller.radio: joint`` plans with
+        the rate on the share only)."""
         rule, name = self.channel.noise_bandwidth, self.controller.name
-        if rule in CONTROLLERS.load(name).NOISE_BANDWIDTHS:
+        controller = CONTROLLERS.load(name)
+        accepts = controller.noise_bandwidths(self.controller)
+        if rule in accepts:
             return
+        if accepts != controller.NOISE_BANDWIDTHS:  # a setting changed the rate it plans with
+            wanted = " or ".join(sorted(accepts))
+            raise ConfigError(
+                f"channel.noise_bandwidth: {rule} is not the rate controller {name!r} plans with "
+                f"under these settings ({controller.noise_bandwidth_reason(self.controller)}); "
+                f"use channel.noise_bandwidth: {wanted}"
+            )
         accepted = [n for n in CONTROLLERS.names() if rule in CONTROLLERS.load(n).NOISE_BANDWIDTHS]
+        if rule == "band":
+            raise ConfigError(
+                f"channel.noise_bandwidth: band makes the rate b B log2(1 + SNR), and controller "
+                f"{name!r} plans with b B log2(1 + SNR / b) (noise over the share); use "
+                f"channel.noise_bandwidth: share, or controller.name: {' or '.join(accepted)}"
+            )
+        joint = replace(self.controller, radio="joint")
+        radio = ", controller.radio: joint" if rule in controller.noise_bandwidths(joint) else ""
         raise ConfigError(
             f"channel.noise_bandwidth: {rule} makes the rate b B log2(1 + SNR / b), and "
             f"controller {name!r} plans with a delay linear in the bits and in 1 / b (noise over "
-            f"the whole band); use controller.name: {' or '.join(accepted) or '(none)'}, or "
-            "channel.noise_bandwidth: band"
+            f"the whole band); use controller.name: {' or '.join(accepted) or '(none)'}{radio}, "
+            "or channel.noise_bandwidth: band"
         )
 
     def _validate_wireless(self) -> None:

@@ -91,6 +91,11 @@ class ControllerContext:
     cpu_hz_max: np.ndarray | None = None
     # channel.noise_bandwidth: the noise over the whole band ("band") or the client's share
     noise_bandwidth: str = "band"
+    # (N,) each device's sustained compute speed at f_max [FLOP/s] and the energy of one FLOP
+    # at f_max [J/FLOP] (devices.energy.model: cmos; None otherwise): a client computing for
+    # c seconds at f_max computes for c f_max / f at f and spends c flops_per_s j (f / f_max)^2
+    flops_per_s: np.ndarray | None = None
+    joules_per_flop_at_fmax: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,19 @@ class Controller(ABC):
     #: rate b B log2(1 + SNR) (``band``) and/or b B log2(1 + SNR / b) (``share``); refused
     #: otherwise in one line.
     NOISE_BANDWIDTHS: frozenset[str] = frozenset({"band"})
+
+    @classmethod
+    def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
+        """The noise rules the controller plans exactly with under ``settings`` (the
+        scenario's ``ControllerConfig``): :attr:`NOISE_BANDWIDTHS` unless a setting changes
+        the rate it plans with."""
+        return cls.NOISE_BANDWIDTHS
+
+    @classmethod
+    def noise_bandwidth_reason(cls, settings: Any) -> str:
+        """Why :meth:`noise_bandwidths` differs from :attr:`NOISE_BANDWIDTHS` under
+        ``settings`` (a few words for the refusal line)."""
+        return "its settings change the rate it plans with"
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx

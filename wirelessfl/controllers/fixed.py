@@ -37,6 +37,8 @@ class Fixed(Controller):
         return int(self.ctx.settings.rank)
 
     FIXED_RADIO_DECISIONS = True
+    #: the online stage's and the energy-min controller's settings
+    IGNORED_SETTINGS = frozenset({"radio", "round_time_s", "energy_scheme"})
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
 
     @property

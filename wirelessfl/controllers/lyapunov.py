@@ -19,6 +19,11 @@ The shares make every client finish together (:mod:`wirelessfl.controllers.costi
 planned delay is the longest upload of the chosen plans with their exact bits, so with a
 deterministic channel it equals the D^t the simulator measures.
 
+With ``controller.radio: joint`` the round's ratio, transmit powers, CPU clocks, shares and
+round time come from the joint Lyapunov step (J2) instead
+(:mod:`wirelessfl.controllers.joint_radio`; noise over the share, CMOS clocks); the default
+``fixed`` is P3 at full power and clock.
+
 In the event-driven modes the decision is per dispatch: each dispatched client's ratio O_k
 minimises V gamma_k(O) + Q l_k(O) + Z_k E_k(O) (problem D1, :mod:`optim.dispatch`), its latency
 and energy planned at the share 1/C (:mod:`wirelessfl.controllers.dispatch`), the penalty in a
@@ -40,6 +45,11 @@ from wirelessfl.algorithms.cost import RANK, RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
+from wirelessfl.controllers.joint_radio import (
+    JOINT_NOISE_BANDWIDTHS,
+    check_joint_radio,
+    decide_joint,
+)
 from wirelessfl.errors import ConfigError
 
 
@@ -52,8 +62,9 @@ class OnlineLyapunov(Controller):
 
     SUPPORTS_ENERGY_BUDGET = True
     NEEDS_KNOBS = frozenset({RATIO, RANK})
-    #: O^t is chosen each round; the fixed controller's ratio and share rule are never read
-    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
+    #: O^t is chosen each round; the fixed controller's ratio and share rule and the
+    #: energy-min controller's settings are never read
+    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth", "round_time_s", "energy_scheme"})
     DISPATCH_OBJECTIVE = True
 
     def __init__(self, ctx: ControllerContext):
@@ -67,6 +78,8 @@ class OnlineLyapunov(Controller):
                 "problem solved exactly by enumeration; use method: exact, or a compression stage "
                 "whose ratio the controller decides (compression.sparsifier, ratio: null)"
             )
+        if s.radio == "joint":
+            check_joint_radio(ctx)
         self.cvxpy_problem: object | None = None
         if s.method == "cvxpy":
             from optim.p3_cvxpy import P3CvxpyProblem
@@ -76,8 +89,27 @@ class OnlineLyapunov(Controller):
     def choose_rank(self) -> int:
         return int(self.ctx.settings.rank)
 
+    @classmethod
+    def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
+        """``radio: joint`` plans with the rate on the share only."""
+        return JOINT_NOISE_BANDWIDTHS if settings.radio == "joint" else cls.NOISE_BANDWIDTHS
+
+    @classmethod
+    def noise_bandwidth_reason(cls, settings: Any) -> str:
+        return "controller.radio: joint plans with b B log2(1 + SNR / b), noise over the share"
+
+    @property
+    def decides_tx_power(self) -> bool:
+        return self.ctx.settings.radio == "joint"
+
+    @property
+    def decides_cpu_frequency(self) -> bool:
+        return self.ctx.settings.radio == "joint"
+
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         snr = np.asarray(snr, dtype=float)
+        if self.ctx.settings.radio == "joint":
+            return decide_joint(self, snr, np.asarray(compute_s, dtype=float))
         if self.knob == RATIO:
             return self._decide_ratio(snr)
         return self._decide_rank(snr)
@@ -220,8 +252,11 @@ class OnlineLyapunov(Controller):
         self.load_energy_state(state)
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "rank": self.rank,
             "rank_source": "scenario (controller.rank)",
             "online_knob": self.knob,
         }
+        if self.ctx.settings.radio == "joint":  # the key only then: meta.json unchanged
+            out["radio"] = "joint"
+        return out

@@ -71,7 +71,9 @@ class SketchRatio(Controller):
     NEEDS_KNOBS = frozenset({RANK})
     #: the sketch sizes are chosen each round; the fixed controller's ratio and share rule are
     #: never read
-    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth"})
+    IGNORED_SETTINGS = frozenset(
+        {"sparsification", "bandwidth", "radio", "round_time_s", "energy_scheme"}
+    )
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)

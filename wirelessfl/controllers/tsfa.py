@@ -217,4 +217,6 @@ class TwoStage(OnlineLyapunov):
             out["offline_channel"] = "expected_rate"
             out["offline_cutoff"] = self.planning_cutoff
             out["offline_mean_inverse_efficiency"] = self.planning_w_mean
+        if self.ctx.settings.radio == "joint":  # the key only then: meta.json unchanged
+            out["radio"] = "joint"
         return out

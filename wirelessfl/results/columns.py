@@ -41,14 +41,16 @@ ROUND_COLUMNS: dict[str, str] = {
     "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
     "(controller.energy_budget_j; NaN without a budget)",
     "planned_delay_s": "D^t the controller planned: the longest upload of the clients' "
-    "messages as the algorithm's cost model sizes them, with the decided shares (before "
-    "faults; the sketch controller adds compute); on a known channel without faults, D^t",
+    "messages as the algorithm's cost model sizes them, with the decided shares (and powers, "
+    "where the controller decides them; before faults; the sketch controller adds compute); "
+    "on a known channel without faults, D^t",
     "bound": "the algorithm's convergence penalty of the round: gamma^t of Theorem 1 (SOFT and "
     "the LoRA algorithms without a bound of their own), FSLoRA's mean r^2 / k_i^2 (Theorem "
     "4.4); NaN when none is known (FLoRAL, H2Tune)",
     "solver_fallback": "P3 solver fallbacks in the round: solvers that failed before one "
     "answered (0: the first; controller.method = cvxpy: 1 if SCS rescued CLARABEL, 2 if both "
-    "failed and the exact solver answered)",
+    "failed and the exact solver answered); energy_min: 1 when controller.round_time_s was "
+    "below the round's least achievable time and the round took that least time",
     "loss": "training loss after aggregation (mean over arrived clients, data-weighted)",
     "accuracy": "test accuracy; NaN when the round is not evaluated",
     "test_loss": "test loss; NaN when the round is not evaluated",

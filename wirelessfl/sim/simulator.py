@@ -186,6 +186,15 @@ class Simulator:
             cpu_hz_min=self.cpu_hz_min,
             cpu_hz_max=self.cpu_hz_max,
             noise_bandwidth=scenario.channel.noise_bandwidth,
+            flops_per_s=np.asarray(self.flops_per_s, dtype=float),
+            joules_per_flop_at_fmax=(
+                None
+                if span is None
+                else np.asarray(
+                    self.compute_energy.energy_j(np.ones(scenario.n_clients), self.client_class),
+                    dtype=float,
+                )
+            ),
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
