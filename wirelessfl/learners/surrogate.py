@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from wirelessfl.config.scenario import PayloadConfig, Scenario
 
 
+#: reports remembered across dispatches (by size key) before the memo is cleared
+_DISPATCH_REPORTS = 4096
+
+
 class SurrogateLearner(Learner):
     """Bound-driven loss model for network-only runs (see module docstring)."""
 
@@ -190,9 +194,14 @@ class SurrogateLearner(Learner):
     def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
         """Size the uploads of ``plan.clients``; their plans wait for :meth:`add_updates`."""
         self._last_plan, self._event_driven = plan, True
-        reports = {}
+        reports, sized = {}, self.__dict__.setdefault("_dispatch_reports", {})
+        if len(sized) > _DISPATCH_REPORTS:  # keys hold the ratio, which may vary per dispatch
+            sized.clear()
         for p in self.cost.plan(plan):
-            reports[p.client] = self._sized_report(p)
+            key = (self.cost.size_key(p), self.cost.download_key(p))  # equal keys, equal sizes
+            if key not in sized:
+                sized[key] = self._sized_report(p)
+            reports[p.client] = sized[key]
             self.cost.downloaded(p)
             self._arrivals[p.client] = p
         return reports

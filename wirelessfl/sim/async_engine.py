@@ -383,18 +383,20 @@ class AsyncEngine:
     def _refill(self, period: _Period, now: float) -> None:
         """Dispatch eligible clients (:meth:`DispatchChecks.eligible`, chosen by
         ``server.dispatch``) until C train at once, each at the rank and ratio the controller
-        decides; a dispatch that does not train (a fault) frees the slot at once."""
+        decides; a dispatch that does not train (a fault) frees the slot at once. The clients
+        that train between two faults are decided in one call of the controller and dispatched
+        in their order, so every effect comes in the order of the dispatches."""
         if len(self.busy) >= self.concurrency or not self.idle:
             return
         sim, sc, checks = self.sim, self.sim.scenario, self.checks
         snr_all, power_all = sim.channel.observe(period.t, now)
         available = checks.available(period.t, now)
-        keep_start = self.mode == "async"
         order: list[int] | None = None  # server.dispatch: controller, best first
-        while len(self.busy) < self.concurrency:
+        trainees: list[tuple[int, int]] = []  # (j, client), decided and dispatched together
+        while len(self.busy) + len(trainees) < self.concurrency:
             pool = checks.eligible(self.idle, available)
             if not pool:
-                return
+                break
             j = self.n_dispatched
             if self.server.dispatch == "controller":
                 if order is None:
@@ -408,14 +410,36 @@ class AsyncEngine:
             self.n_dispatched += 1
             snr, power = float(snr_all[client]), float(power_all[client])
             fault = checks.at_dispatch(j, client, snr, available)
-            if fault is not None:
-                u = Update(client, j, self.version, now, 0.0, snr, power, self._no_training())
-                period.dispatched.append(u)
-                self._lose(period, u, fault, now)
+            if fault is None:
+                trainees.append((j, client))
                 continue
-            candidate = self._candidates(np.array([client]), snr_all, power_all)
-            decision = sim.controller.decide_dispatch(candidate, j)
-            rank, ratio = int(decision.ranks[0]), float(decision.ratios[0])
+            self._train(period, now, trainees, snr_all, power_all)
+            trainees = []
+            u = Update(client, j, self.version, now, 0.0, snr, power, self._no_training())
+            period.dispatched.append(u)
+            self._lose(period, u, fault, now)
+        self._train(period, now, trainees, snr_all, power_all)
+
+    def _train(
+        self,
+        period: _Period,
+        now: float,
+        trainees: list[tuple[int, int]],
+        snr_all: np.ndarray,
+        power_all: np.ndarray,
+    ) -> None:
+        """Dispatch ``trainees`` ((j, client) with consecutive j) at ``now``: the controller's
+        rank and ratio for each, the learner's update, then the download or the compute."""
+        if not trainees:
+            return
+        sim, sc = self.sim, self.sim.scenario
+        clients = np.array([client for _, client in trainees], dtype=int)
+        decision = sim.controller.decide_dispatch(
+            self._candidates(clients, snr_all, power_all), trainees[0][0]
+        )
+        keep_start = self.mode == "async"
+        for i, (j, client) in enumerate(trainees):
+            rank, ratio = int(decision.ranks[i]), float(decision.ratios[i])
             # one plan per dispatch: its round index is j
             plan = RoundPlan(j, np.array([client]), rank, ratio, math.nan, self.concurrency)
             report = sim.learner.dispatch(plan, keep_start=keep_start)[client]
@@ -428,12 +452,12 @@ class AsyncEngine:
                 self.version,
                 now,
                 compute_s,
-                snr,
-                power,
+                float(snr_all[client]),
+                float(power_all[client]),
                 report,
-                planned_latency_s=float(decision.latency_s[0]),
-                bound=float(decision.bound[0]),
-                fallbacks=int(decision.fallbacks[0]),
+                planned_latency_s=float(decision.latency_s[i]),
+                bound=float(decision.bound[i]),
+                fallbacks=int(decision.fallbacks[i]),
             )
             self.busy[client] = u
             period.dispatched.append(u)
