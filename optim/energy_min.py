@@ -35,7 +35,9 @@ from optim._validation import check_nonneg_array, check_real
 from optim.joint_client import (
     ClientBlock,
     golden_min,
+    increasing_root,
     min_share,
+    split_slope,
     split_value,
     upload_energy_j,
 )
@@ -51,7 +53,10 @@ __all__ = [
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
 _BISECT_STEPS = 200
-_PRICE_RTOL = 1e-7
+_GAP_RTOL = 1e-10  # the price search stops at a duality gap below this share of the energy
+_LOG_PRICE_TOL = 1e-13
+_EPS = np.finfo(float).eps
+LN2 = math.log(2.0)
 _FloatArray = NDArray[np.float64]
 
 
@@ -135,7 +140,8 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
     """The least round time T any decision of ``method`` achieves [s].
 
     Fastest CPU and full power: sum_k b_min,k(T - C_k / f_max,k) <= 1 (decreasing in T), found
-    by bisection; with equal shares, max_k of each client's own least time at b = 1/K.
+    by Brent's method and returned on its feasible side; with equal shares, max_k of each
+    client's own least time at b = 1/K.
     """
     tau = block.fastest_compute_s()
     if method == "equal_bandwidth":
@@ -151,15 +157,30 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
         )
         return float(np.sum(shares))
 
+    if total_share(lo) <= 1.0:  # the slowest client's floor decides
+        return lo
     hi = 2.0 * lo + 1e-12
     while total_share(hi) > 1.0:
         lo, hi = hi, 2.0 * hi
-    for _ in range(_BISECT_STEPS):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        lo, hi = (lo, mid) if total_share(mid) <= 1.0 else (mid, hi)
-    return hi
+    root = brentq(
+        lambda d: 1.0 - 1.0 / total_share(d),
+        lo,
+        hi,  # finite at the floor (inf)
+        xtol=1e-300,
+        rtol=4 * _EPS,
+    )
+    for _ in range(_BISECT_STEPS):  # the feasible side of the root: sum_k b_min,k <= 1
+        if total_share(root) <= 1.0:
+            return root
+        root = math.nextafter(root, math.inf) * (1.0 + _EPS)
+    return hi  # pragma: no cover - hi is feasible
+
+
+def _least_shares_fit(block: ClientBlock, deadline_s: float) -> bool:
+    """Whether full power and f_max finish by ``deadline_s`` on shares summing to <= 1."""
+    upload = deadline_s - block.fastest_compute_s()
+    shares = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    return bool(np.all(upload[block.bits > 0.0] > 0.0)) and float(np.sum(shares)) <= 1.0
 
 
 def solve_energy_min(
@@ -202,15 +223,16 @@ def solve_block(
     ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
     bracket from.
     """
-    least = min_feasible_deadline_s(block, method)
-    if deadline_s < least * (1.0 - 1e-12):
-        raise DeadlineInfeasibleError(deadline_s, least, method)
+    if not (method != "equal_bandwidth" and _least_shares_fit(block, deadline_s * (1.0 + 1e-12))):
+        least = min_feasible_deadline_s(block, method)
+        if deadline_s < least * (1.0 - 1e-12):
+            raise DeadlineInfeasibleError(deadline_s, least, method)
     if method == "equal_bandwidth":
         share = np.full(block.bits.size, 1.0 / block.bits.size)
         upload = _equal_share_upload_s(block, deadline_s, share, weight)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
     per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _bisect_price(block, deadline_s, weight, per_client, price_hint)
+    return _search_price(block, deadline_s, weight, per_client, price_hint)
 
 
 # --- per-client solvers at a bandwidth price: (block, T, price, weight) -> (t, y, value) ---
@@ -229,9 +251,9 @@ def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray,
 def _priced(free_split: bool) -> _PerClient:
     def per_client(block, deadline_s, price, weight):
         lo, hi = _upload_range_s(block, deadline_s)
-        if free_split:
-            upload = golden_min(
-                lambda t: split_value(block, deadline_s, t, price, weight)[0], lo, hi
+        if free_split:  # the value is convex in t: the root of its slope
+            upload = increasing_root(
+                lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi
             )
         else:  # max_frequency: compute at f_max, upload for the rest of the round
             upload = hi
@@ -282,49 +304,61 @@ def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
     return golden_min(energy, lo, hi)
 
 
-def _bisect_price(
+def _search_price(
     block, deadline_s, weight, per_client: _PerClient, price_hint: float | None
 ) -> EnergyMinSolution:
-    """Bisection on lambda: sum_k b_k(lambda) = y_k / t_k is decreasing in lambda."""
+    """The bandwidth price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises.
+
+    The root of sum_k b_k = 1 in log lambda is bracketed outwards from the hint (steps doubling
+    from 2 %, or from ln 2 without one) and closed by Illinois false position until the duality
+    gap lambda (1 - sum_k b_k) at the feasible end is below _GAP_RTOL of the energy.
+    """
     if not np.any(weight > 0.0):  # energy is free: every client takes its least share
         upload, y, _ = per_client(block, deadline_s, 1.0, weight)
         return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
     scale = float(np.sum(weight * block.p_max_w * deadline_s))
+    seen: dict[float, tuple[float, tuple]] = {}
 
-    def shares(price):
-        upload, y, value = per_client(block, deadline_s, price, weight)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            b = np.where(block.bits > 0.0, y / upload, 0.0)
-        return b, upload, y, value
+    def excess(u: float) -> float:
+        if u not in seen:
+            upload, y, value = per_client(block, deadline_s, math.exp(u), weight)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                b = np.where(block.bits > 0.0, y / upload, 0.0)
+            seen[u] = (float(np.sum(b)) - 1.0, (upload, y, float(np.sum(value))))
+        return seen[u][0]
 
-    def excess(log_price: float) -> float:
-        return float(np.sum(shares(math.exp(log_price))[0])) - 1.0
-
-    # Bracket log lambda (sum_k b_k falls as lambda rises) from the hint, doubling outwards.
-    u_hi = math.log(price_hint if price_hint and math.isfinite(price_hint) else scale)
-    u_lo = None
+    hinted = price_hint is not None and math.isfinite(price_hint) and price_hint > 0.0
+    u = math.log(price_hint if hinted else scale)  # type: ignore[arg-type]
+    step = 0.02 if hinted else LN2
+    direction = 1.0 if excess(u) > 0.0 else -1.0  # towards the root
     for _ in range(_BISECT_STEPS):
-        if excess(u_hi) <= 0.0:
+        if (excess(u + direction * step) > 0.0) != (direction > 0.0):
             break
-        u_lo, u_hi = u_hi, u_hi + math.log(2.0)
+        u, step = u + direction * step, 2.0 * step
     else:  # pragma: no cover - T >= the least round time, so a high enough price fits
         raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
-    if u_lo is None:
-        u_lo = u_hi - math.log(2.0)
-        for _ in range(_BISECT_STEPS):
-            if excess(u_lo) > 0.0:
-                break
-            u_hi, u_lo = u_lo, u_lo - math.log(2.0)
-    if excess(u_lo) > 0.0:
-        # Brent on log lambda, then keep a feasible (sum b <= 1) price just above the root.
-        root = brentq(excess, u_lo, u_hi, xtol=_PRICE_RTOL)
-        if excess(root + _PRICE_RTOL) <= 0.0:
-            u_hi = root + _PRICE_RTOL
-        if excess(root - _PRICE_RTOL) > 0.0:
-            u_lo = root - _PRICE_RTOL
+    u_lo, u_hi = sorted((u, u + direction * step))
+    f_lo, f_hi = excess(u_lo), excess(u_hi)
+    side = 0
+    for _ in range(_BISECT_STEPS):
+        gap = math.exp(u_hi) * -excess(u_hi)  # f_lo, f_hi: Illinois' working values
+        if gap <= _GAP_RTOL * seen[u_hi][1][2] or u_hi - u_lo <= _LOG_PRICE_TOL:
+            break
+        x = (u_lo * f_hi - u_hi * f_lo) / (f_hi - f_lo)
+        if not u_lo < x < u_hi:
+            x = 0.5 * (u_lo + u_hi)
+        f_x = excess(x)
+        if f_x > 0.0:  # x is below the root
+            u_lo, f_lo = x, f_x
+            f_hi = 0.5 * f_hi if side < 0 else f_hi  # Illinois: an end kept twice
+            side = -1
+        else:
+            u_hi, f_hi = x, f_x
+            f_lo = 0.5 * f_lo if side > 0 else f_lo
+            side = 1
     lo, hi = math.exp(u_lo), math.exp(u_hi)
-    b, upload, y, value_hi = shares(hi)
-    dual = max(float(np.sum(value_hi)) - hi, float(np.sum(shares(lo)[3])) - lo)
+    upload, y, value_hi = seen[u_hi][1]
+    dual = max(value_hi - hi, seen[u_lo][1][2] - lo)
     primal = _solution(block, deadline_s, upload, y, weight, hi, 0.0)
     return _with_gap(primal, max(primal.objective - dual, 0.0))
 

@@ -25,12 +25,15 @@ __all__ = [
     "ClientBlock",
     "best_product_s",
     "golden_min",
+    "increasing_root",
     "min_share",
+    "split_slope",
     "split_value",
     "upload_energy_j",
 ]
 
 LN2 = math.log(2.0)
+_BRANCH_POINT = float(np.nextafter(-1.0 / math.e, 0.0))  # W_{-1} is nan at -1/e itself
 _FloatArray = NDArray[np.float64]
 
 
@@ -62,7 +65,8 @@ def min_share(
         c = LN2 * bits / (upload_s * bandwidth_hz * a)
         ok = (c > 0.0) & (c < 1.0)
         cc = np.where(ok, c, 0.5)
-        u = -lambertw(-cc * np.exp(-cc), k=-1).real / cc
+        arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)  # rounding near c = 1
+        u = -lambertw(arg, k=-1).real / cc
         share = a / (u - 1.0)
     share = np.where(ok, share, np.inf)
     return np.where(bits > 0.0, share, 0.0)
@@ -165,6 +169,84 @@ def split_value(
     with np.errstate(invalid="ignore"):
         value = np.where(weight > 0.0, weight * energy, 0.0) + price * y / upload_s
     return value, y
+
+
+def split_slope(
+    block: ClientBlock,
+    deadline_s: float,
+    upload_s: _FloatArray,
+    price: _FloatArray,
+    weight: _FloatArray,
+) -> _FloatArray:
+    """(K,) d value / d t of :func:`split_value` at upload time t: 2 w kappa C^3 / tau^3 plus
+    :func:`upload_slope` (tau = deadline - t). Increasing in t (the value is convex)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(
+            block.cycles > 0.0,
+            2.0 * weight * block.kappa * block.cycles**3 / (deadline_s - upload_s) ** 3,
+            0.0,
+        )
+    return compute + upload_slope(block, upload_s, price, weight)
+
+
+def upload_slope(
+    block: ClientBlock, upload_s: _FloatArray, price: _FloatArray, weight: _FloatArray
+) -> _FloatArray:
+    """(K,) h'(t) [J/s] of h(t) = min_y w E_up(y) + price y / t, y >= t b_min(t) (<= 0).
+
+    Free power (y the best product): h' = -price y / t^2 (envelope). Power at its limit
+    (y = t b_min(t), E_up = p_max t): h' = w p_max + price b_min'(t) with
+    b_min' = -r / (t^2 (ln(1 + a/b) - a / (a + b))), r = ln2 s / B, a = p_max snr (the
+    derivative of b ln(1 + a/b) = r / t). Minus this is the multiplier of tau + t <= deadline.
+    """
+    share = min_share(block.bits, upload_s, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.where(weight > 0.0, price / weight, 1.0)
+        y_free = best_product_s(block.bits, upload_s, ratio, block.snr_per_w, block.bandwidth_hz)
+        free = (weight > 0.0) & (y_free > upload_s * share)
+        a = block.p_max_w * block.snr_per_w
+        x = a / share
+        bend = np.log1p(x) - x / (1.0 + x)
+        r = LN2 * block.bits / block.bandwidth_hz
+        limited = weight * block.p_max_w - price * r / (upload_s**2 * bend)
+        slope = np.where(free, -price * y_free / upload_s**2, limited)
+    return np.where(block.bits > 0.0, slope, 0.0)
+
+
+_ROOT_STEPS = 200
+
+
+def increasing_root(fn, lo: _FloatArray, hi: _FloatArray, rtol: float = 1e-11) -> _FloatArray:
+    """(K,) roots of K increasing functions on [lo_k, hi_k] (an end point where fn keeps one sign).
+
+    Illinois false position in parallel, with a bisection step whenever false position leaves
+    the bracket or meets an infinite slope; stops when every bracket is below rtol |hi|.
+    """
+    a, b = lo.astype(float), hi.astype(float)
+    fa, fb = fn(a), fn(b)
+    at_hi = ~(fb > 0.0)  # fn <= 0 on the whole range (nan: treated as an end point)
+    at_lo = ~at_hi & (fa >= 0.0)
+    done = at_hi | at_lo
+    side = np.zeros(a.size)
+    tol = rtol * np.maximum(np.abs(hi), np.abs(lo))
+    for _ in range(_ROOT_STEPS):
+        if np.all(done | (b - a <= tol)):
+            break
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            x = (a * fb - b * fa) / (fb - fa)
+        bad = ~np.isfinite(x) | (x <= a) | (x >= b)
+        x = np.where(bad, 0.5 * (a + b), x)
+        fx = fn(x)
+        right = fx > 0.0  # the root lies left of x
+        fa = np.where(right & (side > 0), 0.5 * fa, fa)  # Illinois: an end kept twice
+        fb = np.where(~right & (side < 0), 0.5 * fb, fb)
+        a, fa = np.where(right, a, x), np.where(right, fa, fx)
+        b, fb = np.where(right, x, b), np.where(right, fx, fb)
+        side = np.where(right, 1.0, -1.0)
+        a = np.where(fx == 0.0, x, a)
+        b = np.where(fx == 0.0, x, b)
+    root = 0.5 * (a + b)
+    return np.where(at_hi, hi, np.where(at_lo, lo, root))
 
 
 def golden_min(fn, lo: _FloatArray, hi: _FloatArray) -> _FloatArray:
