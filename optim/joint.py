@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 
 from optim._validation import check_nonneg_array, check_real
 from optim.energy_min import (
@@ -35,11 +35,13 @@ from optim.energy_min import (
     min_feasible_deadline_s,
     solve_block,
 )
+from optim.joint_client import upload_slope
 
 __all__ = ["JointSolution", "solve_joint_step"]
 
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
+_D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stops
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _FloatArray = NDArray[np.float64]
 
@@ -138,6 +140,8 @@ def solve_joint_step(
             seen[o] = best_round(o)
         return seen[o]
 
+    last_price = [None]  # warm start: the price varies smoothly with D and O
+
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
             bits=fixed + per * o,
@@ -150,26 +154,25 @@ def solve_joint_step(
             bandwidth_hz=base.bandwidth_hz,
         )
         d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
-        first = solve_block(block, d_min, z, "joint")
+        first = solve_block(block, d_min, z, "joint", last_price[0])
         fixed_part = v * penalty(o)
         if z.max() == 0.0 or first.objective == 0.0:
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
-        hint = [first.price]
+        tried = {d_min: first}
 
-        def value(d: float) -> float:
-            sol = solve_block(block, d, z, "joint", hint[0])
-            hint[0] = sol.price
-            return q * d + sol.objective
+        def slope(key: float) -> float:
+            """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
+            if key not in tried:
+                tried[key] = solve_block(block, key, z, "joint", last_price[0])
+                last_price[0] = tried[key].price
+            sol = tried[key]
+            return max(q + float(np.sum(upload_slope(block, sol.upload_s, sol.price, z))), -1e300)
 
-        found = minimize_scalar(
-            value,
-            bounds=(d_min, d_max),
-            method="bounded",
-            options={"xatol": _XTOL * d_max},
-        )
-        d_best = float(found.x) if found.fun < q * d_min + first.objective else d_min
-        best = solve_block(block, d_best, z, "joint", hint[0]) if d_best != d_min else first
+        if slope(d_max) > 0.0:  # else the energy still pays for time at d_max: take it
+            brentq(slope, d_min, d_max, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
+        d_best = min(tried, key=lambda d: q * d + tried[d].objective)
+        best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 
     if per.max() == 0.0:
