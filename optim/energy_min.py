@@ -235,10 +235,11 @@ def solve_block(
     return _search_price(block, deadline_s, weight, per_client, price_hint)
 
 
-# --- per-client solvers at a bandwidth price: (block, T, price, weight) -> (t, y, value) ---
+# --- per-client solvers at a bandwidth price: (block, T, price, weight, t guess) -> (t, y, value)
 
 _PerClient = Callable[
-    [ClientBlock, float, float, _FloatArray], tuple[_FloatArray, _FloatArray, _FloatArray]
+    [ClientBlock, float, float, _FloatArray, "_FloatArray | None"],
+    tuple[_FloatArray, _FloatArray, _FloatArray],
 ]
 
 
@@ -249,11 +250,11 @@ def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray,
 
 
 def _priced(free_split: bool) -> _PerClient:
-    def per_client(block, deadline_s, price, weight):
+    def per_client(block, deadline_s, price, weight, guess=None):
         lo, hi = _upload_range_s(block, deadline_s)
         if free_split:  # the value is convex in t: the root of its slope
             upload = increasing_root(
-                lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi
+                lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi, guess=guess
             )
         else:  # max_frequency: compute at f_max, upload for the rest of the round
             upload = hi
@@ -277,7 +278,7 @@ def _max_power_value(block, deadline_s, share, price, weight):
     return weight * energy + price * share, upload
 
 
-def _max_power_client(block, deadline_s, price, weight):
+def _max_power_client(block, deadline_s, price, weight, guess=None):
     tau = block.fastest_compute_s()
     lo = min_share(block.bits, deadline_s - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
     start = _max_power_value(block, deadline_s, lo, price, weight)[0]
@@ -314,14 +315,17 @@ def _search_price(
     gap lambda (1 - sum_k b_k) at the feasible end is below _GAP_RTOL of the energy.
     """
     if not np.any(weight > 0.0):  # energy is free: every client takes its least share
-        upload, y, _ = per_client(block, deadline_s, 1.0, weight)
+        upload, y, _ = per_client(block, deadline_s, 1.0, weight, None)
         return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
     scale = float(np.sum(weight * block.p_max_w * deadline_s))
     seen: dict[float, tuple[float, tuple]] = {}
+    last_upload = [None]  # each client's split at the last price: the next one starts there
 
     def excess(u: float) -> float:
         if u not in seen:
-            upload, y, value = per_client(block, deadline_s, math.exp(u), weight)
+            guess = last_upload[0]
+            upload, y, value = per_client(block, deadline_s, math.exp(u), weight, guess)
+            last_upload[0] = upload
             with np.errstate(invalid="ignore", divide="ignore"):
                 b = np.where(block.bits > 0.0, y / upload, 0.0)
             seen[u] = (float(np.sum(b)) - 1.0, (upload, y, float(np.sum(value))))

@@ -42,6 +42,7 @@ __all__ = ["JointSolution", "solve_joint_step"]
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
 _D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stops
+_D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _FloatArray = NDArray[np.float64]
 
@@ -140,7 +141,8 @@ def solve_joint_step(
             seen[o] = best_round(o)
         return seen[o]
 
-    last_price = [None]  # warm start: the price varies smoothly with D and O
+    last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
+    last_round: list[float | None] = [None]
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
@@ -169,9 +171,11 @@ def solve_joint_step(
             sol = tried[key]
             return max(q + float(np.sum(upload_slope(block, sol.upload_s, sol.price, z))), -1e300)
 
-        if slope(d_max) > 0.0:  # else the energy still pays for time at d_max: take it
-            brentq(slope, d_min, d_max, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
+        lo, hi = _bracket_root(slope, d_min, d_max, last_round[0])
+        if lo < hi:
+            brentq(slope, lo, hi, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
         d_best = min(tried, key=lambda d: q * d + tried[d].objective)
+        last_round[0] = d_best
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 
@@ -201,3 +205,22 @@ def solve_joint_step(
         clients=clients,
         gap=clients.gap if math.isfinite(clients.gap) else 0.0,
     )
+
+
+def _bracket_root(slope, lo: float, hi: float, guess: float | None) -> tuple[float, float]:
+    """[a, b] within [lo, hi] where the increasing ``slope`` changes sign, searched outwards from
+    ``guess`` (steps doubling from 2 %); (lo, lo) or (hi, hi) when it keeps one sign."""
+    if slope(lo) >= 0.0:
+        return lo, lo
+    if guess is None or not lo < guess < hi:
+        return (lo, hi) if slope(hi) > 0.0 else (hi, hi)
+    step = _D_STEP * guess
+    if slope(guess) > 0.0:  # the root lies below the guess
+        b = guess
+        while (a := max(b - step, lo)) > lo and slope(a) > 0.0:
+            b, step = a, 2.0 * step
+        return a, b
+    a = guess
+    while (b := min(a + step, hi)) < hi and slope(b) <= 0.0:
+        a, step = b, 2.0 * step
+    return (a, b) if slope(b) > 0.0 else (hi, hi)

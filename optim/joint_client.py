@@ -216,14 +216,25 @@ def upload_slope(
 _ROOT_STEPS = 200
 
 
-def increasing_root(fn, lo: _FloatArray, hi: _FloatArray, rtol: float = 1e-11) -> _FloatArray:
+def increasing_root(
+    fn,
+    lo: _FloatArray,
+    hi: _FloatArray,
+    rtol: float = 1e-11,
+    guess: _FloatArray | None = None,
+) -> _FloatArray:
     """(K,) roots of K increasing functions on [lo_k, hi_k] (an end point where fn keeps one sign).
 
     Illinois false position in parallel, with a bisection step whenever false position leaves
-    the bracket or meets an infinite slope; stops when every bracket is below rtol |hi|.
+    the bracket or meets an infinite slope; stops when every bracket is below rtol |hi|. A
+    ``guess`` (a neighbouring problem's roots) starts from a bracket of 0.1 % of the range
+    around it where the sign changes there, else from the part of the range beyond it.
     """
-    a, b = lo.astype(float), hi.astype(float)
-    fa, fb = fn(a), fn(b)
+    if guess is None:
+        a, b = lo.astype(float), hi.astype(float)
+        fa, fb = fn(a), fn(b)
+    else:
+        a, b, fa, fb = _bracket_guess(fn, lo, hi, guess)
     at_hi = ~(fb > 0.0)  # fn <= 0 on the whole range (nan: treated as an end point)
     at_lo = ~at_hi & (fa >= 0.0)
     done = at_hi | at_lo
@@ -247,6 +258,26 @@ def increasing_root(fn, lo: _FloatArray, hi: _FloatArray, rtol: float = 1e-11) -
         b = np.where(fx == 0.0, x, b)
     root = 0.5 * (a + b)
     return np.where(at_hi, hi, np.where(at_lo, lo, root))
+
+
+_GUESS_SPAN = 1e-3
+
+
+def _bracket_guess(fn, lo: _FloatArray, hi: _FloatArray, guess: _FloatArray):
+    """(a, b, fn(a), fn(b)) around ``guess``: [g - d, g + d] (d = 0.1 % of hi - lo) where fn
+    changes sign there, else [lo, g - d] or [g + d, hi]."""
+    span = _GUESS_SPAN * (hi - lo)
+    g = np.clip(guess, lo, hi)
+    a_try, b_try = np.maximum(g - span, lo), np.minimum(g + span, hi)
+    fa_try, fb_try = fn(a_try), fn(b_try)
+    below, above = fa_try >= 0.0, ~(fa_try >= 0.0) & ~(fb_try > 0.0)
+    end = np.where(below, lo, hi)
+    f_end = fn(end)
+    a = np.where(below, lo, np.where(above, b_try, a_try))
+    b = np.where(below, a_try, np.where(above, hi, b_try))
+    fa = np.where(below, f_end, np.where(above, fb_try, fa_try))
+    fb = np.where(below, fa_try, np.where(above, f_end, fb_try))
+    return a, b, fa, fb
 
 
 def golden_min(fn, lo: _FloatArray, hi: _FloatArray) -> _FloatArray:
