@@ -249,15 +249,30 @@ def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray,
     return np.minimum(lo, hi), hi
 
 
+def priced_split(
+    block: ClientBlock,
+    deadline_s: float,
+    price: float,
+    weight: _FloatArray,
+    guess: _FloatArray | None = None,
+) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    """(upload time t [s], product y [s], value) of every client at bandwidth price ``price``:
+    the root of the slope of :func:`optim.joint_client.split_value` in t (it is convex), all
+    clients at once, from ``guess`` (the split at a neighbouring price or deadline) if given."""
+    lo, hi = _upload_range_s(block, deadline_s)
+    upload = increasing_root(
+        lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi, guess=guess
+    )
+    value, y = split_value(block, deadline_s, upload, price, weight)
+    return upload, y, value
+
+
 def _priced(free_split: bool) -> _PerClient:
+    if free_split:
+        return priced_split
+
     def per_client(block, deadline_s, price, weight, guess=None):
-        lo, hi = _upload_range_s(block, deadline_s)
-        if free_split:  # the value is convex in t: the root of its slope
-            upload = increasing_root(
-                lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi, guess=guess
-            )
-        else:  # max_frequency: compute at f_max, upload for the rest of the round
-            upload = hi
+        upload = _upload_range_s(block, deadline_s)[1]  # compute at f_max, upload the rest
         value, y = split_value(block, deadline_s, upload, price, weight)
         return upload, y, value
 

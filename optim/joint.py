@@ -36,6 +36,7 @@ from optim.energy_min import (
     solve_block,
 )
 from optim.joint_client import upload_slope
+from optim.joint_newton import newton_round
 
 __all__ = ["JointSolution", "solve_joint_step"]
 
@@ -162,6 +163,12 @@ def solve_joint_step(
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
         tried = {d_min: first}
+        if last_round[0] is not None and last_price[0] is not None:
+            start = (min(max(last_round[0], d_min), d_max), last_price[0])
+            found = newton_round(block, z, q, (d_min, d_max), start)
+            if found is not None:  # certified below by the price search at this D
+                tried[found[0]] = solve_block(block, found[0], z, "joint", found[1])
+                return finish(tried, fixed_part)
 
         def slope(key: float) -> float:
             """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
@@ -174,8 +181,12 @@ def solve_joint_step(
         lo, hi = _bracket_root(slope, d_min, d_max, last_round[0])
         if lo < hi:
             brentq(slope, lo, hi, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
+        return finish(tried, fixed_part)
+
+    def finish(tried: dict, fixed_part: float) -> tuple[float, float, EnergyMinSolution]:
+        """The best of the round times tried; it warm-starts the next ratio."""
         d_best = min(tried, key=lambda d: q * d + tried[d].objective)
-        last_round[0] = d_best
+        last_round[0], last_price[0] = d_best, tried[d_best].price
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 

@@ -1,0 +1,87 @@
+"""Newton's method on the optimality conditions of the joint step at a fixed ratio
+(docs/solvers.md, "Joint power, frequency, bandwidth and ratio"). Pure numpy.
+
+At fixed O the best round time D and bandwidth price lambda solve two equations, with every
+client's split t_k the root of its slope at (D, lambda) (:func:`optim.energy_min.priced_split`):
+
+    F_1 = sum_k b_k - 1 = 0                          (the shares fill the band)
+    F_2 = (Q + sum_k h_k'(t_k)) / Q = 0              (dW/dD = -Q, the envelope theorem)
+
+Newton's method on (log lambda, D), with a Jacobian by forward differences and the step halved
+until the residual falls, converges in a few steps from a neighbouring ratio's solution; it is
+a warm start only: the caller certifies the answer (the price search's duality gap) and falls
+back on the nested searches when this fails.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from optim.energy_min import priced_split
+from optim.joint_client import ClientBlock, upload_slope
+
+__all__ = ["newton_round"]
+
+_STEPS = 12
+_HALVINGS = 8
+_SHARE_TOL = 1e-9  # |sum_k b_k - 1|
+_SLOPE_TOL = 1e-7  # |Q + dW/dD| / Q
+_FD_LOG_PRICE = 1e-6
+_FD_ROUND = 1e-7  # relative
+_FloatArray = NDArray[np.float64]
+
+
+def newton_round(
+    block: ClientBlock,
+    weight: _FloatArray,
+    queue_s: float,
+    d_range: tuple[float, float],
+    start: tuple[float, float],
+) -> tuple[float, float] | None:
+    """(D [s], lambda) solving F_1 = F_2 = 0 (module docstring) from ``start`` = (D, lambda),
+    with D kept inside ``d_range``; None when Newton's method does not converge."""
+    d_lo, d_hi = d_range
+    guess: list[_FloatArray | None] = [None]
+
+    def residual(d: float, u: float) -> NDArray[np.float64]:
+        upload, y, _ = priced_split(block, d, math.exp(u), weight, guess[0])
+        guess[0] = upload
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(block.bits > 0.0, y / upload, 0.0)
+        slope = float(np.sum(upload_slope(block, upload, math.exp(u), weight)))
+        return np.array([float(np.sum(share)) - 1.0, (queue_s + slope) / queue_s])
+
+    d, u = start[0], math.log(start[1])
+    if not (d_lo < d < d_hi and math.isfinite(u)):
+        return None
+    f = residual(d, u)
+    for _ in range(_STEPS):
+        if not np.all(np.isfinite(f)):
+            return None
+        if abs(f[0]) <= _SHARE_TOL and abs(f[1]) <= _SLOPE_TOL:
+            return d, math.exp(u)
+        h_d = _FD_ROUND * d
+        jac = np.column_stack(
+            [
+                (residual(d, u + _FD_LOG_PRICE) - f) / _FD_LOG_PRICE,
+                (residual(d + h_d, u) - f) / h_d,
+            ]
+        )
+        try:
+            du, dd = np.linalg.solve(jac, -f)
+        except np.linalg.LinAlgError:
+            return None
+        norm = float(np.hypot(*f))
+        for _ in range(_HALVINGS):
+            d_new = min(max(d + dd, 0.5 * (d + d_lo)), 0.5 * (d + d_hi))
+            f_new = residual(d_new, u + du) if math.isfinite(du) else f
+            if np.all(np.isfinite(f_new)) and float(np.hypot(*f_new)) < norm:
+                d, u, f = d_new, u + du, f_new
+                break
+            du, dd = 0.5 * du, 0.5 * dd
+        else:
+            return None
+    return None
