@@ -176,6 +176,16 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
     return hi  # pragma: no cover - hi is feasible
 
 
+def least_time_solution(
+    block: ClientBlock, deadline_s: float, weight: _FloatArray
+) -> EnergyMinSolution:
+    """Full power, f_max and the least shares for ``deadline_s`` (feasible from the least round
+    time on; price nan: not priced, gap nan: not certified)."""
+    upload = np.where(block.bits > 0.0, deadline_s - block.fastest_compute_s(), 1.0)
+    share = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    return _solution(block, deadline_s, upload, upload * share, weight, math.nan, math.nan)
+
+
 def _least_shares_fit(block: ClientBlock, deadline_s: float) -> bool:
     """Whether full power and f_max finish by ``deadline_s`` on shares summing to <= 1."""
     upload = deadline_s - block.fastest_compute_s()
@@ -358,28 +368,45 @@ def _search_price(
         raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
     u_lo, u_hi = sorted((u, u + direction * step))
     f_lo, f_hi = excess(u_lo), excess(u_hi)
-    side = 0
+    side, repeats = 0, 0
     for _ in range(_BISECT_STEPS):
-        gap = math.exp(u_hi) * -excess(u_hi)  # f_lo, f_hi: Illinois' working values
-        if gap <= _GAP_RTOL * seen[u_hi][1][2] or u_hi - u_lo <= _LOG_PRICE_TOL:
+        if (
+            _gap(seen, u_lo, u_hi) <= _GAP_RTOL * _primal(seen, u_hi)
+            or u_hi - u_lo <= _LOG_PRICE_TOL
+        ):
             break
-        x = (u_lo * f_hi - u_hi * f_lo) / (f_hi - f_lo)
-        if not u_lo < x < u_hi:
+        x = (u_lo * f_hi - u_hi * f_lo) / (f_hi - f_lo)  # f_lo, f_hi: Illinois' working values
+        if repeats >= 2 or not u_lo < x < u_hi:  # a bisection step when one end stalls
             x = 0.5 * (u_lo + u_hi)
         f_x = excess(x)
-        if f_x > 0.0:  # x is below the root
+        new_side = -1 if f_x > 0.0 else 1  # -1: x is below the root
+        repeats = repeats + 1 if new_side == side else 0
+        if new_side < 0:
             u_lo, f_lo = x, f_x
             f_hi = 0.5 * f_hi if side < 0 else f_hi  # Illinois: an end kept twice
-            side = -1
         else:
             u_hi, f_hi = x, f_x
             f_lo = 0.5 * f_lo if side > 0 else f_lo
-            side = 1
-    lo, hi = math.exp(u_lo), math.exp(u_hi)
-    upload, y, value_hi = seen[u_hi][1]
-    dual = max(value_hi - hi, seen[u_lo][1][2] - lo)
-    primal = _solution(block, deadline_s, upload, y, weight, hi, 0.0)
+        side = new_side
+    upload, y, _ = seen[u_hi][1]
+    primal = _solution(block, deadline_s, upload, y, weight, math.exp(u_hi), 0.0)
+    dual = max(_dual(seen, u_lo), _dual(seen, u_hi))
     return _with_gap(primal, max(primal.objective - dual, 0.0))
+
+
+def _dual(seen: dict, u: float) -> float:
+    """The dual value sum_k phi_k(lambda) - lambda at lambda = e^u."""
+    return seen[u][1][2] - math.exp(u)
+
+
+def _primal(seen: dict, u: float) -> float:
+    """The weighted energy at lambda = e^u: sum_k phi_k - lambda sum_k b_k."""
+    return seen[u][1][2] - math.exp(u) * (seen[u][0] + 1.0)
+
+
+def _gap(seen: dict, u_lo: float, u_hi: float) -> float:
+    """Primal energy at the feasible end minus the best dual value of the two ends."""
+    return _primal(seen, u_hi) - max(_dual(seen, u_lo), _dual(seen, u_hi))
 
 
 def _with_gap(sol: EnergyMinSolution, gap: float) -> EnergyMinSolution:

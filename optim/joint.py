@@ -32,6 +32,7 @@ from optim._validation import check_nonneg_array, check_real
 from optim.energy_min import (
     EnergyMinSolution,
     client_block,
+    least_time_solution,
     min_feasible_deadline_s,
     solve_block,
 )
@@ -144,6 +145,7 @@ def solve_joint_step(
 
     last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
     last_round: list[float | None] = [None]
+    block_of: list = [None]  # the block of the ratio being solved
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
@@ -156,14 +158,20 @@ def solve_joint_step(
             p_max_w=base.p_max_w,
             bandwidth_hz=base.bandwidth_hz,
         )
+        block_of[0] = block
         d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
-        first = solve_block(block, d_min, z, "joint", last_price[0])
         fixed_part = v * penalty(o)
+        first = least_time_solution(block, d_min, z)  # feasible: W(d_min) <= its energy
         if z.max() == 0.0 or first.objective == 0.0:
+            first = solve_block(block, d_min, z, "joint", last_price[0])
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
         tried = {d_min: first}
-        if last_round[0] is not None and last_price[0] is not None:
+        if last_round[0] is None:  # a first ratio: start from the priced middle of the range
+            d_mid = math.sqrt(d_min * d_max)
+            tried[d_mid] = solve_block(block, d_mid, z, "joint")
+            last_round[0], last_price[0] = d_mid, tried[d_mid].price
+        if last_price[0] is not None:
             start = (min(max(last_round[0], d_min), d_max), last_price[0])
             found = newton_round(block, z, q, (d_min, d_max), start)
             if found is not None:  # certified below by the price search at this D
@@ -172,6 +180,8 @@ def solve_joint_step(
 
         def slope(key: float) -> float:
             """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
+            if key == d_min:  # every share at its floor: the price, and -dW/dD, unbounded
+                return -1e300
             if key not in tried:
                 tried[key] = solve_block(block, key, z, "joint", last_price[0])
                 last_price[0] = tried[key].price
@@ -186,6 +196,8 @@ def solve_joint_step(
     def finish(tried: dict, fixed_part: float) -> tuple[float, float, EnergyMinSolution]:
         """The best of the round times tried; it warm-starts the next ratio."""
         d_best = min(tried, key=lambda d: q * d + tried[d].objective)
+        if math.isnan(tried[d_best].price):  # the least round time: certify it too
+            tried[d_best] = solve_block(block_of[0], d_best, z, "joint", last_price[0])
         last_round[0], last_price[0] = d_best, tried[d_best].price
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best

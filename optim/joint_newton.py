@@ -30,6 +30,7 @@ _HALVINGS = 8
 _SHARE_TOL = 1e-9  # |sum_k b_k - 1|
 _SLOPE_TOL = 1e-7  # |Q + dW/dD| / Q
 _FD_LOG_PRICE = 1e-6
+_MAX_LOG_STEP = 2.0  # the price moves by at most e^2 per step
 _FD_ROUND = 1e-7  # relative
 _FloatArray = NDArray[np.float64]
 
@@ -75,6 +76,7 @@ def newton_round(
         except np.linalg.LinAlgError:
             return None
         norm = float(np.hypot(*f))
+        du = min(max(du, -_MAX_LOG_STEP), _MAX_LOG_STEP) if math.isfinite(du) else du
         for _ in range(_HALVINGS):
             d_new = min(max(d + dd, 0.5 * (d + d_lo)), 0.5 * (d + d_hi))
             f_new = residual(d_new, u + du) if math.isfinite(du) else f
