@@ -9,14 +9,17 @@ with bits_k(O) = fixed_bits_k + per_ratio_bits_k O, rate_k = b_k B log2(1 + p_k 
 E_k = kappa_k C_k f_k^2 + p_k (upload time), gamma(O) = offset + a (1 - O)^2 / O^4 (eq. 14).
 
 Structure. For fixed (O, D) the rest is the weighted energy problem of :mod:`optim.energy_min`
-(weights Z_k, deadline D), convex and solved by a bisection on the bandwidth price with a duality
+(weights Z_k, deadline D), convex and solved by a search on the bandwidth price with a duality
 gap as certificate. Its optimal value W(O, D) is convex and decreasing in D (a partial minimum of
-a jointly convex problem in which D enters only the linear constraints), so for fixed O the
-scalar Q D + W(O, D) is convex on [D_min(O), D_min(O) + W(O, D_min(O)) / Q] (beyond that Q D
-alone exceeds the value at D_min) and is minimised by bounded Brent. W is not jointly convex in
-(O, D) (docs), so the outer search over O is a grid followed by bounded Brent around the best
-grid point: a local refinement, checked against brute force in the tests, not a global
-certificate.
+a jointly convex problem in which D enters only the linear constraints), with the slope
+dW/dD = sum_k h_k'(t_k) of the envelope theorem (J4, :func:`optim.joint_client.upload_slope`),
+so for fixed O the best D is the root of Q + dW/dD on [D_min(O), D_min(O) + E_least / Q] (beyond
+that Q D alone exceeds the value of the least round time's own decisions, energy E_least). It
+is found with the price by Newton's method on (log lambda, D) (:mod:`optim.joint_newton`),
+warm-started from the previous ratio, and certified by a price search at its D; Brent's root of
+the slope with a price search per D is the fallback. W is not jointly convex in (O, D) (docs),
+so the outer search over O is a grid followed by bounded Brent around the best grid point: a
+local refinement, checked against brute force in the tests, not a global certificate.
 """
 
 from __future__ import annotations
