@@ -27,8 +27,8 @@ __all__ = ["newton_round"]
 
 _STEPS = 12
 _HALVINGS = 8
-_SHARE_TOL = 1e-9  # |sum_k b_k - 1|
-_SLOPE_TOL = 1e-7  # |Q + dW/dD| / Q
+_SHARE_TOL = 1e-7  # |sum_k b_k - 1|; the price search at its D certifies the answer
+_SLOPE_TOL = 1e-5  # |Q + dW/dD| / Q: the objective errs at its square
 _FD_LOG_PRICE = 1e-6
 _MAX_LOG_STEP = 2.0  # the price moves by at most e^2 per step
 _FD_ROUND = 1e-7  # relative
