@@ -149,6 +149,7 @@ def solve_joint_step(
     last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
     last_round: list[float | None] = [None]
     block_of: list = [None]  # the block of the ratio being solved
+    last_jacobian: list = [None]  # Newton's, carried from one ratio to the next
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
@@ -176,8 +177,9 @@ def solve_joint_step(
             last_round[0], last_price[0] = d_mid, tried[d_mid].price
         if last_price[0] is not None:
             start = (min(max(last_round[0], d_min), d_max), last_price[0])
-            found = newton_round(block, z, q, (d_min, d_max), start)
+            found = newton_round(block, z, q, (d_min, d_max), start, last_jacobian[0])
             if found is not None:  # certified below by the price search at this D
+                last_jacobian[0] = found[2]
                 tried[found[0]] = solve_block(block, found[0], z, "joint", found[1])
                 return finish(tried, fixed_part)
 

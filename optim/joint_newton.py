@@ -7,9 +7,10 @@ client's split t_k the root of its slope at (D, lambda) (:func:`optim.energy_min
     F_1 = sum_k b_k - 1 = 0                          (the shares fill the band)
     F_2 = (Q + sum_k h_k'(t_k)) / Q = 0              (dW/dD = -Q, the envelope theorem)
 
-Newton's method on (log lambda, D), with a Jacobian by forward differences and the step halved
-until the residual falls, converges in a few steps from a neighbouring ratio's solution; it is
-a warm start only: the caller certifies the answer (the price search's duality gap) and falls
+Newton's method on (log lambda, D), with a Jacobian by forward differences kept current by
+Broyden's update (and carried from one ratio to the next), and the step halved until the
+residual falls, converges in a few steps from a neighbouring ratio's solution; it is a warm
+start only: the caller certifies the answer (the price search's duality gap) and falls
 back on the nested searches when this fails.
 """
 
@@ -41,9 +42,15 @@ def newton_round(
     queue_s: float,
     d_range: tuple[float, float],
     start: tuple[float, float],
-) -> tuple[float, float] | None:
-    """(D [s], lambda) solving F_1 = F_2 = 0 (module docstring) from ``start`` = (D, lambda),
-    with D kept inside ``d_range``; None when Newton's method does not converge."""
+    jacobian: NDArray[np.float64] | None = None,
+) -> tuple[float, float, NDArray[np.float64]] | None:
+    """(D [s], lambda, Jacobian) solving F_1 = F_2 = 0 (module docstring) from ``start`` =
+    (D, lambda), with D kept inside ``d_range``; None when the iteration does not converge.
+
+    ``jacobian``: a (2, 2) d(F_1, F_2)/d(log lambda, D) from a neighbouring ratio to start with;
+    Broyden's update keeps it current, and it is rebuilt by forward differences when a step
+    fails to lower the residual.
+    """
     d_lo, d_hi = d_range
     guess: list[_FloatArray | None] = [None]
 
@@ -55,22 +62,27 @@ def newton_round(
         slope = float(np.sum(upload_slope(block, upload, math.exp(u), weight)))
         return np.array([float(np.sum(share)) - 1.0, (queue_s + slope) / queue_s])
 
-    d, u = start[0], math.log(start[1])
-    if not (d_lo < d < d_hi and math.isfinite(u)):
-        return None
-    f = residual(d, u)
-    for _ in range(_STEPS):
-        if not np.all(np.isfinite(f)):
-            return None
-        if abs(f[0]) <= _SHARE_TOL and abs(f[1]) <= _SLOPE_TOL:
-            return d, math.exp(u)
+    def differences(d: float, u: float, f: NDArray[np.float64]) -> NDArray[np.float64]:
         h_d = _FD_ROUND * d
-        jac = np.column_stack(
+        return np.column_stack(
             [
                 (residual(d, u + _FD_LOG_PRICE) - f) / _FD_LOG_PRICE,
                 (residual(d + h_d, u) - f) / h_d,
             ]
         )
+
+    d, u = start[0], math.log(start[1])
+    if not (d_lo < d < d_hi and math.isfinite(u)):
+        return None
+    f = residual(d, u)
+    jac, fresh = (None, False) if jacobian is None else (jacobian.copy(), False)
+    for _ in range(_STEPS):
+        if not np.all(np.isfinite(f)):
+            return None
+        if abs(f[0]) <= _SHARE_TOL and abs(f[1]) <= _SLOPE_TOL:
+            return d, math.exp(u), jac
+        if jac is None:
+            jac, fresh = differences(d, u, f), True
         try:
             du, dd = np.linalg.solve(jac, -f)
         except np.linalg.LinAlgError:
@@ -81,9 +93,15 @@ def newton_round(
             d_new = min(max(d + dd, 0.5 * (d + d_lo)), 0.5 * (d + d_hi))
             f_new = residual(d_new, u + du) if math.isfinite(du) else f
             if np.all(np.isfinite(f_new)) and float(np.hypot(*f_new)) < norm:
-                d, u, f = d_new, u + du, f_new
+                step = np.array([du, d_new - d])
+                jac = jac + np.outer(f_new - f - jac @ step, step) / float(step @ step)  # Broyden
+                d, u, f, fresh = d_new, u + du, f_new, False
+                break
+            if not fresh:  # a stale Jacobian: rebuild it before shortening the step
                 break
             du, dd = 0.5 * du, 0.5 * dd
         else:
             return None
+        if not fresh and f is not f_new:
+            jac = None
     return None
