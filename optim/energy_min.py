@@ -55,7 +55,6 @@ __all__ = [
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
 _BISECT_STEPS = 200
-_GAP_RTOL = 1e-10  # the price search stops at a duality gap below this share of the energy
 _LOG_PRICE_TOL = 1e-13
 _EPS = np.finfo(float).eps
 LN2 = math.log(2.0)
@@ -229,11 +228,13 @@ def solve_block(
     weight: _FloatArray,
     method: str,
     price_hint: float | None = None,
+    gap_rtol: float = 1e-10,
 ) -> EnergyMinSolution:
     """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline).
 
     ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
-    bracket from.
+    bracket from. ``gap_rtol``: the price search stops at a duality gap below this share of the
+    energy (the default certifies; a loose one gives a starting price).
     """
     if not (method != "equal_bandwidth" and _least_shares_fit(block, deadline_s * (1.0 + 1e-12))):
         least = min_feasible_deadline_s(block, method)
@@ -244,7 +245,7 @@ def solve_block(
         upload = _equal_share_upload_s(block, deadline_s, share, weight)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
     per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _search_price(block, deadline_s, weight, per_client, price_hint)
+    return _search_price(block, deadline_s, weight, per_client, price_hint, gap_rtol)
 
 
 # --- per-client solvers at a bandwidth price: (block, T, price, weight, t guess) -> (t, y, value)
@@ -333,13 +334,14 @@ def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
 
 
 def _search_price(
-    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None
+    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None, gap_rtol: float
 ) -> EnergyMinSolution:
     """The bandwidth price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises.
 
     The root of sum_k b_k = 1 in log lambda is bracketed outwards from the hint (steps doubling
     from 2 %, or from ln 2 without one) and closed by Illinois false position until the duality
-    gap lambda (1 - sum_k b_k) at the feasible end is below _GAP_RTOL of the energy.
+    gap (primal at the feasible end minus the better dual value of the two ends) is below
+    ``gap_rtol`` of the energy.
     """
     if not np.any(weight > 0.0):  # energy is free: every client takes its least share
         upload, y, _ = per_client(block, deadline_s, 1.0, weight, None)
@@ -373,7 +375,7 @@ def _search_price(
     side, repeats = 0, 0
     for _ in range(_BISECT_STEPS):
         if (
-            _gap(seen, u_lo, u_hi) <= _GAP_RTOL * _primal(seen, u_hi)
+            _gap(seen, u_lo, u_hi) <= gap_rtol * _primal(seen, u_hi)
             or u_hi - u_lo <= _LOG_PRICE_TOL
         ):
             break

@@ -47,6 +47,7 @@ __all__ = ["JointSolution", "solve_joint_step"]
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
 _D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stops
+_START_GAP_RTOL = 1e-3  # the price that starts Newton's method need not be certified
 _D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _FloatArray = NDArray[np.float64]
@@ -173,8 +174,8 @@ def solve_joint_step(
         tried = {d_min: first}
         if last_round[0] is None:  # a first ratio: start from the priced middle of the range
             d_mid = math.sqrt(d_min * d_max)
-            tried[d_mid] = solve_block(block, d_mid, z, "joint")
-            last_round[0], last_price[0] = d_mid, tried[d_mid].price
+            start_price = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL).price
+            last_round[0], last_price[0] = d_mid, start_price
         if last_price[0] is not None:
             start = (min(max(last_round[0], d_min), d_max), last_price[0])
             found = newton_round(block, z, q, (d_min, d_max), start, last_jacobian[0])
