@@ -199,15 +199,21 @@ def upload_slope(
     b_min' = -r / (t^2 (ln(1 + a/b) - a / (a + b))), r = ln2 s / B, a = p_max snr (the
     derivative of b ln(1 + a/b) = r / t). Minus this is the multiplier of tau + t <= deadline.
     """
-    share = min_share(block.bits, upload_s, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    a = block.p_max_w * block.snr_per_w
+    r = LN2 * block.bits / block.bandwidth_hz
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # x = a / b_min(t) of min_share, inline: 1 + x = -W_{-1}(-c e^{-c}) / c, c = r / (t a)
+        c = r / (upload_s * a)
+        ok = (c > 0.0) & (c < 1.0)  # c >= 1: no share is fast enough (x = 0, slope -inf)
+        cc = np.where(ok, c, 0.5)
+        arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)
+        x = np.where(ok, -lambertw(arg, k=-1).real / cc - 1.0, 0.0)
+        # the best product of best_product_s, inline: y = r / z, z = 1 + W_0((snr p/(w t) - 1)/e)
         ratio = np.where(weight > 0.0, price / weight, 1.0)
-        y_free = best_product_s(block.bits, upload_s, ratio, block.snr_per_w, block.bandwidth_hz)
-        free = (weight > 0.0) & (y_free > upload_s * share)
-        a = block.p_max_w * block.snr_per_w
-        x = a / share
+        z = 1.0 + lambertw((block.snr_per_w * ratio / upload_s - 1.0) / math.e, k=0).real
+        y_free = r / z
+        free = (weight > 0.0) & (y_free * x > upload_s * a)  # above the floor t b_min = t a / x
         bend = np.log1p(x) - x / (1.0 + x)
-        r = LN2 * block.bits / block.bandwidth_hz
         limited = weight * block.p_max_w - price * r / (upload_s**2 * bend)
         slope = np.where(free, -price * y_free / upload_s**2, limited)
     return np.where(block.bits > 0.0, slope, 0.0)
