@@ -85,9 +85,9 @@ def best_product_s(
     -snr price / t, so z = 1 + W_0((snr price / t - 1) / e) and y = ln2 s / (B z).
     ``price`` is the bandwidth price over the energy weight, lambda / Z [J].
     """
-    rhs = snr_per_w * price / upload_s
-    z = 1.0 + lambertw((rhs - 1.0) / math.e, k=0).real
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # t = 0 for a client with no bits
+        rhs = snr_per_w * price / upload_s
+        z = 1.0 + lambertw((rhs - 1.0) / math.e, k=0).real
         y = LN2 * bits / (bandwidth_hz * z)
     return np.where(bits > 0.0, y, 0.0)
 
