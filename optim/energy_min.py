@@ -42,6 +42,7 @@ from optim.joint_client import (
     split_slope,
     split_value,
     upload_energy_j,
+    upload_slope,
 )
 
 __all__ = [
@@ -190,8 +191,10 @@ def least_time_solution(
 def _least_shares_fit(block: ClientBlock, deadline_s: float) -> bool:
     """Whether full power and f_max finish by ``deadline_s`` on shares summing to <= 1."""
     upload = deadline_s - block.fastest_compute_s()
+    if np.any(upload < 0.0) or np.any(upload[block.bits > 0.0] <= 0.0):  # compute alone too slow
+        return False
     shares = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
-    return bool(np.all(upload[block.bits > 0.0] > 0.0)) and float(np.sum(shares)) <= 1.0
+    return float(np.sum(shares)) <= 1.0
 
 
 def solve_energy_min(
@@ -280,6 +283,26 @@ def priced_split(
     return upload, y, value
 
 
+def round_slope(
+    block: ClientBlock,
+    deadline_s: float,
+    upload_s: _FloatArray,
+    price: float,
+    weight: _FloatArray,
+) -> float:
+    """dW/dD [J/s] of the least weighted energy at the round time ``deadline_s`` (J4, <= 0):
+    sum_k h_k'(t_k) at the optimal price (the envelope theorem), except that a client whose
+    upload sits at its floor below T - C/f_min (one without bits and T < C/f_min) gains from D
+    through its compute time: -2 w kappa C^3 / tau^3."""
+    lo, _ = _upload_range_s(block, deadline_s)
+    floor_bound = (upload_s <= lo) & (lo > deadline_s - block.slowest_compute_s())
+    compute_s = deadline_s - upload_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = -2.0 * weight * block.kappa * block.cycles**3 / compute_s**3
+    upload = upload_slope(block, upload_s, price, weight)
+    return float(np.sum(np.where(floor_bound & (block.cycles > 0.0), compute, upload)))
+
+
 def _priced(free_split: bool) -> _PerClient:
     if free_split:
         return priced_split
@@ -345,6 +368,9 @@ def _search_price(
     """
     if not np.any(weight > 0.0):  # energy is free: every client takes its least share
         upload, y, _ = per_client(block, deadline_s, 1.0, weight, None)
+        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
+    if not np.any((weight > 0.0) & (block.bits > 0.0)):  # the band is never scarce: price 0
+        upload, y, _ = per_client(block, deadline_s, 0.0, weight, None)
         return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
     scale = float(np.sum(weight * block.p_max_w * deadline_s))
     seen: dict[float, tuple[float, tuple]] = {}

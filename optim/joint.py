@@ -37,9 +37,9 @@ from optim.energy_min import (
     client_block,
     least_time_solution,
     min_feasible_deadline_s,
+    round_slope,
     solve_block,
 )
-from optim.joint_client import upload_slope
 from optim.joint_newton import newton_round
 
 __all__ = ["JointSolution", "solve_joint_step"]
@@ -192,7 +192,7 @@ def solve_joint_step(
                 tried[key] = solve_block(block, key, z, "joint", last_price[0])
                 last_price[0] = tried[key].price
             sol = tried[key]
-            return max(q + float(np.sum(upload_slope(block, sol.upload_s, sol.price, z))), -1e300)
+            return max(q + round_slope(block, key, sol.upload_s, sol.price, z), -1e300)
 
         lo, hi = _bracket_root(slope, d_min, d_max, last_round[0])
         if lo < hi:

@@ -5,7 +5,7 @@ At fixed O the best round time D and bandwidth price lambda solve two equations,
 client's split t_k the root of its slope at (D, lambda) (:func:`optim.energy_min.priced_split`):
 
     F_1 = sum_k b_k - 1 = 0                          (the shares fill the band)
-    F_2 = (Q + sum_k h_k'(t_k)) / Q = 0              (dW/dD = -Q, the envelope theorem)
+    F_2 = (Q + dW/dD) / Q = 0                        (:func:`optim.energy_min.round_slope`, J4)
 
 Newton's method on (log lambda, D), with a Jacobian by forward differences kept current by
 Broyden's update (and carried from one ratio to the next), and the step halved until the
@@ -21,15 +21,15 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from optim.energy_min import priced_split
-from optim.joint_client import ClientBlock, upload_slope
+from optim.energy_min import priced_split, round_slope
+from optim.joint_client import ClientBlock
 
 __all__ = ["newton_round"]
 
 _STEPS = 12
 _HALVINGS = 8
 _SHARE_TOL = 1e-7  # |sum_k b_k - 1|; the price search at its D certifies the answer
-_SLOPE_TOL = 1e-5  # |Q + dW/dD| / Q: the objective errs at its square
+_SLOPE_TOL = 1e-7  # |Q + dW/dD| / Q: the objective errs at its square
 _FD_LOG_PRICE = 1e-6
 _MAX_LOG_STEP = 2.0  # the price moves by at most e^2 per step
 _FD_ROUND = 1e-7  # relative
@@ -59,7 +59,7 @@ def newton_round(
         guess[0] = upload
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(block.bits > 0.0, y / upload, 0.0)
-        slope = float(np.sum(upload_slope(block, upload, math.exp(u), weight)))
+        slope = round_slope(block, d, upload, math.exp(u), weight)
         return np.array([float(np.sum(share)) - 1.0, (queue_s + slope) / queue_s])
 
     def differences(d: float, u: float, f: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -71,9 +71,9 @@ def newton_round(
             ]
         )
 
-    d, u = start[0], math.log(start[1])
-    if not (d_lo < d < d_hi and math.isfinite(u)):
+    if not (d_lo < start[0] < d_hi and 0.0 < start[1] < math.inf):
         return None
+    d, u = start[0], math.log(start[1])
     f = residual(d, u)
     jac, fresh = (None, False) if jacobian is None else (jacobian.copy(), False)
     for _ in range(_STEPS):

@@ -206,6 +206,26 @@ def test_the_round_time_is_a_minimum_in_d():
                 assert here <= other * (1 + 1e-9)
 
 
+def test_clients_without_bits_pay_only_for_compute():
+    """No bits: Q D + sum_k Z_k kappa C_k^3 / min(D, C_k / f_min,k)^2 over D >= max_k C_k / f_max,k,
+    against a dense grid of D (and the grid's best, refined by its neighbours, is never beaten)."""
+    for seed in range(20):
+        rng = np.random.default_rng(900 + seed)
+        kw = instance(rng, 3, ratio_bits=False)
+        kw["fixed_bits"] = np.zeros(3)
+        kw["cycles"] = rng.uniform(1e8, 1e9, 3) * 3
+        q, z = rng.uniform(0.1, 5), rng.uniform(0.5, 20.0, 3)
+        args = dict(queue_s=q, V=1.0, energy_queue_j=z, offset=0.0, a=0.01, o_min=0.1)
+        sol = solve_joint_step(**args, **kw)
+        tau_min, tau_max = kw["cycles"] / kw["f_max_hz"], kw["cycles"] / kw["f_min_hz"]
+        d = np.linspace(tau_min.max(), 2 * tau_max.max(), 400_001)[:, None]
+        values = q * d[:, 0] + np.sum(
+            z * kw["kappa"] * kw["cycles"] ** 3 / np.minimum(d, tau_max) ** 2, axis=1
+        )
+        assert sol.objective <= values.min() * (1 + 1e-9)
+        assert sol.objective >= values.min() * (1 - 1e-6)
+
+
 def _hessian(fn, x: np.ndarray) -> np.ndarray:
     """Central finite-difference Hessian (step 1e-4 of each coordinate)."""
     h = 1e-4 * x
