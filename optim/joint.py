@@ -186,9 +186,7 @@ def solve_joint_step(
 
         def slope(key: float) -> float:
             """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
-            if key == d_min:  # every share at its floor: the price, and -dW/dD, unbounded
-                return -1e300
-            if key not in tried:
+            if key not in tried or math.isnan(tried[key].price):  # D_min's candidate: price it
                 tried[key] = solve_block(block, key, z, "joint", last_price[0])
                 last_price[0] = tried[key].price
             sol = tried[key]
