@@ -30,6 +30,7 @@ __all__ = [
     "split_slope",
     "split_value",
     "upload_energy_j",
+    "upload_slope",
 ]
 
 LN2 = math.log(2.0)
