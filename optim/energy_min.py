@@ -12,10 +12,12 @@ arXiv:1911.02417), at a fixed payload s_k:
 With y_k = t_k b_k the upload energy is the convex decreasing E_up(y_k) of
 :mod:`optim.joint_client` (J1), jointly convex in (t_k, b_k), and the compute energy is
 kappa C^3 / tau^2 with tau = T - t (every client uses the whole round: both energies fall with
-time). The coupling sum_k b_k <= 1 takes a price lambda found by bisection on the decreasing
-sum_k b_k(lambda); each client then solves a convex 1-D problem in t (golden section) with the
-share in closed form (Lambert W). The certificate is the duality gap: the primal energy at the
-feasible side of the bracket minus the best dual value sum_k phi_k(lambda) - lambda.
+time). The coupling sum_k b_k <= 1 takes a price lambda, the root of the decreasing
+sum_k b_k(lambda) - 1 in log lambda (Illinois false position); each client then solves a convex
+1-D problem in t, the root of its closed-form slope (:func:`optim.joint_client.split_slope`, all
+clients at once), with the share in closed form (Lambert W). The certificate is the duality
+gap: the primal energy at the feasible side of the bracket minus the best dual value
+sum_k phi_k(lambda) - lambda of its two ends.
 
 Baselines (:data:`ENERGY_MIN_METHODS`), the same problem with one block fixed: ``equal_bandwidth``
 (b_k = 1/K), ``max_power`` (p_k = p_max,k), ``max_frequency`` (f_k = f_max,k).
@@ -35,9 +37,12 @@ from optim._validation import check_nonneg_array, check_real
 from optim.joint_client import (
     ClientBlock,
     golden_min,
+    increasing_root,
     min_share,
+    split_slope,
     split_value,
     upload_energy_j,
+    upload_slope,
 )
 
 __all__ = [
@@ -51,7 +56,9 @@ __all__ = [
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
 _BISECT_STEPS = 200
-_PRICE_RTOL = 1e-7
+_LOG_PRICE_TOL = 1e-13
+_EPS = np.finfo(float).eps
+LN2 = math.log(2.0)
 _FloatArray = NDArray[np.float64]
 
 
@@ -135,7 +142,8 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
     """The least round time T any decision of ``method`` achieves [s].
 
     Fastest CPU and full power: sum_k b_min,k(T - C_k / f_max,k) <= 1 (decreasing in T), found
-    by bisection; with equal shares, max_k of each client's own least time at b = 1/K.
+    by Brent's method and returned on its feasible side; with equal shares, max_k of each
+    client's own least time at b = 1/K.
     """
     tau = block.fastest_compute_s()
     if method == "equal_bandwidth":
@@ -151,15 +159,42 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
         )
         return float(np.sum(shares))
 
+    if total_share(lo) <= 1.0:  # the slowest client's floor decides
+        return lo
     hi = 2.0 * lo + 1e-12
     while total_share(hi) > 1.0:
         lo, hi = hi, 2.0 * hi
-    for _ in range(_BISECT_STEPS):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        lo, hi = (lo, mid) if total_share(mid) <= 1.0 else (mid, hi)
-    return hi
+    root = brentq(
+        lambda d: 1.0 - 1.0 / total_share(d),
+        lo,
+        hi,  # finite at the floor (inf)
+        xtol=1e-300,
+        rtol=4 * _EPS,
+    )
+    for _ in range(_BISECT_STEPS):  # the feasible side of the root: sum_k b_min,k <= 1
+        if total_share(root) <= 1.0:
+            return root
+        root = math.nextafter(root, math.inf) * (1.0 + _EPS)
+    return hi  # pragma: no cover - hi is feasible
+
+
+def least_time_solution(
+    block: ClientBlock, deadline_s: float, weight: _FloatArray
+) -> EnergyMinSolution:
+    """Full power, f_max and the least shares for ``deadline_s`` (feasible from the least round
+    time on; price nan: not priced, gap nan: not certified)."""
+    upload = np.where(block.bits > 0.0, deadline_s - block.fastest_compute_s(), 1.0)
+    share = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    return _solution(block, deadline_s, upload, upload * share, weight, math.nan, math.nan)
+
+
+def _least_shares_fit(block: ClientBlock, deadline_s: float) -> bool:
+    """Whether full power and f_max finish by ``deadline_s`` on shares summing to <= 1."""
+    upload = deadline_s - block.fastest_compute_s()
+    if np.any(upload < 0.0) or np.any(upload[block.bits > 0.0] <= 0.0):  # compute alone too slow
+        return False
+    shares = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
+    return float(np.sum(shares)) <= 1.0
 
 
 def solve_energy_min(
@@ -196,27 +231,31 @@ def solve_block(
     weight: _FloatArray,
     method: str,
     price_hint: float | None = None,
+    gap_rtol: float = 1e-10,
 ) -> EnergyMinSolution:
     """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline).
 
     ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
-    bracket from.
+    bracket from. ``gap_rtol``: the price search stops at a duality gap below this share of the
+    energy (the default certifies; a loose one gives a starting price).
     """
-    least = min_feasible_deadline_s(block, method)
-    if deadline_s < least * (1.0 - 1e-12):
-        raise DeadlineInfeasibleError(deadline_s, least, method)
+    if not (method != "equal_bandwidth" and _least_shares_fit(block, deadline_s * (1.0 + 1e-12))):
+        least = min_feasible_deadline_s(block, method)
+        if deadline_s < least * (1.0 - 1e-12):
+            raise DeadlineInfeasibleError(deadline_s, least, method)
     if method == "equal_bandwidth":
         share = np.full(block.bits.size, 1.0 / block.bits.size)
         upload = _equal_share_upload_s(block, deadline_s, share, weight)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
     per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _bisect_price(block, deadline_s, weight, per_client, price_hint)
+    return _search_price(block, deadline_s, weight, per_client, price_hint, gap_rtol)
 
 
-# --- per-client solvers at a bandwidth price: (block, T, price, weight) -> (t, y, value) ---
+# --- per-client solvers at a bandwidth price: (block, T, price, weight, t guess) -> (t, y, value)
 
 _PerClient = Callable[
-    [ClientBlock, float, float, _FloatArray], tuple[_FloatArray, _FloatArray, _FloatArray]
+    [ClientBlock, float, float, _FloatArray, "_FloatArray | None"],
+    tuple[_FloatArray, _FloatArray, _FloatArray],
 ]
 
 
@@ -226,15 +265,50 @@ def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray,
     return np.minimum(lo, hi), hi
 
 
+def priced_split(
+    block: ClientBlock,
+    deadline_s: float,
+    price: float,
+    weight: _FloatArray,
+    guess: _FloatArray | None = None,
+) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    """(upload time t [s], product y [s], value) of every client at bandwidth price ``price``:
+    the root of the slope of :func:`optim.joint_client.split_value` in t (it is convex), all
+    clients at once, from ``guess`` (the split at a neighbouring price or deadline) if given."""
+    lo, hi = _upload_range_s(block, deadline_s)
+    upload = increasing_root(
+        lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi, guess=guess
+    )
+    value, y = split_value(block, deadline_s, upload, price, weight)
+    return upload, y, value
+
+
+def round_slope(
+    block: ClientBlock,
+    deadline_s: float,
+    upload_s: _FloatArray,
+    price: float,
+    weight: _FloatArray,
+) -> float:
+    """dW/dD [J/s] of the least weighted energy at the round time ``deadline_s`` (J4, <= 0):
+    sum_k h_k'(t_k) at the optimal price (the envelope theorem), except that a client whose
+    upload sits at its floor below T - C/f_min (one without bits and T < C/f_min) gains from D
+    through its compute time: -2 w kappa C^3 / tau^3."""
+    lo, _ = _upload_range_s(block, deadline_s)
+    floor_bound = (upload_s <= lo) & (lo > deadline_s - block.slowest_compute_s())
+    compute_s = deadline_s - upload_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = -2.0 * weight * block.kappa * block.cycles**3 / compute_s**3
+    upload = upload_slope(block, upload_s, price, weight)
+    return float(np.sum(np.where(floor_bound & (block.cycles > 0.0), compute, upload)))
+
+
 def _priced(free_split: bool) -> _PerClient:
-    def per_client(block, deadline_s, price, weight):
-        lo, hi = _upload_range_s(block, deadline_s)
-        if free_split:
-            upload = golden_min(
-                lambda t: split_value(block, deadline_s, t, price, weight)[0], lo, hi
-            )
-        else:  # max_frequency: compute at f_max, upload for the rest of the round
-            upload = hi
+    if free_split:
+        return priced_split
+
+    def per_client(block, deadline_s, price, weight, guess=None):
+        upload = _upload_range_s(block, deadline_s)[1]  # compute at f_max, upload the rest
         value, y = split_value(block, deadline_s, upload, price, weight)
         return upload, y, value
 
@@ -255,7 +329,7 @@ def _max_power_value(block, deadline_s, share, price, weight):
     return weight * energy + price * share, upload
 
 
-def _max_power_client(block, deadline_s, price, weight):
+def _max_power_client(block, deadline_s, price, weight, guess=None):
     tau = block.fastest_compute_s()
     lo = min_share(block.bits, deadline_s - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
     start = _max_power_value(block, deadline_s, lo, price, weight)[0]
@@ -282,51 +356,87 @@ def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
     return golden_min(energy, lo, hi)
 
 
-def _bisect_price(
-    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None
+def _search_price(
+    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None, gap_rtol: float
 ) -> EnergyMinSolution:
-    """Bisection on lambda: sum_k b_k(lambda) = y_k / t_k is decreasing in lambda."""
+    """The bandwidth price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises.
+
+    The root of sum_k b_k = 1 in log lambda is bracketed outwards from the hint (steps doubling
+    from 2 %, or from ln 2 without one) and closed by Illinois false position until the duality
+    gap (primal at the feasible end minus the better dual value of the two ends) is below
+    ``gap_rtol`` of the energy.
+    """
     if not np.any(weight > 0.0):  # energy is free: every client takes its least share
-        upload, y, _ = per_client(block, deadline_s, 1.0, weight)
+        upload, y, _ = per_client(block, deadline_s, 1.0, weight, None)
+        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
+    if not np.any((weight > 0.0) & (block.bits > 0.0)):  # the band is never scarce: price 0
+        upload, y, _ = per_client(block, deadline_s, 0.0, weight, None)
         return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
     scale = float(np.sum(weight * block.p_max_w * deadline_s))
+    seen: dict[float, tuple[float, tuple]] = {}
+    last_upload = [None]  # each client's split at the last price: the next one starts there
 
-    def shares(price):
-        upload, y, value = per_client(block, deadline_s, price, weight)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            b = np.where(block.bits > 0.0, y / upload, 0.0)
-        return b, upload, y, value
+    def excess(u: float) -> float:
+        if u not in seen:
+            guess = last_upload[0]
+            upload, y, value = per_client(block, deadline_s, math.exp(u), weight, guess)
+            last_upload[0] = upload
+            with np.errstate(invalid="ignore", divide="ignore"):
+                b = np.where(block.bits > 0.0, y / upload, 0.0)
+            seen[u] = (float(np.sum(b)) - 1.0, (upload, y, float(np.sum(value))))
+        return seen[u][0]
 
-    def excess(log_price: float) -> float:
-        return float(np.sum(shares(math.exp(log_price))[0])) - 1.0
-
-    # Bracket log lambda (sum_k b_k falls as lambda rises) from the hint, doubling outwards.
-    u_hi = math.log(price_hint if price_hint and math.isfinite(price_hint) else scale)
-    u_lo = None
+    hinted = price_hint is not None and math.isfinite(price_hint) and price_hint > 0.0
+    u = math.log(price_hint if hinted else scale)  # type: ignore[arg-type]
+    step = 0.02 if hinted else LN2
+    direction = 1.0 if excess(u) > 0.0 else -1.0  # towards the root
     for _ in range(_BISECT_STEPS):
-        if excess(u_hi) <= 0.0:
+        if (excess(u + direction * step) > 0.0) != (direction > 0.0):
             break
-        u_lo, u_hi = u_hi, u_hi + math.log(2.0)
+        u, step = u + direction * step, 2.0 * step
     else:  # pragma: no cover - T >= the least round time, so a high enough price fits
         raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
-    if u_lo is None:
-        u_lo = u_hi - math.log(2.0)
-        for _ in range(_BISECT_STEPS):
-            if excess(u_lo) > 0.0:
-                break
-            u_hi, u_lo = u_lo, u_lo - math.log(2.0)
-    if excess(u_lo) > 0.0:
-        # Brent on log lambda, then keep a feasible (sum b <= 1) price just above the root.
-        root = brentq(excess, u_lo, u_hi, xtol=_PRICE_RTOL)
-        if excess(root + _PRICE_RTOL) <= 0.0:
-            u_hi = root + _PRICE_RTOL
-        if excess(root - _PRICE_RTOL) > 0.0:
-            u_lo = root - _PRICE_RTOL
-    lo, hi = math.exp(u_lo), math.exp(u_hi)
-    b, upload, y, value_hi = shares(hi)
-    dual = max(float(np.sum(value_hi)) - hi, float(np.sum(shares(lo)[3])) - lo)
-    primal = _solution(block, deadline_s, upload, y, weight, hi, 0.0)
+    u_lo, u_hi = sorted((u, u + direction * step))
+    f_lo, f_hi = excess(u_lo), excess(u_hi)
+    side, repeats = 0, 0
+    for _ in range(_BISECT_STEPS):
+        if (
+            _gap(seen, u_lo, u_hi) <= gap_rtol * _primal(seen, u_hi)
+            or u_hi - u_lo <= _LOG_PRICE_TOL
+        ):
+            break
+        x = (u_lo * f_hi - u_hi * f_lo) / (f_hi - f_lo)  # f_lo, f_hi: Illinois' working values
+        if repeats >= 2 or not u_lo < x < u_hi:  # a bisection step when one end stalls
+            x = 0.5 * (u_lo + u_hi)
+        f_x = excess(x)
+        new_side = -1 if f_x > 0.0 else 1  # -1: x is below the root
+        repeats = repeats + 1 if new_side == side else 0
+        if new_side < 0:
+            u_lo, f_lo = x, f_x
+            f_hi = 0.5 * f_hi if side < 0 else f_hi  # Illinois: an end kept twice
+        else:
+            u_hi, f_hi = x, f_x
+            f_lo = 0.5 * f_lo if side > 0 else f_lo
+        side = new_side
+    upload, y, _ = seen[u_hi][1]
+    primal = _solution(block, deadline_s, upload, y, weight, math.exp(u_hi), 0.0)
+    dual = max(_dual(seen, u_lo), _dual(seen, u_hi))
     return _with_gap(primal, max(primal.objective - dual, 0.0))
+
+
+def _dual(seen: dict, u: float) -> float:
+    """The dual value sum_k phi_k(lambda) - lambda at lambda = e^u."""
+    return seen[u][1][2] - math.exp(u)
+
+
+def _primal(seen: dict, u: float) -> float:
+    """The weighted energy at lambda = e^u: sum_k phi_k - lambda sum_k b_k."""
+    return seen[u][1][2] - math.exp(u) * (seen[u][0] + 1.0)
+
+
+def _gap(seen: dict, u_lo: float, u_hi: float) -> float:
+    """Primal energy at the feasible end minus the best dual value of the two ends."""
+    return _primal(seen, u_hi) - max(_dual(seen, u_lo), _dual(seen, u_hi))
 
 
 def _with_gap(sol: EnergyMinSolution, gap: float) -> EnergyMinSolution:

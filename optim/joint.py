@@ -9,14 +9,17 @@ with bits_k(O) = fixed_bits_k + per_ratio_bits_k O, rate_k = b_k B log2(1 + p_k 
 E_k = kappa_k C_k f_k^2 + p_k (upload time), gamma(O) = offset + a (1 - O)^2 / O^4 (eq. 14).
 
 Structure. For fixed (O, D) the rest is the weighted energy problem of :mod:`optim.energy_min`
-(weights Z_k, deadline D), convex and solved by a bisection on the bandwidth price with a duality
+(weights Z_k, deadline D), convex and solved by a search on the bandwidth price with a duality
 gap as certificate. Its optimal value W(O, D) is convex and decreasing in D (a partial minimum of
-a jointly convex problem in which D enters only the linear constraints), so for fixed O the
-scalar Q D + W(O, D) is convex on [D_min(O), D_min(O) + W(O, D_min(O)) / Q] (beyond that Q D
-alone exceeds the value at D_min) and is minimised by bounded Brent. W is not jointly convex in
-(O, D) (docs), so the outer search over O is a grid followed by bounded Brent around the best
-grid point: a local refinement, checked against brute force in the tests, not a global
-certificate.
+a jointly convex problem in which D enters only the linear constraints), with the slope
+dW/dD = sum_k h_k'(t_k) of the envelope theorem (J4, :func:`optim.joint_client.upload_slope`),
+so for fixed O the best D is the root of Q + dW/dD on [D_min(O), D_min(O) + E_least / Q] (beyond
+that Q D alone exceeds the value of the least round time's own decisions, energy E_least). It
+is found with the price by Newton's method on (log lambda, D) (:mod:`optim.joint_newton`),
+warm-started from the previous ratio, and certified by a price search at its D; Brent's root of
+the slope with a price search per D is the fallback. W is not jointly convex in (O, D) (docs),
+so the outer search over O is a grid followed by bounded Brent around the best grid point: a
+local refinement, checked against brute force in the tests, not a global certificate.
 """
 
 from __future__ import annotations
@@ -26,20 +29,26 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 
 from optim._validation import check_nonneg_array, check_real
 from optim.energy_min import (
     EnergyMinSolution,
     client_block,
+    least_time_solution,
     min_feasible_deadline_s,
+    round_slope,
     solve_block,
 )
+from optim.joint_newton import newton_round
 
 __all__ = ["JointSolution", "solve_joint_step"]
 
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
+_D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stops
+_START_GAP_RTOL = 1e-3  # the price that starts Newton's method need not be certified
+_D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _FloatArray = NDArray[np.float64]
 
@@ -138,6 +147,11 @@ def solve_joint_step(
             seen[o] = best_round(o)
         return seen[o]
 
+    last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
+    last_round: list[float | None] = [None]
+    block_of: list = [None]  # the block of the ratio being solved
+    last_jacobian: list = [None]  # Newton's, carried from one ratio to the next
+
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
             bits=fixed + per * o,
@@ -149,27 +163,47 @@ def solve_joint_step(
             p_max_w=base.p_max_w,
             bandwidth_hz=base.bandwidth_hz,
         )
+        block_of[0] = block
         d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
-        first = solve_block(block, d_min, z, "joint")
         fixed_part = v * penalty(o)
+        first = least_time_solution(block, d_min, z)  # feasible: W(d_min) <= its energy
         if z.max() == 0.0 or first.objective == 0.0:
+            first = solve_block(block, d_min, z, "joint", last_price[0])
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
-        hint = [first.price]
+        tried = {d_min: first}
+        if last_round[0] is None:  # a first ratio: start from the priced middle of the range
+            d_mid = math.sqrt(d_min * d_max)
+            start_price = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL).price
+            last_round[0], last_price[0] = d_mid, start_price
+        if last_price[0] is not None:
+            start = (min(max(last_round[0], d_min), d_max), last_price[0])
+            found = newton_round(block, z, q, (d_min, d_max), start, last_jacobian[0])
+            if found is not None:  # certified below by the price search at this D
+                last_jacobian[0] = found[2]
+                tried[found[0]] = solve_block(block, found[0], z, "joint", found[1])
+                return finish(tried, fixed_part)
 
-        def value(d: float) -> float:
-            sol = solve_block(block, d, z, "joint", hint[0])
-            hint[0] = sol.price
-            return q * d + sol.objective
+        def slope(key: float) -> float:
+            """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
+            if key not in tried or math.isnan(tried[key].price):  # D_min's candidate: price it
+                tried[key] = solve_block(block, key, z, "joint", last_price[0])
+                last_price[0] = tried[key].price
+            sol = tried[key]
+            return max(q + round_slope(block, key, sol.upload_s, sol.price, z), -1e300)
 
-        found = minimize_scalar(
-            value,
-            bounds=(d_min, d_max),
-            method="bounded",
-            options={"xatol": _XTOL * d_max},
-        )
-        d_best = float(found.x) if found.fun < q * d_min + first.objective else d_min
-        best = solve_block(block, d_best, z, "joint", hint[0]) if d_best != d_min else first
+        lo, hi = _bracket_root(slope, d_min, d_max, last_round[0])
+        if lo < hi:
+            brentq(slope, lo, hi, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
+        return finish(tried, fixed_part)
+
+    def finish(tried: dict, fixed_part: float) -> tuple[float, float, EnergyMinSolution]:
+        """The best of the round times tried; it warm-starts the next ratio."""
+        d_best = min(tried, key=lambda d: q * d + tried[d].objective)
+        if math.isnan(tried[d_best].price):  # the least round time: certify it too
+            tried[d_best] = solve_block(block_of[0], d_best, z, "joint", last_price[0])
+        last_round[0], last_price[0] = d_best, tried[d_best].price
+        best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 
     if per.max() == 0.0:
@@ -198,3 +232,22 @@ def solve_joint_step(
         clients=clients,
         gap=clients.gap if math.isfinite(clients.gap) else 0.0,
     )
+
+
+def _bracket_root(slope, lo: float, hi: float, guess: float | None) -> tuple[float, float]:
+    """[a, b] within [lo, hi] where the increasing ``slope`` changes sign, searched outwards from
+    ``guess`` (steps doubling from 2 %); (lo, lo) or (hi, hi) when it keeps one sign."""
+    if slope(lo) >= 0.0:
+        return lo, lo
+    if guess is None or not lo < guess < hi:
+        return (lo, hi) if slope(hi) > 0.0 else (hi, hi)
+    step = _D_STEP * guess
+    if slope(guess) > 0.0:  # the root lies below the guess
+        b = guess
+        while (a := max(b - step, lo)) > lo and slope(a) > 0.0:
+            b, step = a, 2.0 * step
+        return a, b
+    a = guess
+    while (b := min(a + step, hi)) < hi and slope(b) <= 0.0:
+        a, step = b, 2.0 * step
+    return (a, b) if slope(b) > 0.0 else (hi, hi)

@@ -25,12 +25,16 @@ __all__ = [
     "ClientBlock",
     "best_product_s",
     "golden_min",
+    "increasing_root",
     "min_share",
+    "split_slope",
     "split_value",
     "upload_energy_j",
+    "upload_slope",
 ]
 
 LN2 = math.log(2.0)
+_BRANCH_POINT = float(np.nextafter(-1.0 / math.e, 0.0))  # W_{-1} is nan at -1/e itself
 _FloatArray = NDArray[np.float64]
 
 
@@ -62,7 +66,8 @@ def min_share(
         c = LN2 * bits / (upload_s * bandwidth_hz * a)
         ok = (c > 0.0) & (c < 1.0)
         cc = np.where(ok, c, 0.5)
-        u = -lambertw(-cc * np.exp(-cc), k=-1).real / cc
+        arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)  # rounding near c = 1
+        u = -lambertw(arg, k=-1).real / cc
         share = a / (u - 1.0)
     share = np.where(ok, share, np.inf)
     return np.where(bits > 0.0, share, 0.0)
@@ -81,9 +86,9 @@ def best_product_s(
     -snr price / t, so z = 1 + W_0((snr price / t - 1) / e) and y = ln2 s / (B z).
     ``price`` is the bandwidth price over the energy weight, lambda / Z [J].
     """
-    rhs = snr_per_w * price / upload_s
-    z = 1.0 + lambertw((rhs - 1.0) / math.e, k=0).real
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # t = 0 for a client with no bits
+        rhs = snr_per_w * price / upload_s
+        z = 1.0 + lambertw((rhs - 1.0) / math.e, k=0).real
         y = LN2 * bits / (bandwidth_hz * z)
     return np.where(bits > 0.0, y, 0.0)
 
@@ -165,6 +170,121 @@ def split_value(
     with np.errstate(invalid="ignore"):
         value = np.where(weight > 0.0, weight * energy, 0.0) + price * y / upload_s
     return value, y
+
+
+def split_slope(
+    block: ClientBlock,
+    deadline_s: float,
+    upload_s: _FloatArray,
+    price: _FloatArray,
+    weight: _FloatArray,
+) -> _FloatArray:
+    """(K,) d value / d t of :func:`split_value` at upload time t: 2 w kappa C^3 / tau^3 plus
+    :func:`upload_slope` (tau = deadline - t). Increasing in t (the value is convex)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(
+            block.cycles > 0.0,
+            2.0 * weight * block.kappa * block.cycles**3 / (deadline_s - upload_s) ** 3,
+            0.0,
+        )
+    return compute + upload_slope(block, upload_s, price, weight)
+
+
+def upload_slope(
+    block: ClientBlock, upload_s: _FloatArray, price: _FloatArray, weight: _FloatArray
+) -> _FloatArray:
+    """(K,) h'(t) [J/s] of h(t) = min_y w E_up(y) + price y / t, y >= t b_min(t) (<= 0).
+
+    Free power (y the best product): h' = -price y / t^2 (envelope). Power at its limit
+    (y = t b_min(t), E_up = p_max t): h' = w p_max + price b_min'(t) with
+    b_min' = -r / (t^2 (ln(1 + a/b) - a / (a + b))), r = ln2 s / B, a = p_max snr (the
+    derivative of b ln(1 + a/b) = r / t). Minus this is the multiplier of tau + t <= deadline.
+    """
+    a = block.p_max_w * block.snr_per_w
+    r = LN2 * block.bits / block.bandwidth_hz
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # x = a / b_min(t) of min_share, inline: 1 + x = -W_{-1}(-c e^{-c}) / c, c = r / (t a)
+        c = r / (upload_s * a)
+        ok = (c > 0.0) & (c < 1.0)  # c >= 1: no share is fast enough (x = 0, slope -inf)
+        cc = np.where(ok, c, 0.5)
+        arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)
+        x = np.where(ok, -lambertw(arg, k=-1).real / cc - 1.0, 0.0)
+        # the best product of best_product_s, inline: y = r / z, z = 1 + W_0((snr p/(w t) - 1)/e)
+        ratio = np.where(weight > 0.0, price / weight, 1.0)
+        z = 1.0 + lambertw((block.snr_per_w * ratio / upload_s - 1.0) / math.e, k=0).real
+        y_free = r / z
+        free = (weight > 0.0) & (y_free * x > upload_s * a)  # above the floor t b_min = t a / x
+        bend = np.log1p(x) - x / (1.0 + x)
+        limited = weight * block.p_max_w - price * r / (upload_s**2 * bend)
+        slope = np.where(free, -price * y_free / upload_s**2, limited)
+    return np.where(block.bits > 0.0, slope, 0.0)
+
+
+_ROOT_STEPS = 200
+
+
+def increasing_root(
+    fn,
+    lo: _FloatArray,
+    hi: _FloatArray,
+    rtol: float = 1e-11,
+    guess: _FloatArray | None = None,
+) -> _FloatArray:
+    """(K,) roots of K increasing functions on [lo_k, hi_k] (an end point where fn keeps one sign).
+
+    Illinois false position in parallel, with a bisection step whenever false position leaves
+    the bracket or meets an infinite slope; stops when every bracket is below rtol |hi|. A
+    ``guess`` (a neighbouring problem's roots) starts from a bracket of 0.1 % of the range
+    around it where the sign changes there, else from the part of the range beyond it.
+    """
+    if guess is None:
+        a, b = lo.astype(float), hi.astype(float)
+        fa, fb = fn(a), fn(b)
+    else:
+        a, b, fa, fb = _bracket_guess(fn, lo, hi, guess)
+    at_hi = ~(fb > 0.0)  # fn <= 0 on the whole range (nan: treated as an end point)
+    at_lo = ~at_hi & (fa >= 0.0)
+    done = at_hi | at_lo
+    side = np.zeros(a.size)
+    tol = rtol * np.maximum(np.abs(hi), np.abs(lo))
+    for _ in range(_ROOT_STEPS):
+        if np.all(done | (b - a <= tol)):
+            break
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            x = (a * fb - b * fa) / (fb - fa)
+        bad = ~np.isfinite(x) | (x <= a) | (x >= b)
+        x = np.where(bad, 0.5 * (a + b), x)
+        fx = fn(x)
+        right = fx > 0.0  # the root lies left of x
+        fa = np.where(right & (side > 0), 0.5 * fa, fa)  # Illinois: an end kept twice
+        fb = np.where(~right & (side < 0), 0.5 * fb, fb)
+        a, fa = np.where(right, a, x), np.where(right, fa, fx)
+        b, fb = np.where(right, x, b), np.where(right, fx, fb)
+        side = np.where(right, 1.0, -1.0)
+        a = np.where(fx == 0.0, x, a)
+        b = np.where(fx == 0.0, x, b)
+    root = 0.5 * (a + b)
+    return np.where(at_hi, hi, np.where(at_lo, lo, root))
+
+
+_GUESS_SPAN = 1e-3
+
+
+def _bracket_guess(fn, lo: _FloatArray, hi: _FloatArray, guess: _FloatArray):
+    """(a, b, fn(a), fn(b)) around ``guess``: [g - d, g + d] (d = 0.1 % of hi - lo) where fn
+    changes sign there, else [lo, g - d] or [g + d, hi]."""
+    span = _GUESS_SPAN * (hi - lo)
+    g = np.clip(guess, lo, hi)
+    a_try, b_try = np.maximum(g - span, lo), np.minimum(g + span, hi)
+    fa_try, fb_try = fn(a_try), fn(b_try)
+    below, above = fa_try >= 0.0, ~(fa_try >= 0.0) & ~(fb_try > 0.0)
+    end = np.where(below, lo, hi)
+    f_end = fn(end)
+    a = np.where(below, lo, np.where(above, b_try, a_try))
+    b = np.where(below, a_try, np.where(above, hi, b_try))
+    fa = np.where(below, f_end, np.where(above, fb_try, fa_try))
+    fb = np.where(below, fa_try, np.where(above, f_end, fb_try))
+    return a, b, fa, fb
 
 
 def golden_min(fn, lo: _FloatArray, hi: _FloatArray) -> _FloatArray:

@@ -212,3 +212,26 @@ def test_max_power_baseline_matches_cvxpy_on_50_instances():
         sol = solve_energy_min(deadline_s=deadline, method="max_power", **kw)
         check_feasible(sol, kw, deadline)
         assert sol.energy_j == pytest.approx(_cvxpy_max_power(kw, deadline), rel=1e-5)
+
+
+def test_a_client_without_bits_bounds_the_round_by_its_compute():
+    """T below a bits-less client's C / f_max is infeasible; with no bits anywhere the band is
+    never scarce (price 0) and each client computes as slowly as T allows: w kappa C^3 / tau^2,
+    tau = min(T, C / f_min)."""
+    for seed in range(20):
+        rng = np.random.default_rng(800 + seed)
+        kw = instance(rng, 3)
+        kw["bits"][0] = 0.0
+        kw["cycles"][0] = 2e9  # C / f_max >= 1 s: slower than the others' least round
+        tau_min = kw["cycles"][0] / kw["f_max_hz"][0]
+        assert least_deadline(kw) >= tau_min
+        with pytest.raises(DeadlineInfeasibleError):
+            solve_energy_min(deadline_s=0.99 * tau_min, **kw)
+        kw["bits"] = np.zeros(3)
+        weight = rng.uniform(0.5, 5.0, 3)
+        deadline = tau_min * rng.uniform(1.0, 3.0)
+        sol = solve_energy_min(deadline_s=deadline, weight=weight, **kw)
+        tau = np.minimum(deadline, kw["cycles"] / kw["f_min_hz"])
+        expected = np.sum(weight * kw["kappa"] * kw["cycles"] ** 3 / tau**2)
+        assert sol.objective == pytest.approx(expected, rel=1e-9)
+        assert sol.price == 0.0

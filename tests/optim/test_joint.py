@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from optim import solve_joint_step
+from optim import client_block, min_feasible_deadline_s, solve_energy_min, solve_joint_step
+from optim.joint_client import upload_slope
 from optim.p3 import p3_objective, solve_p3_exact
 
 LN2 = math.log(2.0)
@@ -157,16 +158,72 @@ def test_fixed_payload_never_worse_than_brute_force():
         _versus_brute_force(200 + seed, ratio_bits=False)
 
 
-@pytest.mark.slow
 def test_fixed_payload_never_worse_than_brute_force_on_50_instances():
     for seed in range(50):
         _versus_brute_force(300 + seed, ratio_bits=False)
 
 
-@pytest.mark.slow
 def test_with_the_ratio_never_worse_than_brute_force_on_50_instances():
     for seed in range(50):
         _versus_brute_force(400 + seed, ratio_bits=True)
+
+
+def _block_kw(kw: dict, o: float) -> dict:
+    out = {n: v for n, v in kw.items() if n not in ("fixed_bits", "per_ratio_bits")}
+    return dict(out, bits=kw["fixed_bits"] + kw["per_ratio_bits"] * o)
+
+
+def test_round_slope_is_the_derivative_of_the_least_energy():
+    """dW/dD = sum_k h_k'(t_k) (the envelope theorem the D search rests on), against central
+    differences of the least weighted energy W(D) of independent solves."""
+    for seed in range(30):
+        rng = np.random.default_rng(600 + seed)
+        kw = _block_kw(instance(rng, 3, ratio_bits=False), 1.0)
+        z = rng.uniform(0.5, 20.0, 3)
+        block = client_block(**kw)
+        d = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
+        sol = solve_energy_min(deadline_s=d, weight=z, **kw)
+        slope = float(np.sum(upload_slope(block, sol.upload_s, sol.price, z)))
+        h = 1e-4 * d
+        up = solve_energy_min(deadline_s=d + h, weight=z, **kw).objective
+        down = solve_energy_min(deadline_s=d - h, weight=z, **kw).objective
+        assert slope == pytest.approx((up - down) / (2 * h), rel=1e-4)
+
+
+def test_the_round_time_is_a_minimum_in_d():
+    """Q D + W(D) at the returned D is no worse than 0.5 % either side (independent solves)."""
+    for seed in range(20):
+        rng = np.random.default_rng(700 + seed)
+        kw = instance(rng, 4, ratio_bits=True)
+        q, z = rng.uniform(0.5, 5), rng.uniform(0.5, 20.0, 4)
+        args = dict(queue_s=q, V=1.0, energy_queue_j=z, offset=0.0, a=0.01, o_min=0.1)
+        sol = solve_joint_step(**args, **kw)
+        block_kw = _block_kw(kw, sol.ratio)
+        here = q * sol.round_s + sol.clients.objective
+        for d in sol.round_s * np.array([0.995, 1.005]):
+            if d >= min_feasible_deadline_s(client_block(**block_kw)):
+                other = q * d + solve_energy_min(deadline_s=d, weight=z, **block_kw).objective
+                assert here <= other * (1 + 1e-9)
+
+
+def test_clients_without_bits_pay_only_for_compute():
+    """No bits: Q D + sum_k Z_k kappa C_k^3 / min(D, C_k / f_min,k)^2 over D >= max_k C_k / f_max,k,
+    against a dense grid of D (and the grid's best, refined by its neighbours, is never beaten)."""
+    for seed in range(20):
+        rng = np.random.default_rng(900 + seed)
+        kw = instance(rng, 3, ratio_bits=False)
+        kw["fixed_bits"] = np.zeros(3)
+        kw["cycles"] = rng.uniform(1e8, 1e9, 3) * 3
+        q, z = rng.uniform(0.1, 5), rng.uniform(0.5, 20.0, 3)
+        args = dict(queue_s=q, V=1.0, energy_queue_j=z, offset=0.0, a=0.01, o_min=0.1)
+        sol = solve_joint_step(**args, **kw)
+        tau_min, tau_max = kw["cycles"] / kw["f_max_hz"], kw["cycles"] / kw["f_min_hz"]
+        d = np.linspace(tau_min.max(), 2 * tau_max.max(), 400_001)[:, None]
+        values = q * d[:, 0] + np.sum(
+            z * kw["kappa"] * kw["cycles"] ** 3 / np.minimum(d, tau_max) ** 2, axis=1
+        )
+        assert sol.objective <= values.min() * (1 + 1e-9)
+        assert sol.objective >= values.min() * (1 - 1e-6)
 
 
 def _hessian(fn, x: np.ndarray) -> np.ndarray:

@@ -1,0 +1,73 @@
+"""The per-client pieces of the joint solvers: the parallel root of increasing functions against
+scipy's brentq one at a time, and each client's slope in its upload time against finite
+differences of its value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from optim import client_block, min_feasible_deadline_s
+from optim.joint_client import increasing_root, split_slope, split_value
+
+
+def test_increasing_root_matches_brentq_and_takes_the_ends():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        k = 20
+        c, d = rng.uniform(0.0, 5.0, k), rng.uniform(-3.0, 12.0, k)
+
+        def fn(x, c=c, d=d):
+            return x**3 + c * x - d  # increasing; the root of some lies beyond [0, 2]
+
+        lo, hi = np.zeros(k), np.full(k, 2.0)
+        roots = increasing_root(fn, lo, hi, guess=rng.uniform(0.0, 2.0, k))
+        for i in range(k):
+            f_i = lambda x, ci=c[i], di=d[i]: x**3 + ci * x - di  # noqa: E731
+            if f_i(0.0) >= 0.0:
+                expected = 0.0
+            elif f_i(2.0) <= 0.0:
+                expected = 2.0
+            else:
+                expected = brentq(f_i, 0.0, 2.0, xtol=1e-14)
+            assert math.isclose(roots[i], expected, abs_tol=1e-10)
+
+
+def test_increasing_root_survives_an_infinite_end():
+    """-inf at the lower end (an upload at its floor) forces bisection steps, not nan."""
+    k = 5
+    b = np.linspace(0.5, 3.0, k)
+    with np.errstate(divide="ignore"):
+        roots = increasing_root(lambda x: np.log(x) + b, np.zeros(k), np.ones(k))
+    assert np.allclose(roots, np.exp(-b), rtol=1e-9)
+
+
+def test_split_slope_is_the_derivative_of_the_split_value():
+    """Power free and power at its limit (large prices push y down to t b_min(t))."""
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        k = 6
+        block = client_block(
+            bits=rng.uniform(1e4, 4e5, k),
+            cycles=rng.uniform(1e7, 1e9, k),
+            snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
+            f_min_hz=rng.uniform(1e8, 3e8, k),
+            f_max_hz=rng.uniform(1e9, 2e9, k),
+            kappa=1e-28,
+            p_max_w=rng.uniform(0.05, 0.3, k),
+            bandwidth_hz=1e6,
+        )
+        deadline = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
+        weight = rng.uniform(0.0, 5.0, k)
+        price = 10 ** rng.uniform(-3.0, 2.0)
+        hi = deadline - block.fastest_compute_s()
+        lo = np.maximum(deadline - block.slowest_compute_s(), block.upload_floor_s() * 1.01)
+        t = lo + rng.uniform(0.1, 0.9, k) * (hi - lo)
+        h = 1e-6 * t
+        numeric = (
+            split_value(block, deadline, t + h, price, weight)[0]
+            - split_value(block, deadline, t - h, price, weight)[0]
+        ) / (2 * h)
+        assert np.allclose(split_slope(block, deadline, t, price, weight), numeric, rtol=1e-5)
