@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq, minimize_scalar
 
 from optim._validation import check_nonneg_array, check_real
 from optim.energy_min import (
@@ -109,6 +108,8 @@ def solve_joint_step(
     Returns:
         :class:`JointSolution`.
     """
+    from scipy.optimize import brentq, minimize_scalar  # noqa: PLC0415 - 0.3 s at start-up
+
     q = check_real("queue_s", queue_s, low=0.0)
     v = check_real("V", V, low=0.0)
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True)

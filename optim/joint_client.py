@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import lambertw
 
 __all__ = [
     "ClientBlock",
@@ -34,6 +33,16 @@ __all__ = [
 ]
 
 LN2 = math.log(2.0)
+
+
+def _lambertw(x: NDArray[np.float64] | float, k: int) -> NDArray[np.complex128]:
+    """scipy's Lambert W, branch ``k`` (imported here: 0.15 s at start-up, which a run that
+    decides no power or clock does not pay)."""
+    from scipy.special import lambertw  # noqa: PLC0415
+
+    return lambertw(x, k=k)
+
+
 _BRANCH_POINT = float(np.nextafter(-1.0 / math.e, 0.0))  # W_{-1} is nan at -1/e itself
 _FloatArray = NDArray[np.float64]
 
@@ -67,7 +76,7 @@ def min_share(
         ok = (c > 0.0) & (c < 1.0)
         cc = np.where(ok, c, 0.5)
         arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)  # rounding near c = 1
-        u = -lambertw(arg, k=-1).real / cc
+        u = -_lambertw(arg, -1).real / cc
         share = a / (u - 1.0)
     share = np.where(ok, share, np.inf)
     return np.where(bits > 0.0, share, 0.0)
@@ -88,7 +97,7 @@ def best_product_s(
     """
     with np.errstate(divide="ignore", invalid="ignore"):  # t = 0 for a client with no bits
         rhs = snr_per_w * price / upload_s
-        z = 1.0 + lambertw((rhs - 1.0) / math.e, k=0).real
+        z = 1.0 + _lambertw((rhs - 1.0) / math.e, 0).real
         y = LN2 * bits / (bandwidth_hz * z)
     return np.where(bits > 0.0, y, 0.0)
 
@@ -208,10 +217,10 @@ def upload_slope(
         ok = (c > 0.0) & (c < 1.0)  # c >= 1: no share is fast enough (x = 0, slope -inf)
         cc = np.where(ok, c, 0.5)
         arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)
-        x = np.where(ok, -lambertw(arg, k=-1).real / cc - 1.0, 0.0)
+        x = np.where(ok, -_lambertw(arg, -1).real / cc - 1.0, 0.0)
         # the best product of best_product_s, inline: y = r / z, z = 1 + W_0((snr p/(w t) - 1)/e)
         ratio = np.where(weight > 0.0, price / weight, 1.0)
-        z = 1.0 + lambertw((block.snr_per_w * ratio / upload_s - 1.0) / math.e, k=0).real
+        z = 1.0 + _lambertw((block.snr_per_w * ratio / upload_s - 1.0) / math.e, 0).real
         y_free = r / z
         free = (weight > 0.0) & (y_free * x > upload_s * a)  # above the floor t b_min = t a / x
         bend = np.log1p(x) - x / (1.0 + x)
