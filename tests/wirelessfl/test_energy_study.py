@@ -27,7 +27,9 @@ def _grid_points(name: str) -> list[dict]:
     points = []
     for grid in REPRODUCTIONS[name].sweeps.values():
         keys = list(grid)
-        points += [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+        points += [
+            dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())
+        ]
     return points
 
 

@@ -41,9 +41,7 @@ def energy_columns(run, target_accuracy: float | None = None) -> dict[str, float
     }
 
 
-def trend_table(
-    table: pd.DataFrame, x_key: str, metric: str = "round_energy_j"
-) -> pd.DataFrame:
+def trend_table(table: pd.DataFrame, x_key: str, metric: str = "round_energy_j") -> pd.DataFrame:
     """Per scheme and pair of neighbouring ``x_key`` values x_i < x_{i+1}: the per-seed
     differences ``metric``(x_{i+1}) - ``metric``(x_i) of the same scheme and seed, their 95 %
     t-interval and verdict (:func:`wirelessfl.study.paired.verdict`: "below" means the metric
