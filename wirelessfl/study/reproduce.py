@@ -304,7 +304,8 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "reproduce",
         help="re-run a figure of SOFT/TSFA's section V, a claim of FSLoRA, FLoRAL or H2Tune, "
-        "or the comparison of the server modes (async-*)",
+        "the comparison of the server modes (async-*) or Yang et al.'s energy against T and K "
+        "(energy-min-*)",
     )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")
