@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from wirelessfl.results.columns import STUDY_ENERGY_COLUMNS
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.paired import (
     PAIRED_COLUMNS,
@@ -246,7 +247,7 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     rng = np.random.default_rng(0)
     metrics = ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss")
-    for metric in (*metrics, "bits_to_target", "updates_to_target"):
+    for metric in (*metrics, "bits_to_target", "updates_to_target", *STUDY_ENERGY_COLUMNS):
         table[metric] = rng.uniform(size=len(table))
     return table
 

@@ -177,6 +177,17 @@ STUDY_UPDATE_COLUMNS: dict[str, str] = {
     "max_staleness": "largest staleness tau of an aggregated update (0 in synchronous rounds)",
 }
 
+#: ``summary.csv`` columns of the energy reproductions (``wirelessfl reproduce energy-min-*``,
+#: ``wirelessfl.study.energy_figures.energy_columns``), one row per run
+STUDY_ENERGY_COLUMNS: dict[str, str] = {
+    "round_energy_j": "mean over rounds of the energy all scheduled devices spent in a round, "
+    "compute + transmit [J] (compute_energy_j + transmit_energy_j of rounds.csv)",
+    "round_compute_energy_j": "its compute part [J]",
+    "round_transmit_energy_j": "its transmit part [J]",
+    "fallback_rounds": "rounds with a solver_fallback (energy_min: the limit T was below the "
+    "round's least achievable time, and the round took that least time)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 

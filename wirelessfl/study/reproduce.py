@@ -52,7 +52,9 @@ def reproduce(
     accuracy (or ``target_accuracy`` overrides it), ``target_accuracy``, ``time_to_target_s``
     (virtual seconds) and ``bits_to_target`` (uplink bits) to first reach it, and the
     reproduction's own columns where it has some (``Reproduction.run_columns``: the async-*
-    ones add ``results.columns.STUDY_UPDATE_COLUMNS``). Where it names a
+    ones add ``results.columns.STUDY_UPDATE_COLUMNS``, the energy-min-* ones
+    ``STUDY_ENERGY_COLUMNS``), and the reproduction's own tables (``Reproduction.tables``,
+    written to ``<name>.csv``; the result's ``tables``, name -> table). Where it names a
     reference method (``Reproduction.reference``), ``summary.csv`` also holds
     ``reference_run`` and ``<metric>_vs_reference`` and ``paired.csv`` the paired differences
     per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
@@ -109,12 +111,16 @@ def reproduce(
     if spec.reference is not None:
         table, paired, problem = _with_paired(table, out, spec.reference, sweeps, full)
     table.to_csv(out / "summary.csv", index=False)
+    tables = spec.tables(table) if spec.tables else {}
+    for name, frame in tables.items():
+        frame.to_csv(out / f"{name}.csv", index=False)
     figures = spec.draw(out, runs) if spec.draw else []
     return {
         "folder": out,
         "summary": table,
         "paired": paired,
         "paired_problem": problem,
+        "tables": tables,
         "figures": figures,
         "claim": spec.claim,
     }
@@ -253,6 +259,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                 "mean_staleness",
                 "final_test_loss",
                 "final_accuracy_vs_reference",
+                "round_energy_j",
+                "fallback_rounds",
+                "round_energy_j_vs_reference",
             )
         ]
         print(f"{figure}: {result['claim']}")
@@ -268,6 +277,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(_paired_text(result["paired"]))
         elif result["paired_problem"]:
             print(f"paired differences: none ({result['paired_problem']})")
+        for name, frame in result["tables"].items():
+            print(f"{name} ({name}.csv in {result['folder']}):")
+            print(frame.drop(columns=["diffs"], errors="ignore").to_string(index=False))
         for path in result["figures"]:
             print(f"figure     {path}")
     return 0
@@ -292,7 +304,8 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "reproduce",
         help="re-run a figure of SOFT/TSFA's section V, a claim of FSLoRA, FLoRAL or H2Tune, "
-        "or the comparison of the server modes (async-*)",
+        "the comparison of the server modes (async-*) or Yang et al.'s energy against T and K "
+        "(energy-min-*)",
     )
     p.add_argument("figure", choices=[*REPRODUCTIONS, "all"])
     p.add_argument("--full", action="store_true", help="the paper's N = 100, K = 10 scale")

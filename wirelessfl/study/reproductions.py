@@ -3,8 +3,9 @@
 The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, shipped scenarios under
 ``paper/``), the FSLoRA paper's claims at offline scale (``fslora-*``, under ``fslora/``),
 FLoRAL's (``floral-*``, under ``floral/``), H2Tune's (``h2tune-*``, under ``h2tune/``) and
-FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``);
-docs/results.md has a section per claim.
+FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``) and Yang et
+al.'s energy against the completion-time limit and the devices (``energy-min-*``, under
+``energy/``); docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.study.async_figures import draw_modes, update_columns
+from wirelessfl.study.energy_figures import SCHEME_KEY, draw_energy, energy_columns, trend_table
 from wirelessfl.study.figures import (
     accuracy_both_ways,
     draw_hetero,
@@ -167,6 +169,27 @@ SYNC_REFERENCE = Reference(
 )
 
 
+#: Yang et al.'s four schemes (``controller.energy_scheme``): the proposed joint optimisation
+#: and its baselines
+ENERGY_SCHEMES = ["joint", "equal_bandwidth", "max_power", "max_frequency"]
+#: the schemes against the proposed one at the same seed and the same T or K (the context)
+JOINT_REFERENCE = Reference(
+    {SCHEME_KEY: "joint"},
+    metrics=("round_energy_j", "round_compute_energy_j", "round_transmit_energy_j"),
+    label="joint",
+)
+
+
+def energy_trend(x_key: str) -> Callable[[Any], dict[str, Any]]:
+    """The ``tables`` of an energy reproduction: ``energy_trend`` (:func:`trend_table` of the
+    energy per round along ``x_key``)."""
+
+    def tables(summary) -> dict[str, Any]:
+        return {"energy_trend": trend_table(summary, x_key)}
+
+    return tables
+
+
 @dataclass(frozen=True)
 class Reproduction:
     """A figure: its scenario, its sweeps (name -> grid) and how to draw it.
@@ -188,6 +211,9 @@ class Reproduction:
     #: further ``summary.csv`` columns of one run: (its loaded results, the target accuracy)
     #: -> column -> value
     run_columns: Callable[[Any, float | None], dict[str, float]] | None = None
+    #: further tables of the whole reproduction: the summary table -> name -> table, each
+    #: written to ``<name>.csv`` next to ``summary.csv``
+    tables: Callable[[Any], dict[str, Any]] | None = None
 
 
 #: the sparsifier figures: every sparsifier (and dense ILoRA) against SOFT at the same rank
@@ -560,5 +586,52 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         draw=draw_modes("async_minilm", "MiniLM / Rotten Tomatoes", 0.6),
         reference=SYNC_REFERENCE,
         run_columns=update_columns,
+    ),
+    "energy-min-deadline": Reproduction(
+        scenario="energy/yang_cell.yaml",
+        # from just above the least round time (0.5 s: a slow device cannot meet it in some rounds)
+        sweeps={
+            "deadline": {
+                SCHEME_KEY: ENERGY_SCHEMES,
+                "controller.round_time_s": [0.5, 0.6, 0.7, 1.0, 1.5, 2.0],
+            }
+        },
+        claim="Yang et al.: the joint power, clock and bandwidth allocation spends less energy "
+        "per round than equal bandwidth, full power or full clock at every completion-time "
+        "limit T, and the energy falls as T loosens",
+        seeds=5,
+        full=[],
+        draw=draw_energy(
+            "energy_vs_deadline",
+            "controller.round_time_s",
+            "completion-time limit T [s]",
+            "Energy per round against T (K = 5 of 20 devices)",
+        ),
+        reference=JOINT_REFERENCE,
+        run_columns=energy_columns,
+        tables=energy_trend("controller.round_time_s"),
+    ),
+    "energy-min-devices": Reproduction(
+        scenario="energy/yang_cell.yaml",
+        sweeps={
+            "devices": {
+                SCHEME_KEY: ENERGY_SCHEMES,
+                "n_scheduled": [2, 4, 6, 8, 10],  # of 20, at the scenario's T = 1 s
+            }
+        },
+        claim="Yang et al.: the joint allocation spends less energy per round than each "
+        "baseline for every number K of scheduled devices (at T = 1 s), and the energy "
+        "grows with K",
+        seeds=5,
+        full=[],
+        draw=draw_energy(
+            "energy_vs_devices",
+            "n_scheduled",
+            "scheduled devices K",
+            "Energy per round against K (T = 1 s)",
+        ),
+        reference=JOINT_REFERENCE,
+        run_columns=energy_columns,
+        tables=energy_trend("n_scheduled"),
     ),
 }
