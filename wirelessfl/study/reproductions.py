@@ -3,7 +3,8 @@
 The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, shipped scenarios under
 ``paper/``), the FSLoRA paper's claims at offline scale (``fslora-*``, under ``fslora/``),
 FLoRAL's (``floral-*``, under ``floral/``), H2Tune's (``h2tune-*``, under ``h2tune/``) and
-FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``);
+FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``) and the
+energy budget with the joint radio (``energy-budget-joint``, under ``energy/``);
 docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.study.async_figures import draw_modes, update_columns
+from wirelessfl.study.energy_figures import draw_budget
 from wirelessfl.study.figures import (
     accuracy_both_ways,
     draw_hetero,
@@ -309,6 +311,11 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
     return [save_figure(fig, out / "dpp_tradeoff.png")]
 
 
+#: budgets [J per device per round] from just above the lowest device floor (compute at f_min,
+#: K/N of the rounds) to above every device's energy without a budget (1.85 J at seed 0)
+ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.3, 2.0]
+
+
 REPRODUCTIONS: dict[str, Reproduction] = {
     "fig3ab": Reproduction(
         scenario="paper/fig3ab_sparsifiers.yaml",
@@ -560,5 +567,25 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         draw=draw_modes("async_minilm", "MiniLM / Rotten Tomatoes", 0.6),
         reference=SYNC_REFERENCE,
         run_columns=update_columns,
+    ),
+    "energy-budget-joint": Reproduction(
+        scenario="energy/umi_budget_joint.yaml",
+        sweeps={
+            "joint": {
+                "controller.radio": ["joint"],
+                "controller.energy_budget_j": ENERGY_BUDGETS_J,
+            },
+            # the paper's P3 plans with noise over the whole band (refuses noise on the share)
+            "fixed": {
+                "controller.radio": ["fixed"],
+                "channel.noise_bandwidth": ["band"],
+                "controller.energy_budget_j": ENERGY_BUDGETS_J,
+            },
+        },
+        claim="with power and clock as decisions each device's time-average energy follows a "
+        "budget between its floor and its free energy; with the fixed radio it barely moves",
+        seeds=3,
+        full=[],
+        draw=draw_budget,
     ),
 }
