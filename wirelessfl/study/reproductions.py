@@ -587,5 +587,12 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         seeds=3,
         full=[],
         draw=draw_budget,
+        # the joint radio against the fixed one at the same budget and seed
+        reference=Reference(
+            {"controller.radio": "fixed"},
+            keys=("channel.noise_bandwidth",),
+            metrics=("device_energy_j", "max_device_energy_j", "budget_met_share"),
+            label="fixed radio",
+        ),
     ),
 }
