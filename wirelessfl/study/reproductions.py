@@ -311,7 +311,7 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
     return [save_figure(fig, out / "dpp_tradeoff.png")]
 
 
-#: budgets [J per device per round] from just above the lowest device floor (compute at f_min,
+#: budgets [J per device per round] from just above the devices' floor (0.066 J: compute at f_min,
 #: K/N of the rounds) to above every device's energy without a budget (1.85 J at seed 0)
 ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.3, 2.0]
 
