@@ -15,6 +15,7 @@ from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.sim import run_scenario
 from wirelessfl.sim.runner import Run
+from wirelessfl.study.energy_figures import budget_table
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.reproduce import REPRODUCTIONS
 
@@ -60,6 +61,11 @@ def test_each_device_follows_a_feasible_budget(tmp_path):
     np.testing.assert_allclose(spent_j, budget_j, rtol=0.05)
     # the clock is a decision the loop uses: some rounds below f_max
     assert (run.clients.cpu_hz < F_MAX * (1 - 1e-6)).any()
+    # the study's table says the same of this run
+    row = budget_table([run]).iloc[0]
+    assert row.radio == "joint" and row.budget_j == budget_j and row.devices == 2
+    assert row.within_5pct == 2 and row.at_or_below == 2
+    assert row.mean_rel_gap == pytest.approx(np.mean(np.abs(spent_j - budget_j)) / budget_j)
 
 
 def _warnings(tmp_path, caplog, name, budget_j):

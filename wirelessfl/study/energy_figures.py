@@ -23,9 +23,14 @@ FOLLOW_RTOL = 0.05
 
 
 def device_energy_j(run) -> pd.Series:
-    """client -> its time-average compute + transmit energy per round [J/round]."""
+    """client -> its time-average compute + transmit energy per round [J/round], every one of
+    the N clients (0 for a client never scheduled)."""
+    from wirelessfl.results.groups import config_value
+
     c = run.clients
-    return (c.compute_energy_j + c.transmit_energy_j).groupby(c["client"]).sum() / len(run.rounds)
+    spent = (c.compute_energy_j + c.transmit_energy_j).groupby(c["client"]).sum()
+    n_clients = int(config_value(run, "n_clients"))
+    return spent.reindex(range(n_clients), fill_value=0.0) / len(run.rounds)
 
 
 def budget_table(runs: list) -> pd.DataFrame:
