@@ -247,7 +247,8 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     rng = np.random.default_rng(0)
     metrics = ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss")
-    for metric in (*metrics, "bits_to_target", "updates_to_target", *STUDY_ENERGY_COLUMNS):
+    energy = ("device_energy_j", "max_device_energy_j", "budget_met_share")
+    for metric in (*metrics, "bits_to_target", "updates_to_target", *STUDY_ENERGY_COLUMNS, *energy):
         table[metric] = rng.uniform(size=len(table))
     return table
 

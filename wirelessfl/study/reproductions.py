@@ -3,8 +3,9 @@
 The SOFT/TSFA paper's section V figures (``fig3ab`` ... ``dpp``, shipped scenarios under
 ``paper/``), the FSLoRA paper's claims at offline scale (``fslora-*``, under ``fslora/``),
 FLoRAL's (``floral-*``, under ``floral/``), H2Tune's (``h2tune-*``, under ``h2tune/``) and
-FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``) and Yang et
+FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``), Yang et
 al.'s energy against the completion-time limit and the devices (``energy-min-*``, under
+``energy/``) and the energy budget with the joint radio (``energy-budget-joint``, under
 ``energy/``); docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.study.async_figures import draw_modes, update_columns
+from wirelessfl.study.budget_figures import draw_budget
 from wirelessfl.study.energy_figures import SCHEME_KEY, draw_energy, energy_columns, trend_table
 from wirelessfl.study.figures import (
     accuracy_both_ways,
@@ -335,6 +337,11 @@ def _draw_dpp(out: Path, runs: list) -> list[Path]:
     return [save_figure(fig, out / "dpp_tradeoff.png")]
 
 
+#: budgets [J per device per round] from just above the devices' floor (0.066 J: compute at f_min,
+#: K/N of the rounds) to above every device's energy without a budget (1.85 J at seed 0)
+ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.3, 2.0]
+
+
 REPRODUCTIONS: dict[str, Reproduction] = {
     "fig3ab": Reproduction(
         scenario="paper/fig3ab_sparsifiers.yaml",
@@ -633,5 +640,32 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         reference=JOINT_REFERENCE,
         run_columns=energy_columns,
         tables=energy_trend("n_scheduled"),
+    ),
+    "energy-budget-joint": Reproduction(
+        scenario="energy/umi_budget_joint.yaml",
+        sweeps={
+            "joint": {
+                "controller.radio": ["joint"],
+                "controller.energy_budget_j": ENERGY_BUDGETS_J,
+            },
+            # the paper's P3 plans with noise over the whole band (refuses noise on the share)
+            "fixed": {
+                "controller.radio": ["fixed"],
+                "channel.noise_bandwidth": ["band"],
+                "controller.energy_budget_j": ENERGY_BUDGETS_J,
+            },
+        },
+        claim="with power and clock as decisions each device's time-average energy follows a "
+        "budget between its floor and its free energy; with the fixed radio it barely moves",
+        seeds=3,
+        full=[],
+        draw=draw_budget,
+        # the joint radio against the fixed one at the same budget and seed
+        reference=Reference(
+            {"controller.radio": "fixed"},
+            keys=("channel.noise_bandwidth",),
+            metrics=("device_energy_j", "max_device_energy_j", "budget_met_share"),
+            label="fixed radio",
+        ),
     ),
 }

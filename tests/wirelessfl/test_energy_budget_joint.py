@@ -1,0 +1,113 @@
+"""The energy budget with the joint radio (docs/results.md, "The energy budget with power and
+clock as decisions"): a feasible budget is followed by every device's time-average energy, a
+budget below the floor is reported in one line, the reproduction's grid resolves."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import numpy as np
+import pytest
+from scenario_helpers import small_scenario
+
+from wirelessfl.config import load_scenario
+from wirelessfl.config.loader import SCENARIO_DIR
+from wirelessfl.sim import run_scenario
+from wirelessfl.sim.runner import Run
+from wirelessfl.study.budget_figures import budget_table
+from wirelessfl.study.grid import format_value
+from wirelessfl.study.reproduce import REPRODUCTIONS
+
+B_HZ, FLOPS_PER_S, KAPPA, F_MAX, F_MIN, PER_CYCLE = 1.0e6, 1.0e11, 1.0e-28, 2.0e9, 0.5e9, 8.0
+JOINT = {
+    "controller.name": "osfa",
+    "controller.radio": "joint",
+    "controller.rank": 4,
+    "controller.V": 1.0e-4,
+    "channel.bandwidth_hz": B_HZ,
+    "channel.noise_bandwidth": "share",
+    "devices.include_compute": True,
+    "devices.flops_per_s": FLOPS_PER_S,
+    "devices.energy.model": "cmos",
+    "devices.energy.kappa": KAPPA,
+    "devices.energy.flops_per_cycle": PER_CYCLE,
+    "devices.energy.cpu_freq_hz": F_MAX,
+    "devices.energy.cpu_freq_min_hz": F_MIN,
+    "learner.shape.base_params": 100_000,
+}
+LOGGER = "wirelessfl.sim.simulator"
+
+
+def _time_average_energy_j(run) -> np.ndarray:
+    """(N,) each device's compute + transmit energy summed over the run / rounds [J/round]."""
+    c = run.clients
+    return (
+        (c.compute_energy_j + c.transmit_energy_j).groupby(c.client).sum() / len(run.rounds)
+    ).to_numpy()
+
+
+def test_each_device_follows_a_feasible_budget(tmp_path):
+    """N = K = 2 (both devices every round), D_th below the least round time (Q keeps growing,
+    so the step always has a bounded best D): after 30 rounds each device's time-average energy
+    is within 5 % of a budget a third of what it spends without one (the closed loop of (E1))."""
+    sets = {**JOINT, "n_clients": 2, "n_scheduled": 2, "rounds": 30, "controller.d_th_s": 0.01}
+    free_j = _time_average_energy_j(run_scenario(small_scenario(**sets), tmp_path / "free"))
+    budget_j = 0.1
+    assert (free_j > 3.0 * budget_j).all()  # the budget binds every device
+    sets["controller.energy_budget_j"] = budget_j
+    run = run_scenario(small_scenario(**sets), tmp_path / "budget")
+    spent_j = _time_average_energy_j(run)
+    np.testing.assert_allclose(spent_j, budget_j, rtol=0.05)
+    # the clock is a decision the loop uses: some rounds below f_max
+    assert (run.clients.cpu_hz < F_MAX * (1 - 1e-6)).any()
+    # the study's table says the same of this run
+    row = budget_table([run]).iloc[0]
+    assert row.radio == "joint" and row.budget_j == budget_j and row.devices == 2
+    assert row.within_5pct == 2 and row.at_or_below == 2
+    assert row.mean_rel_gap == pytest.approx(np.mean(np.abs(spent_j - budget_j)) / budget_j)
+
+
+def _warnings(tmp_path, caplog, name, budget_j):
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    sets = {**JOINT, "controller.energy_budget_j": budget_j, "rounds": 1}
+    run = Run(small_scenario(**sets), tmp_path / name)
+    return run, [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+
+def test_a_budget_below_the_floor_at_the_lowest_clock_is_one_line(tmp_path, caplog):
+    """The joint radio decides clocks: the floor is the compute at f_min (not f_max), K/N of
+    the rounds, kappa f^2 cycles with cycles = FLOPs / FLOPs per cycle."""
+    run, _ = _warnings(tmp_path, caplog, "probe", 1.0e-12)
+    sc = run.scenario
+    flops = run.learner.expected_flops(run.sim.rank)
+    floor_j = sc.n_scheduled / sc.n_clients * KAPPA * F_MIN**2 * flops / PER_CYCLE
+    np.testing.assert_allclose(run.sim.energy_floor_j(), floor_j, rtol=1e-12)
+    _, lines = _warnings(tmp_path, caplog, "below", 0.9 * floor_j)
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "of 20 of 20 devices" in lines[0] and f"{floor_j:g} J" in lines[0]
+    _, lines = _warnings(tmp_path, caplog, "above", 1.1 * floor_j)
+    assert lines == []
+
+
+def test_the_budget_reproduction_resolves():
+    spec = REPRODUCTIONS["energy-budget-joint"]
+    radios = set()
+    for grid in spec.sweeps.values():
+        budgets = grid["controller.energy_budget_j"]
+        assert len(budgets) >= 5
+        for values in itertools.product(*grid.values()):
+            sets = [f"{k}={format_value(v)}" for k, v in zip(grid, values, strict=True)]
+            sc = load_scenario(SCENARIO_DIR / spec.scenario, sets)
+            radios.add(sc.controller.radio)
+    assert radios == {"joint", "fixed"}
+    assert spec.seeds >= 3
+
+
+@pytest.mark.parametrize("radio", ["joint", "fixed"])
+def test_the_budget_scenario_loads(radio):
+    sets = [f"controller.radio={radio}"]
+    if radio == "fixed":
+        sets.append("channel.noise_bandwidth=band")
+    assert load_scenario(SCENARIO_DIR / "energy/umi_budget_joint.yaml", sets).n_clients == 10
