@@ -111,3 +111,25 @@ def test_the_budget_scenario_loads(radio):
     if radio == "fixed":
         sets.append("channel.noise_bandwidth=band")
     assert load_scenario(SCENARIO_DIR / "energy/umi_budget_joint.yaml", sets).n_clients == 10
+
+
+def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_stopping(tmp_path):
+    """Q small against Z: the joint step would search round times up to D_min + W / Q (10^7 s),
+    where the price search breaks down; the round takes the rule of Q = 0 (O = 1, round time
+    D_th + min_k c_k, or the least time when that is infeasible) and counts one solver fallback,
+    and the run goes on."""
+    sets = {
+        **JOINT,
+        "n_clients": 4,
+        "n_scheduled": 2,
+        "rounds": 40,
+        "controller.d_th_s": 0.05,
+        "controller.energy_budget_j": 0.05,
+    }
+    run = run_scenario(small_scenario(**sets), tmp_path / "run")
+    rounds = run.rounds
+    assert len(rounds) == 40
+    fell_back = rounds[rounds.solver_fallback > 0]
+    assert len(fell_back) >= 1 and (fell_back.solver_fallback == 1).all()
+    assert (fell_back.sparsification == 1.0).all()
+    assert (rounds.queue[fell_back.index] > 0.0).all()  # not the Q = 0 rounds: a real fallback

@@ -27,7 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from optim import client_block, min_feasible_deadline_s, solve_joint_step
+from optim import (
+    DeadlineInfeasibleError,
+    client_block,
+    min_feasible_deadline_s,
+    solve_joint_step,
+)
 from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.energy_min import LEAST_TIME_MARGIN, least_energy
@@ -77,21 +82,30 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
     fixed_bits, per_ratio_bits, offset, a = _payload(ctl, snr)
     z = np.zeros(n) if ctl.energy_queues is None else ctl.energy_queues.value[clients]
     q = float(ctl.queue)
-    if q == 0.0 and z.max() > 0.0:  # no minimiser: O = 1, every upload within D_th
-        o, deadline_s = 1.0, float(s.d_th_s) + float(np.min(compute_s))
+    # no minimiser (Q = 0 with Z > 0): O = 1, every upload within D_th
+    no_delay_cost = 1.0, float(s.d_th_s) + float(np.min(compute_s))
+    fallbacks = 0
+    if q == 0.0 and z.max() > 0.0:
+        o, deadline_s = no_delay_cost
     else:
-        step = solve_joint_step(
-            queue_s=q,
-            V=s.V,
-            energy_queue_j=z,
-            offset=offset,
-            a=a,
-            o_min=s.o_min,
-            fixed_bits=fixed_bits,
-            per_ratio_bits=per_ratio_bits,
-            **inputs,
-        )
-        o, deadline_s = float(step.ratio), float(step.round_s)
+        try:
+            step = solve_joint_step(
+                queue_s=q,
+                V=s.V,
+                energy_queue_j=z,
+                offset=offset,
+                a=a,
+                o_min=s.o_min,
+                fixed_bits=fixed_bits,
+                per_ratio_bits=per_ratio_bits,
+                **inputs,
+            )
+            o, deadline_s = float(step.ratio), float(step.round_s)
+        except DeadlineInfeasibleError:
+            # Q small against Z: the step searches round times up to D_min + W(D_min) / Q
+            # (10^7 s and more), where the price search of (J3) breaks down; the round takes
+            # the rule of Q = 0 and counts a solver fallback
+            (o, deadline_s), fallbacks = no_delay_cost, 1
     ratio_knob = RATIO in c.cost.knobs
     plans = ctl.round_plans(snr, ctl.rank, o if ratio_knob else 1.0)
     bits = ctl.upload_bits(plans)
@@ -109,4 +123,5 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
         bound=offset + a * (1.0 - o) ** 2 / o**4,  # eq. (14)'s form, as the step's gamma(O)
         tx_power_w=power,
         cpu_hz=clock,
+        fallbacks=fallbacks,
     )
