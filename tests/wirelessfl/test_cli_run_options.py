@@ -81,6 +81,7 @@ def test_reproduce_takes_seeds_as_sweep_does(given, seeds, monkeypatch, tmp_path
             "claim": "",
             "paired": None,
             "paired_problem": None,
+            "tables": {},
         }
 
     monkeypatch.setattr("wirelessfl.study.reproduce.reproduce", fake)
