@@ -53,6 +53,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -391,7 +392,9 @@ class AsyncEngine:
         sim, sc, checks = self.sim, self.sim.scenario, self.checks
         snr_all, power_all = sim.channel.observe(period.t, now)
         available = checks.available(period.t, now)
-        order: list[int] | None = None  # server.dispatch: controller, best first
+        # server.dispatch: controller, best first; within one refill the eligible clients only
+        # lose those dispatched (taken from the front), so the next in order is eligible
+        order: Iterator[int] | None = None
         trainees: list[tuple[int, int]] = []  # (j, client), decided and dispatched together
         while len(self.busy) + len(trainees) < self.concurrency:
             pool = checks.eligible(self.idle, available)
@@ -400,9 +403,8 @@ class AsyncEngine:
             j = self.n_dispatched
             if self.server.dispatch == "controller":
                 if order is None:
-                    order = self._controller_order(pool, snr_all, power_all, j)
-                eligible = set(pool)
-                client = next(c for c in order if c in eligible)
+                    order = iter(self._controller_order(pool, snr_all, power_all, j))
+                client = next(order)
             else:
                 rng = round_generator(sc.seed, stream="dispatch", round_index=j)
                 client = pool[int(rng.integers(len(pool)))]
