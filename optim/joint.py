@@ -25,6 +25,7 @@ local refinement, checked against brute force in the tests, not a global certifi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +42,7 @@ from optim.energy_min import (
 )
 from optim.joint_newton import newton_round
 
-__all__ = ["JointSolution", "solve_joint_step"]
+__all__ = ["JointSolution", "search_ratio", "solve_joint_step"]
 
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
@@ -108,7 +109,7 @@ def solve_joint_step(
     Returns:
         :class:`JointSolution`.
     """
-    from scipy.optimize import brentq, minimize_scalar  # noqa: PLC0415 - 0.3 s at start-up
+    from scipy.optimize import brentq  # noqa: PLC0415 - 0.3 s at start-up
 
     q = check_real("queue_s", queue_s, low=0.0)
     v = check_real("V", V, low=0.0)
@@ -207,23 +208,7 @@ def solve_joint_step(
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 
-    if per.max() == 0.0:
-        ratios = [1.0]  # O is no decision: gamma(O) falls to its floor at O = 1
-    else:
-        ratios = list(np.linspace(omin, 1.0, _RATIO_GRID)) if omin < 1.0 else [1.0]
-    values = [at_ratio(o)[0] for o in ratios]
-    i = int(np.argmin(values))
-    o_best, val_best = ratios[i], values[i]
-    if len(ratios) > 1:
-        lo, hi = ratios[max(i - 1, 0)], ratios[min(i + 1, len(ratios) - 1)]
-        found = minimize_scalar(
-            lambda o: at_ratio(float(o))[0],
-            bounds=(lo, hi),
-            method="bounded",
-            options={"xatol": _XTOL},
-        )
-        if found.fun < val_best:
-            o_best, val_best = float(found.x), float(found.fun)
+    o_best = search_ratio(lambda o: at_ratio(o)[0], omin if per.max() > 0.0 else 1.0)
     objective, d_best, clients = at_ratio(o_best)
     return JointSolution(
         ratio=o_best,
@@ -233,6 +218,33 @@ def solve_joint_step(
         clients=clients,
         gap=clients.gap if math.isfinite(clients.gap) else 0.0,
     )
+
+
+def search_ratio(objective_of: Callable[[float], float], o_min: float) -> float:
+    """The ratio O in [O_min, 1] of least ``objective_of(O)``: a grid of 5 points, then bounded
+    Brent between the neighbours of the best (a local refinement; O = 1 when O_min = 1).
+
+    Shared by :func:`solve_joint_step` and :mod:`optim.joint_cvxpy`, so that both search O
+    alike. ``o_min = 1`` also stands for a payload without a ratio knob (gamma falls to its
+    floor at O = 1).
+    """
+    from scipy.optimize import minimize_scalar  # noqa: PLC0415 - 0.3 s at start-up
+
+    ratios = list(np.linspace(o_min, 1.0, _RATIO_GRID)) if o_min < 1.0 else [1.0]
+    values = [objective_of(float(o)) for o in ratios]
+    i = int(np.argmin(values))
+    o_best, val_best = float(ratios[i]), values[i]
+    if len(ratios) > 1:
+        lo, hi = ratios[max(i - 1, 0)], ratios[min(i + 1, len(ratios) - 1)]
+        found = minimize_scalar(
+            lambda o: objective_of(float(o)),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": _XTOL},
+        )
+        if found.fun < val_best:
+            o_best = float(found.x)
+    return o_best
 
 
 def _bracket_root(slope, lo: float, hi: float, guess: float | None) -> tuple[float, float]:
