@@ -50,6 +50,7 @@ _D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stop
 _START_GAP_RTOL = 1e-3  # the price that starts Newton's method need not be certified
 _D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
+_START_INSIDE = 1e-3  # Newton's first D is at least this share of [D_min, D_max] from its ends
 _FloatArray = NDArray[np.float64]
 
 
@@ -150,8 +151,8 @@ def solve_joint_step(
         return seen[o]
 
     last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
-    last_round: list[float | None] = [None]
-    block_of: list = [None]  # the block of the ratio being solved
+    last_offset: list[float | None] = [None]  # the best D's height above D_min
+    block_of: list = [None]  # the block of the ratio being solved, and its D_min
     last_jacobian: list = [None]  # Newton's, carried from one ratio to the next
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
@@ -165,8 +166,8 @@ def solve_joint_step(
             p_max_w=base.p_max_w,
             bandwidth_hz=base.bandwidth_hz,
         )
-        block_of[0] = block
         d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
+        block_of[0] = (block, d_min)
         fixed_part = v * penalty(o)
         first = least_time_solution(block, d_min, z)  # feasible: W(d_min) <= its energy
         if z.max() == 0.0 or first.objective == 0.0:
@@ -174,12 +175,14 @@ def solve_joint_step(
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
         tried = {d_min: first}
-        if last_round[0] is None:  # a first ratio: start from the priced middle of the range
+        if last_offset[0] is None:  # a first ratio: start from the priced middle of the range
             d_mid = math.sqrt(d_min * d_max)
             start_price = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL).price
-            last_round[0], last_price[0] = d_mid, start_price
+            last_offset[0], last_price[0] = d_mid - d_min, start_price
+        inside = _START_INSIDE * (d_max - d_min)  # Newton starts strictly inside the range
+        d_start = d_min + min(max(last_offset[0], inside), d_max - d_min - inside)
         if last_price[0] is not None:
-            start = (min(max(last_round[0], d_min), d_max), last_price[0])
+            start = (d_start, last_price[0])
             found = newton_round(block, z, q, (d_min, d_max), start, last_jacobian[0])
             if found is not None:  # certified below by the price search at this D
                 last_jacobian[0] = found[2]
@@ -194,7 +197,7 @@ def solve_joint_step(
             sol = tried[key]
             return max(q + round_slope(block, key, sol.upload_s, sol.price, z), -1e300)
 
-        lo, hi = _bracket_root(slope, d_min, d_max, last_round[0])
+        lo, hi = _bracket_root(slope, d_min, d_max, d_start)
         if lo < hi:
             brentq(slope, lo, hi, xtol=_D_RTOL * d_max, rtol=_D_RTOL)
         return finish(tried, fixed_part)
@@ -202,9 +205,10 @@ def solve_joint_step(
     def finish(tried: dict, fixed_part: float) -> tuple[float, float, EnergyMinSolution]:
         """The best of the round times tried; it warm-starts the next ratio."""
         d_best = min(tried, key=lambda d: q * d + tried[d].objective)
+        block, d_min = block_of[0]
         if math.isnan(tried[d_best].price):  # the least round time: certify it too
-            tried[d_best] = solve_block(block_of[0], d_best, z, "joint", last_price[0])
-        last_round[0], last_price[0] = d_best, tried[d_best].price
+            tried[d_best] = solve_block(block, d_best, z, "joint", last_price[0])
+        last_offset[0], last_price[0] = d_best - d_min, tried[d_best].price
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 

@@ -26,7 +26,7 @@ from optim.joint_client import ClientBlock
 
 __all__ = ["newton_round"]
 
-_STEPS = 12
+_STEPS = 40
 _HALVINGS = 8
 _SHARE_TOL = 1e-7  # |sum_k b_k - 1|; the price search at its D certifies the answer
 _SLOPE_TOL = 1e-7  # |Q + dW/dD| / Q
@@ -83,10 +83,11 @@ def newton_round(
             return d, math.exp(u), jac
         if jac is None:
             jac, fresh = differences(d, u, f), True
-        try:
-            du, dd = np.linalg.solve(jac, -f)
-        except np.linalg.LinAlgError:
+        det = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
+        if det == 0.0 or not math.isfinite(det):
             return None
+        du = (jac[0, 1] * f[1] - jac[1, 1] * f[0]) / det  # Cramer's rule on jac @ step = -f
+        dd = (jac[1, 0] * f[0] - jac[0, 0] * f[1]) / det
         norm = float(np.hypot(*f))
         du = min(max(du, -_MAX_LOG_STEP), _MAX_LOG_STEP) if math.isfinite(du) else du
         for _ in range(_HALVINGS):
