@@ -8,15 +8,21 @@ lambda_k = c_k / (t_k b_k), c_k = ln2 s_k / B [s], the upload energy (J1) is
     E_up,k = (c_k / snr_k) phi(lambda_k),   phi(x) = (e^x - 1) / x = sum_{n >= 0} x^n / (n + 1)!
 
 and the power p_k = E_up,k / t_k. phi has positive coefficients, so log phi(lambda) is a convex
-function of log lambda = log c_k - u_k - v_k (a log-sum-exp): the problem is a geometric
-program, except that phi is an infinite series. CVXPY has no atom for phi (nor, in (t, b)
-themselves, for the perspective of 2^x - 1 at the product t b, docs), so it is truncated after
-``terms`` terms. The truncation only lowers phi, by less than the next term over
-(1 - lambda / (terms + 2)); :attr:`JointCvxpyResult.truncation_rtol` bounds that share at the
-answer. In these coordinates every part of (J2) at fixed O is DCP:
+function of log lambda = log c_k - u_k - v_k: the problem is a geometric program, except that
+phi is no posynomial. CVXPY has no atom for phi (nor, in (t, b) themselves, for the
+perspective of 2^x - 1 at the product t b, docs), so it is written with the halving identity
+e^x - 1 = (e^{x/2} - 1)(e^{x/2} + 1), applied m times:
+
+    log phi(x) = sum_{j=1..m} (log(1 + e^{x / 2^j}) - ln 2) + log phi(x / 2^m)
+
+each log(1 + e^{x/2^j}) convex and increasing in the convex x = e^{log lambda} (``cp.logistic``),
+and phi(x / 2^m), close to 1, by ``terms`` terms of its series (a log-sum-exp). The truncation
+only lowers phi, by less than the next term over (1 - y / (terms + 2)), y = x / 2^m;
+:attr:`JointCvxpyResult.truncation_rtol` bounds that share at the answer. In these
+coordinates every part of (J2) at fixed O is DCP:
 
     minimise  Q D + sum_k Z_k (kappa_k C_k^3 e^{-2 w_k} + (c_k / snr_k) e^{r_k})
-    s.t.      r_k >= log sum_{n < terms} exp(n (log c_k - u_k - v_k) - log (n + 1)!)
+    s.t.      r_k >= log phi(lambda_k)   (the identity above, log lambda_k = log c_k - u_k - v_k)
               r_k - u_k <= log(p_max,k snr_k / c_k)                      (p_k <= p_max,k)
               e^{w_k} + e^{u_k} <= D,   sum_k e^{v_k} <= 1
               C_k / f_max,k <= e^{w_k} <= C_k / f_min,k
@@ -43,7 +49,8 @@ from optim.joint import search_ratio
 __all__ = ["JointCvxpyProblem", "JointCvxpyResult", "solve_joint_step_cvxpy"]
 
 LN2 = math.log(2.0)
-_TERMS = 36  # phi's series: relative truncation below 1e-10 up to lambda = 10 nats/s/Hz
+_HALVINGS = 6  # phi(lambda / 64) by its series: lambda / 64 <= 0.5 up to 32 nats/s/Hz
+_TERMS = 10  # relative truncation below 3e-11 up to lambda = 32 nats/s/Hz
 _FloatArray = NDArray[np.float64]
 
 
@@ -73,12 +80,14 @@ class JointCvxpyProblem:
 
     Args:
         k: the number of clients K.
-        terms: the number of terms of phi's series kept.
+        halvings: m of the halving identity. terms: the terms of phi's series kept.
         solver: an installed CVXPY solver for the exponential cone (default CLARABEL).
     """
 
-    def __init__(self, k: int, terms: int = _TERMS, solver: str = "CLARABEL") -> None:
-        self.k, self.terms, self.solver = k, terms, solver
+    def __init__(
+        self, k: int, halvings: int = _HALVINGS, terms: int = _TERMS, solver: str = "CLARABEL"
+    ) -> None:
+        self.k, self.halvings, self.terms, self.solver = k, halvings, terms, solver
         n = np.arange(terms, dtype=float)
         self._log_c = cp.Parameter(k, name="log_c")
         self._upload_coef = cp.Parameter(k, nonneg=True, name="upload_coef")  # Z c / snr / ref
@@ -90,15 +99,19 @@ class JointCvxpyProblem:
         self._u, self._v, self._w = cp.Variable(k), cp.Variable(k), cp.Variable(k)
         self._r, self._d = cp.Variable(k), cp.Variable()
         log_lambda = self._log_c - self._u - self._v
-        series = cp.reshape(log_lambda, (k, 1), order="C") @ n.reshape(1, terms)
+        spectral = cp.exp(log_lambda)
+        log_y = cp.reshape(log_lambda - halvings * LN2, (k, 1), order="C")
         log_fact = np.array([math.lgamma(m + 2.0) for m in range(terms)])
+        log_phi = cp.log_sum_exp(log_y @ n.reshape(1, terms) - log_fact, axis=1) + sum(
+            cp.logistic(spectral / 2.0**j) - LN2 for j in range(1, halvings + 1)
+        )
         objective = (
             self._queue * self._d
             + self._compute_coef @ cp.exp(-2.0 * self._w)
             + self._upload_coef @ cp.exp(self._r)
         )
         constraints = [
-            self._r >= cp.log_sum_exp(series - log_fact, axis=1),
+            self._r >= log_phi,
             self._r - self._u <= self._power_cap,
             cp.exp(self._w) + cp.exp(self._u) <= self._d,
             cp.sum(cp.exp(self._v)) <= 1.0,
@@ -141,7 +154,7 @@ class JointCvxpyProblem:
         self._log_tau_lo.value = np.log(cycles / f_max_hz)
         self._log_tau_hi.value = np.log(cycles / f_min_hz)
         self._queue.value = queue_s / ref
-        self.problem.solve(solver=self.solver)
+        self.problem.solve(solver=self.solver, canon_backend=cp.SCIPY_CANON_BACKEND)
         status = self.problem.status
         if status not in ("optimal", "optimal_inaccurate"):
             raise cp.SolverError(f"(J2) by CVXPY ({self.solver}): status {status!r}")
@@ -155,7 +168,9 @@ class JointCvxpyProblem:
             share=share,
             power_w=c / (upload * snr_per_w) * np.exp(self._r.value),
             status=status,
-            truncation_rtol=float(np.max(truncation_rtol(spectral, self.terms))),
+            truncation_rtol=float(
+                np.max(truncation_rtol(spectral / 2.0**self.halvings, self.terms))
+            ),
         )
 
 
