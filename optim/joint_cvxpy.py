@@ -27,9 +27,10 @@ coordinates every part of (J2) at fixed O is DCP:
               e^{w_k} + e^{u_k} <= D,   sum_k e^{v_k} <= 1
               C_k / f_max,k <= e^{w_k} <= C_k / f_min,k
 
-one problem, built once for K clients with every datum a Parameter (DPP), so a re-solve skips
-canonicalisation. With O a decision, :func:`solve_joint_step_cvxpy` runs the same search over O
-as :func:`optim.solve_joint_step` (:func:`optim.joint.search_ratio`), one CVXPY solve per O.
+one problem for K clients, built once with every datum a Parameter (DPP), so a re-solve skips
+canonicalisation, or (large K) built anew with the data at each solve. With O a decision,
+:func:`solve_joint_step_cvxpy` runs the same search over O as :func:`optim.solve_joint_step`
+(:func:`optim.joint.search_ratio`), one CVXPY solve per O.
 
 Scope: every client has bits and cycles (log coordinates need s_k > 0 and C_k > 0), Q > 0.
 """
@@ -75,51 +76,73 @@ class JointCvxpyResult:
     truncation_rtol: float
 
 
+_DATA = (  # the problem's data, each (K,) but the queue: names and CVXPY attributes
+    ("log_c", {}),  # log(ln2 s / B)
+    ("upload_coef", {"nonneg": True}),  # Z c / snr / ref
+    ("compute_coef", {"nonneg": True}),  # Z kappa C^3 / ref
+    ("log_power_cap", {}),  # log(p_max snr / c)
+    ("log_tau_lo", {}),  # log(C / f_max)
+    ("log_tau_hi", {}),  # log(C / f_min)
+)
+
+
 class JointCvxpyProblem:
-    """(J2) at a fixed ratio for K clients as one DPP CVXPY problem (module docstring).
+    """(J2) at a fixed ratio for K clients as one CVXPY problem (module docstring).
 
     Args:
         k: the number of clients K.
+        dpp: build once with every datum a Parameter, and re-solve (CVXPY's DPP); else build
+            the problem with the data as constants at every solve (DPP's parameter maps grow
+            as K^2 in memory: about 1.6 GB at K = 200).
         halvings: m of the halving identity. terms: the terms of phi's series kept.
         solver: an installed CVXPY solver for the exponential cone (default CLARABEL).
     """
 
     def __init__(
-        self, k: int, halvings: int = _HALVINGS, terms: int = _TERMS, solver: str = "CLARABEL"
+        self,
+        k: int,
+        *,
+        dpp: bool = True,
+        halvings: int = _HALVINGS,
+        terms: int = _TERMS,
+        solver: str = "CLARABEL",
     ) -> None:
-        self.k, self.halvings, self.terms, self.solver = k, halvings, terms, solver
-        n = np.arange(terms, dtype=float)
-        self._log_c = cp.Parameter(k, name="log_c")
-        self._upload_coef = cp.Parameter(k, nonneg=True, name="upload_coef")  # Z c / snr / ref
-        self._compute_coef = cp.Parameter(k, nonneg=True, name="compute_coef")  # Z kappa C^3/ref
-        self._power_cap = cp.Parameter(k, name="log_power_cap")  # log(p_max snr / c)
-        self._log_tau_lo = cp.Parameter(k, name="log_tau_lo")
-        self._log_tau_hi = cp.Parameter(k, name="log_tau_hi")
-        self._queue = cp.Parameter(nonneg=True, name="queue")  # Q / ref
+        self.k, self.dpp, self.halvings, self.terms, self.solver = k, dpp, halvings, terms, solver
+        self.problem: cp.Problem | None = None
+        self._params: dict[str, cp.Parameter] = {}
+        if dpp:
+            self._params = {name: cp.Parameter(k, name=name, **attrs) for name, attrs in _DATA}
+            self._params["queue"] = cp.Parameter(nonneg=True, name="queue")
+            self._build(self._params)
+            assert self.problem.is_dpp(), "(J2) must be DPP so that re-solves skip canonicalising"
+
+    def _build(self, data: dict) -> None:
+        """The problem of the module docstring, on Parameters or on arrays (``data``)."""
+        k, halvings, terms = self.k, self.halvings, self.terms
         self._u, self._v, self._w = cp.Variable(k), cp.Variable(k), cp.Variable(k)
         self._r, self._d = cp.Variable(k), cp.Variable()
-        log_lambda = self._log_c - self._u - self._v
+        log_lambda = data["log_c"] - self._u - self._v
         spectral = cp.exp(log_lambda)
         log_y = cp.reshape(log_lambda - halvings * LN2, (k, 1), order="C")
+        powers = np.arange(terms, dtype=float).reshape(1, terms)
         log_fact = np.array([math.lgamma(m + 2.0) for m in range(terms)])
-        log_phi = cp.log_sum_exp(log_y @ n.reshape(1, terms) - log_fact, axis=1) + sum(
+        log_phi = cp.log_sum_exp(log_y @ powers - log_fact, axis=1) + sum(
             cp.logistic(spectral / 2.0**j) - LN2 for j in range(1, halvings + 1)
         )
         objective = (
-            self._queue * self._d
-            + self._compute_coef @ cp.exp(-2.0 * self._w)
-            + self._upload_coef @ cp.exp(self._r)
+            data["queue"] * self._d
+            + data["compute_coef"] @ cp.exp(-2.0 * self._w)
+            + data["upload_coef"] @ cp.exp(self._r)
         )
         constraints = [
             self._r >= log_phi,
-            self._r - self._u <= self._power_cap,
+            self._r - self._u <= data["log_power_cap"],  # p_k <= p_max,k
             cp.exp(self._w) + cp.exp(self._u) <= self._d,
             cp.sum(cp.exp(self._v)) <= 1.0,
-            self._w >= self._log_tau_lo,
-            self._w <= self._log_tau_hi,
+            self._w >= data["log_tau_lo"],
+            self._w <= data["log_tau_hi"],
         ]
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
-        assert self.problem.is_dpp(), "(J2) must be DPP so that re-solves skip canonicalisation"
 
     def solve(
         self,
@@ -147,21 +170,29 @@ class JointCvxpyProblem:
         ref = queue_s * float(np.max(fastest)) + float(
             np.sum(energy_queue_j * (kappa * cycles * f_max_hz**2 + c / snr_per_w))
         )
-        self._log_c.value = np.log(c)
-        self._upload_coef.value = energy_queue_j * c / snr_per_w / ref
-        self._compute_coef.value = energy_queue_j * kappa * cycles**3 / ref
-        self._power_cap.value = np.log(p_max_w * snr_per_w / c)
-        self._log_tau_lo.value = np.log(cycles / f_max_hz)
-        self._log_tau_hi.value = np.log(cycles / f_min_hz)
-        self._queue.value = queue_s / ref
-        self.problem.solve(solver=self.solver, canon_backend=cp.SCIPY_CANON_BACKEND)
-        status = self.problem.status
+        values = {
+            "log_c": np.log(c),
+            "upload_coef": energy_queue_j * c / snr_per_w / ref,
+            "compute_coef": energy_queue_j * kappa * cycles**3 / ref,
+            "log_power_cap": np.log(p_max_w * snr_per_w / c),
+            "log_tau_lo": np.log(cycles / f_max_hz),
+            "log_tau_hi": np.log(cycles / f_min_hz),
+            "queue": queue_s / ref,
+        }
+        if self.dpp:
+            for name, value in values.items():
+                self._params[name].value = value
+        else:
+            self._build(values)
+        problem = self.problem
+        problem.solve(solver=self.solver, canon_backend=cp.SCIPY_CANON_BACKEND)
+        status = problem.status
         if status not in ("optimal", "optimal_inaccurate"):
             raise cp.SolverError(f"(J2) by CVXPY ({self.solver}): status {status!r}")
         upload, share = np.exp(self._u.value), np.exp(self._v.value)
         spectral = c / (upload * share)  # lambda [nats/s/Hz]
         return JointCvxpyResult(
-            objective=float(self.problem.value) * ref,
+            objective=float(problem.value) * ref,
             round_s=float(self._d.value),
             upload_s=upload,
             compute_s=np.exp(self._w.value),
