@@ -38,7 +38,7 @@ from optim.joint_client import (
     golden_min,
     increasing_root,
     min_share,
-    split_slope,
+    split_slope_and_curvature,
     split_value,
     upload_energy_j,
     upload_slope,
@@ -278,7 +278,10 @@ def priced_split(
     clients at once, from ``guess`` (the split at a neighbouring price or deadline) if given."""
     lo, hi = _upload_range_s(block, deadline_s)
     upload = increasing_root(
-        lambda t: split_slope(block, deadline_s, t, price, weight), lo, hi, guess=guess
+        lambda t: split_slope_and_curvature(block, deadline_s, t, price, weight),
+        lo,
+        hi,
+        guess=guess,
     )
     value, y = split_value(block, deadline_s, upload, price, weight)
     return upload, y, value

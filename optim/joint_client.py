@@ -190,13 +190,24 @@ def split_slope(
 ) -> _FloatArray:
     """(K,) d value / d t of :func:`split_value` at upload time t: 2 w kappa C^3 / tau^3 plus
     :func:`upload_slope` (tau = deadline - t). Increasing in t (the value is convex)."""
+    return split_slope_and_curvature(block, deadline_s, upload_s, price, weight)[0]
+
+
+def split_slope_and_curvature(
+    block: ClientBlock,
+    deadline_s: float,
+    upload_s: _FloatArray,
+    price: _FloatArray,
+    weight: _FloatArray,
+) -> tuple[_FloatArray, _FloatArray]:
+    """(K,) :func:`split_slope` and its derivative in t [J/s^2] (>= 0): 6 w kappa C^3 / tau^4
+    plus h''(t) of :func:`upload_slope_and_curvature`."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        compute = np.where(
-            block.cycles > 0.0,
-            2.0 * weight * block.kappa * block.cycles**3 / (deadline_s - upload_s) ** 3,
-            0.0,
-        )
-    return compute + upload_slope(block, upload_s, price, weight)
+        cubed = np.where(block.cycles > 0.0, weight * block.kappa * block.cycles**3, 0.0)
+        tau = deadline_s - upload_s
+        compute, compute_curvature = 2.0 * cubed / tau**3, 6.0 * cubed / tau**4
+    slope, curvature = upload_slope_and_curvature(block, upload_s, price, weight)
+    return compute + slope, compute_curvature + curvature
 
 
 def upload_slope(
@@ -209,24 +220,46 @@ def upload_slope(
     b_min' = -r / (t^2 (ln(1 + a/b) - a / (a + b))), r = ln2 s / B, a = p_max snr (the
     derivative of b ln(1 + a/b) = r / t). Minus this is the multiplier of tau + t <= deadline.
     """
+    return upload_slope_and_curvature(block, upload_s, price, weight)[0]
+
+
+def upload_slope_and_curvature(
+    block: ClientBlock, upload_s: _FloatArray, price: _FloatArray, weight: _FloatArray
+) -> tuple[_FloatArray, _FloatArray]:
+    """(K,) h'(t) of :func:`upload_slope` [J/s] and h''(t) [J/s^2].
+
+    Free power: y = r / z, z = 1 + W_0(q), q = (snr price / (w t) - 1) / e, so with
+    dW/dq = 1 / (e^W (1 + W)): y' = r snr (price / w) / (t^2 z^3 e^z) and
+    h'' = price (2 y / t^3 - y' / t^2). Power at its limit, x = a / b_min with
+    ln(1 + x) / x = c = r / (t a): x' = c x^2 / (t bend), bend = ln(1 + x) - x / (1 + x), and
+    h'' = price r (2 / (t^3 bend) + c x^3 / ((1 + x)^2 t^3 bend^3)).
+    """
     a = block.p_max_w * block.snr_per_w
     r = LN2 * block.bits / block.bandwidth_hz
+    t = upload_s
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # x = a / b_min(t) of min_share, inline: 1 + x = -W_{-1}(-c e^{-c}) / c, c = r / (t a)
-        c = r / (upload_s * a)
+        c = r / (t * a)
         ok = (c > 0.0) & (c < 1.0)  # c >= 1: no share is fast enough (x = 0, slope -inf)
         cc = np.where(ok, c, 0.5)
         arg = np.maximum(-cc * np.exp(-cc), _BRANCH_POINT)
         x = np.where(ok, -_lambertw(arg, -1).real / cc - 1.0, 0.0)
         # the best product of best_product_s, inline: y = r / z, z = 1 + W_0((snr p/(w t) - 1)/e)
         ratio = np.where(weight > 0.0, price / weight, 1.0)
-        z = 1.0 + _lambertw((block.snr_per_w * ratio / upload_s - 1.0) / math.e, 0).real
+        z = 1.0 + _lambertw((block.snr_per_w * ratio / t - 1.0) / math.e, 0).real
         y_free = r / z
-        free = (weight > 0.0) & (y_free * x > upload_s * a)  # above the floor t b_min = t a / x
+        free = (weight > 0.0) & (y_free * x > t * a)  # above the floor t b_min = t a / x
         bend = np.log1p(x) - x / (1.0 + x)
-        limited = weight * block.p_max_w - price * r / (upload_s**2 * bend)
-        slope = np.where(free, -price * y_free / upload_s**2, limited)
-    return np.where(block.bits > 0.0, slope, 0.0)
+        limited = weight * block.p_max_w - price * r / (t**2 * bend)
+        slope = np.where(free, -price * y_free / t**2, limited)
+        dy = r * block.snr_per_w * ratio / (t**2 * z**3 * np.exp(z))
+        free_curvature = price * (2.0 * y_free / t**3 - dy / t**2)
+        limited_curvature = (price * r / (t**3 * bend)) * (
+            2.0 + c * x**3 / ((1.0 + x) ** 2 * bend**2)
+        )
+        curvature = np.where(free, free_curvature, limited_curvature)
+    has_bits = block.bits > 0.0
+    return np.where(has_bits, slope, 0.0), np.where(has_bits, curvature, 0.0)
 
 
 _ROOT_STEPS = 200
@@ -241,59 +274,44 @@ def increasing_root(
 ) -> _FloatArray:
     """(K,) roots of K increasing functions on [lo_k, hi_k] (an end point where fn keeps one sign).
 
-    Illinois false position in parallel, with a bisection step whenever false position leaves
-    the bracket or meets an infinite slope; stops when every bracket is below rtol |hi|. A
-    ``guess`` (a neighbouring problem's roots) starts from a bracket of 0.1 % of the range
-    around it where the sign changes there, else from the part of the range beyond it.
+    ``fn(x)`` returns (f(x), f'(x)), each (K,). Newton's method in parallel from ``guess`` (a
+    neighbouring problem's roots; the middle of the range without one), safeguarded by the
+    bracket of the points seen so far (the range ends until evaluated): a bisection step where
+    Newton's leaves the bracket, meets a non-finite value or a slope that is not positive, or
+    did not halve |f| on the same side of the root (as next to an infinite slope at the upload
+    floor). A Newton step below rtol |hi| is taken one rtol |hi| further, so that the bracket
+    closes around the root; the search stops when it is below 2 rtol |hi|, or at an end
+    confirmed as the root.
     """
-    if guess is None:
-        a, b = lo.astype(float), hi.astype(float)
-        fa, fb = fn(a), fn(b)
-    else:
-        a, b, fa, fb = _bracket_guess(fn, lo, hi, guess)
-    at_hi = ~(fb > 0.0)  # fn <= 0 on the whole range (nan: treated as an end point)
-    at_lo = ~at_hi & (fa >= 0.0)
-    done = at_hi | at_lo
-    side = np.zeros(a.size)
+    a, b = lo.astype(float), hi.astype(float)
+    x = 0.5 * (a + b) if guess is None else np.clip(guess, a, b)
     tol = rtol * np.maximum(np.abs(hi), np.abs(lo))
+    root = x.copy()
+    active = np.ones(x.size, dtype=bool)
+    f_last = np.full(x.size, np.nan)
+    lo_seen, hi_seen = np.zeros(x.size, dtype=bool), np.zeros(x.size, dtype=bool)
     for _ in range(_ROOT_STEPS):
-        if np.all(done | (b - a <= tol)):
+        f, slope = fn(x)
+        right = ~(f <= 0.0)  # the root lies left of x (nan: treated as above, bisect towards lo)
+        a, b = np.where(right, a, x), np.where(right, x, b)
+        lo_seen, hi_seen = lo_seen | (x <= lo), hi_seen | (x >= hi)
+        at_end = ((x >= hi) & ~right) | ((x <= lo) & (f >= 0.0)) | (f == 0.0)
+        done = at_end | (b - a <= 2.0 * tol)
+        root = np.where(active & done, np.where(at_end, x, 0.5 * (a + b)), root)
+        active &= ~done
+        if not np.any(active):
             break
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            x = (a * fb - b * fa) / (fb - fa)
-        bad = ~np.isfinite(x) | (x <= a) | (x >= b)
-        x = np.where(bad, 0.5 * (a + b), x)
-        fx = fn(x)
-        right = fx > 0.0  # the root lies left of x
-        fa = np.where(right & (side > 0), 0.5 * fa, fa)  # Illinois: an end kept twice
-        fb = np.where(~right & (side < 0), 0.5 * fb, fb)
-        a, fa = np.where(right, a, x), np.where(right, fa, fx)
-        b, fb = np.where(right, x, b), np.where(right, fx, fb)
-        side = np.where(right, 1.0, -1.0)
-        a = np.where(fx == 0.0, x, a)
-        b = np.where(fx == 0.0, x, b)
-    root = 0.5 * (a + b)
-    return np.where(at_hi, hi, np.where(at_lo, lo, root))
-
-
-_GUESS_SPAN = 1e-3
-
-
-def _bracket_guess(fn, lo: _FloatArray, hi: _FloatArray, guess: _FloatArray):
-    """(a, b, fn(a), fn(b)) around ``guess``: [g - d, g + d] (d = 0.1 % of hi - lo) where fn
-    changes sign there, else [lo, g - d] or [g + d, hi]."""
-    span = _GUESS_SPAN * (hi - lo)
-    g = np.clip(guess, lo, hi)
-    a_try, b_try = np.maximum(g - span, lo), np.minimum(g + span, hi)
-    fa_try, fb_try = fn(a_try), fn(b_try)
-    below, above = fa_try >= 0.0, ~(fa_try >= 0.0) & ~(fb_try > 0.0)
-    end = np.where(below, lo, hi)
-    f_end = fn(end)
-    a = np.where(below, lo, np.where(above, b_try, a_try))
-    b = np.where(below, a_try, np.where(above, hi, b_try))
-    fa = np.where(below, f_end, np.where(above, fb_try, fa_try))
-    fb = np.where(below, fa_try, np.where(above, f_end, fb_try))
-    return a, b, fa, fb
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            step = np.where(slope > 0.0, -f / slope, np.nan)
+            step = np.where(np.abs(step) <= tol, np.sign(step) * 2.0 * tol, step)
+            newton = np.clip(x + step, lo, hi)  # an end is tried once: it may be the root
+            stalled = (np.sign(f) == np.sign(f_last)) & (np.abs(f) > 0.5 * np.abs(f_last))
+        above_a = (newton > a) | ((newton <= lo) & ~lo_seen)
+        below_b = (newton < b) | ((newton >= hi) & ~hi_seen)
+        inside = np.isfinite(x + step) & above_a & below_b & ~stalled
+        x = np.where(active, np.where(inside, newton, 0.5 * (a + b)), x)
+        f_last = np.where(inside, f, np.nan)  # a bisection step restarts the halving test
+    return np.where(active, 0.5 * (a + b), root)
 
 
 def golden_min(fn, lo: _FloatArray, hi: _FloatArray) -> _FloatArray:
