@@ -233,11 +233,13 @@ def solve_block(
     method: str,
     price_hint: float | None = None,
     gap_rtol: float = 1e-10,
+    upload_hint: _FloatArray | None = None,
 ) -> EnergyMinSolution:
     """:func:`solve_energy_min` on a validated block (the joint step calls it per deadline).
 
     ``price_hint``: a bandwidth price near the answer (a neighbouring deadline's), to start the
-    bracket from. ``gap_rtol``: the price search stops at a duality gap below this share of the
+    bracket from, and ``upload_hint`` (K,) the splits there [s], to start each client's root
+    from. ``gap_rtol``: the price search stops at a duality gap below this share of the
     energy (the default certifies; a loose one gives a starting price).
     """
     if not (method != "equal_bandwidth" and _least_shares_fit(block, deadline_s * (1.0 + 1e-12))):
@@ -249,7 +251,7 @@ def solve_block(
         upload = _equal_share_upload_s(block, deadline_s, share, weight)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
     per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _search_price(block, deadline_s, weight, per_client, price_hint, gap_rtol)
+    return _search_price(block, deadline_s, weight, per_client, price_hint, gap_rtol, upload_hint)
 
 
 # --- per-client solvers at a bandwidth price: (block, T, price, weight, t guess) -> (t, y, value)
@@ -361,7 +363,13 @@ def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
 
 
 def _search_price(
-    block, deadline_s, weight, per_client: _PerClient, price_hint: float | None, gap_rtol: float
+    block,
+    deadline_s,
+    weight,
+    per_client: _PerClient,
+    price_hint: float | None,
+    gap_rtol: float,
+    upload_hint: _FloatArray | None = None,
 ) -> EnergyMinSolution:
     """The bandwidth price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises.
 
@@ -378,7 +386,7 @@ def _search_price(
         return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
     scale = float(np.sum(weight * block.p_max_w * deadline_s))
     seen: dict[float, tuple[float, tuple]] = {}
-    last_upload = [None]  # each client's split at the last price: the next one starts there
+    last_upload = [upload_hint]  # each client's split at the last price: the next starts there
 
     def excess(u: float) -> float:
         if u not in seen:

@@ -152,6 +152,7 @@ def solve_joint_step(
 
     last_price = [None]  # warm starts: the price and the best D vary smoothly with D and O
     last_offset: list[float | None] = [None]  # the best D's height above D_min
+    last_upload: list = [None]  # the clients' splits there: each root starts from them
     block_of: list = [None]  # the block of the ratio being solved, and its D_min
     last_jacobian: list = [None]  # Newton's, carried from one ratio to the next
 
@@ -177,23 +178,30 @@ def solve_joint_step(
         tried = {d_min: first}
         if last_offset[0] is None:  # a first ratio: start from the priced middle of the range
             d_mid = math.sqrt(d_min * d_max)
-            start_price = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL).price
-            last_offset[0], last_price[0] = d_mid - d_min, start_price
+            started = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL)
+            last_offset[0], last_price[0] = d_mid - d_min, started.price
+            last_upload[0] = started.upload_s
         inside = _START_INSIDE * (d_max - d_min)  # Newton starts strictly inside the range
         d_start = d_min + min(max(last_offset[0], inside), d_max - d_min - inside)
         if last_price[0] is not None:
             start = (d_start, last_price[0])
-            found = newton_round(block, z, q, (d_min, d_max), start, last_jacobian[0])
+            found = newton_round(
+                block, z, q, (d_min, d_max), start, last_jacobian[0], last_upload[0]
+            )
             if found is not None:  # certified below by the price search at this D
                 last_jacobian[0] = found[2]
-                tried[found[0]] = solve_block(block, found[0], z, "joint", found[1])
+                tried[found[0]] = solve_block(
+                    block, found[0], z, "joint", found[1], upload_hint=found[3]
+                )
                 return finish(tried, fixed_part)
 
         def slope(key: float) -> float:
             """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
             if key not in tried or math.isnan(tried[key].price):  # D_min's candidate: price it
-                tried[key] = solve_block(block, key, z, "joint", last_price[0])
-                last_price[0] = tried[key].price
+                tried[key] = solve_block(
+                    block, key, z, "joint", last_price[0], upload_hint=last_upload[0]
+                )
+                last_price[0], last_upload[0] = tried[key].price, tried[key].upload_s
             sol = tried[key]
             return max(q + round_slope(block, key, sol.upload_s, sol.price, z), -1e300)
 
@@ -207,8 +215,11 @@ def solve_joint_step(
         d_best = min(tried, key=lambda d: q * d + tried[d].objective)
         block, d_min = block_of[0]
         if math.isnan(tried[d_best].price):  # the least round time: certify it too
-            tried[d_best] = solve_block(block, d_best, z, "joint", last_price[0])
+            tried[d_best] = solve_block(
+                block, d_best, z, "joint", last_price[0], upload_hint=last_upload[0]
+            )
         last_offset[0], last_price[0] = d_best - d_min, tried[d_best].price
+        last_upload[0] = tried[d_best].upload_s
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 

@@ -276,42 +276,31 @@ def increasing_root(
 
     ``fn(x)`` returns (f(x), f'(x)), each (K,). Newton's method in parallel from ``guess`` (a
     neighbouring problem's roots; the middle of the range without one), safeguarded by the
-    bracket of the points seen so far (the range ends until evaluated): a bisection step where
-    Newton's leaves the bracket, meets a non-finite value or a slope that is not positive, or
-    did not halve |f| on the same side of the root (as next to an infinite slope at the upload
-    floor). A Newton step below rtol |hi| is taken one rtol |hi| further, so that the bracket
-    closes around the root; the search stops when it is below 2 rtol |hi|, or at an end
-    confirmed as the root.
+    bracket of the points seen (at first the range, widened by the tolerance so that an end can
+    be tried and confirmed): a bisection step where Newton's leaves the bracket, meets a
+    non-finite value, or did not halve |f| on the same side of the root (as next to an infinite
+    slope at the upload floor, where Newton's steps are tiny but the root is far). Each Newton
+    step goes one tolerance (rtol |hi|) further, so that the bracket closes around the root;
+    the search stops when every bracket is below two tolerances.
     """
-    a, b = lo.astype(float), hi.astype(float)
-    x = 0.5 * (a + b) if guess is None else np.clip(guess, a, b)
     tol = rtol * np.maximum(np.abs(hi), np.abs(lo))
-    root = x.copy()
-    active = np.ones(x.size, dtype=bool)
-    f_last = np.full(x.size, np.nan)
-    lo_seen, hi_seen = np.zeros(x.size, dtype=bool), np.zeros(x.size, dtype=bool)
-    for _ in range(_ROOT_STEPS):
-        f, slope = fn(x)
-        right = ~(f <= 0.0)  # the root lies left of x (nan: treated as above, bisect towards lo)
-        a, b = np.where(right, a, x), np.where(right, x, b)
-        lo_seen, hi_seen = lo_seen | (x <= lo), hi_seen | (x >= hi)
-        at_end = ((x >= hi) & ~right) | ((x <= lo) & (f >= 0.0)) | (f == 0.0)
-        done = at_end | (b - a <= 2.0 * tol)
-        root = np.where(active & done, np.where(at_end, x, 0.5 * (a + b)), root)
-        active &= ~done
-        if not np.any(active):
-            break
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            step = np.where(slope > 0.0, -f / slope, np.nan)
-            step = np.where(np.abs(step) <= tol, np.sign(step) * 2.0 * tol, step)
-            newton = np.clip(x + step, lo, hi)  # an end is tried once: it may be the root
-            stalled = (np.sign(f) == np.sign(f_last)) & (np.abs(f) > 0.5 * np.abs(f_last))
-        above_a = (newton > a) | ((newton <= lo) & ~lo_seen)
-        below_b = (newton < b) | ((newton >= hi) & ~hi_seen)
-        inside = np.isfinite(x + step) & above_a & below_b & ~stalled
-        x = np.where(active, np.where(inside, newton, 0.5 * (a + b)), x)
-        f_last = np.where(inside, f, np.nan)  # a bisection step restarts the halving test
-    return np.where(active, 0.5 * (a + b), root)
+    a, b = lo - tol, hi + tol
+    x = 0.5 * (lo + hi) if guess is None else np.clip(guess, lo, hi)
+    neg_last, abs_last = np.zeros(x.size, dtype=bool), np.full(x.size, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for _ in range(_ROOT_STEPS):
+            f, slope = fn(x)
+            neg = f <= 0.0  # the root lies at or right of x (nan: left, bisect towards lo)
+            a, b = np.where(neg, x, a), np.where(neg, b, x)
+            if np.all(b - a <= 2.0 * tol):
+                break
+            newton = np.clip(x - f / slope, lo, hi)
+            newton += np.copysign(tol, newton - x)
+            abs_f = np.abs(f)
+            good = (newton > a) & (newton < b) & ((neg != neg_last) | (abs_f <= 0.5 * abs_last))
+            x = np.where(good, newton, 0.5 * (a + b))
+            neg_last, abs_last = neg, np.where(good, abs_f, np.inf)
+    return np.clip(0.5 * (a + b), lo, hi)
 
 
 def golden_min(fn, lo: _FloatArray, hi: _FloatArray) -> _FloatArray:

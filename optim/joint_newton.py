@@ -43,16 +43,18 @@ def newton_round(
     d_range: tuple[float, float],
     start: tuple[float, float],
     jacobian: NDArray[np.float64] | None = None,
-) -> tuple[float, float, NDArray[np.float64]] | None:
-    """(D [s], lambda, Jacobian) solving F_1 = F_2 = 0 (module docstring) from ``start`` =
-    (D, lambda), with D kept inside ``d_range``; None when the iteration does not converge.
+    upload_hint: _FloatArray | None = None,
+) -> tuple[float, float, NDArray[np.float64], _FloatArray] | None:
+    """(D [s], lambda, Jacobian, splits [s]) solving F_1 = F_2 = 0 (module docstring) from
+    ``start`` = (D, lambda), with D kept inside ``d_range``; None when the iteration does not
+    converge. ``upload_hint``: (K,) the splits at ``start``, to start the clients' roots from.
 
     ``jacobian``: a (2, 2) d(F_1, F_2)/d(log lambda, D) from a neighbouring ratio to start with;
     Broyden's update keeps it current, and it is rebuilt by forward differences when a step
     fails to lower the residual.
     """
     d_lo, d_hi = d_range
-    guess: list[_FloatArray | None] = [None]
+    guess: list[_FloatArray | None] = [upload_hint]
 
     def residual(d: float, u: float) -> NDArray[np.float64]:
         upload, y, _ = priced_split(block, d, math.exp(u), weight, guess[0])
@@ -80,7 +82,7 @@ def newton_round(
         if not np.all(np.isfinite(f)):
             return None
         if abs(f[0]) <= _SHARE_TOL and abs(f[1]) <= _SLOPE_TOL:
-            return d, math.exp(u), jac
+            return d, math.exp(u), jac, guess[0]
         if jac is None:
             jac, fresh = differences(d, u, f), True
         det = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
