@@ -262,7 +262,9 @@ _PerClient = Callable[
 ]
 
 
-def _upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray, _FloatArray]:
+def upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray, _FloatArray]:
+    """(K,) least and greatest upload time [s] at round time ``deadline_s``: compute at f_min
+    (or the upload floor, if later) and at f_max."""
     hi = deadline_s - block.fastest_compute_s()
     lo = np.maximum(deadline_s - block.slowest_compute_s(), block.upload_floor_s() * (1 + 1e-9))
     return np.minimum(lo, hi), hi
@@ -278,7 +280,7 @@ def priced_split(
     """(upload time t [s], product y [s], value) of every client at bandwidth price ``price``:
     the root of the slope of :func:`optim.joint_client.split_value` in t (it is convex), all
     clients at once, from ``guess`` (the split at a neighbouring price or deadline) if given."""
-    lo, hi = _upload_range_s(block, deadline_s)
+    lo, hi = upload_range_s(block, deadline_s)
     upload = increasing_root(
         lambda t: split_slope_and_curvature(block, deadline_s, t, price, weight),
         lo,
@@ -300,7 +302,7 @@ def round_slope(
     sum_k h_k'(t_k) at the optimal price (the envelope theorem), except that a client whose
     upload sits at its floor below T - C/f_min (one without bits and T < C/f_min) gains from D
     through its compute time: -2 w kappa C^3 / tau^3."""
-    lo, _ = _upload_range_s(block, deadline_s)
+    lo, _ = upload_range_s(block, deadline_s)
     floor_bound = (upload_s <= lo) & (lo > deadline_s - block.slowest_compute_s())
     compute_s = deadline_s - upload_s
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -314,7 +316,7 @@ def _priced(free_split: bool) -> _PerClient:
         return priced_split
 
     def per_client(block, deadline_s, price, weight, guess=None):
-        upload = _upload_range_s(block, deadline_s)[1]  # compute at f_max, upload the rest
+        upload = upload_range_s(block, deadline_s)[1]  # compute at f_max, upload the rest
         value, y = split_value(block, deadline_s, upload, price, weight)
         return upload, y, value
 

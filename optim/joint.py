@@ -154,7 +154,6 @@ def solve_joint_step(
     last_offset: list[float | None] = [None]  # the best D's height above D_min
     last_upload: list = [None]  # the clients' splits there: each root starts from them
     block_of: list = [None]  # the block of the ratio being solved, and its D_min
-    last_jacobian: list = [None]  # Newton's, carried from one ratio to the next
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
         block = client_block(
@@ -185,13 +184,10 @@ def solve_joint_step(
         d_start = d_min + min(max(last_offset[0], inside), d_max - d_min - inside)
         if last_price[0] is not None:
             start = (d_start, last_price[0])
-            found = newton_round(
-                block, z, q, (d_min, d_max), start, last_jacobian[0], last_upload[0]
-            )
+            found = newton_round(block, z, q, (d_min, d_max), start, last_upload[0])
             if found is not None:  # certified below by the price search at this D
-                last_jacobian[0] = found[2]
                 tried[found[0]] = solve_block(
-                    block, found[0], z, "joint", found[1], upload_hint=found[3]
+                    block, found[0], z, "joint", found[1], upload_hint=found[2]
                 )
                 return finish(tried, fixed_part)
 
