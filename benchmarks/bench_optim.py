@@ -244,6 +244,13 @@ def main() -> int:
     joint = {}
     for k in (10, 1_000):
         j = joint[k] = bench_joint(k, args.quick)
+        if math.isnan(j["agree"]):  # CVXPY failed: its column is the time it took to fail
+            print(
+                f"{k:>6} {j['fixed'] / 1e3:14.1f} {'failed':>15} {'-':>11} "
+                f"{j['with_ratio'] / 1e3:13.1f} {'-':>14} {'-':>11} {'-':>11}"
+            )
+            print(f"{'':>6} CVXPY failed after {j['cvxpy'] / 1e6:.0f} s: {j['status']}")
+            continue
         print(
             f"{k:>6} {j['fixed'] / 1e3:14.1f} {j['cvxpy'] / 1e3:15.1f} "
             f"{100 * j['fixed'] / j['cvxpy']:10.0f}% {j['with_ratio'] / 1e3:13.1f} "
