@@ -13,8 +13,9 @@ when the noise is over each client's share), :mod:`optim.selection`,
 :mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes),
 :mod:`optim.dispatch` (the per-dispatch step of the event-driven modes),
 :mod:`optim.energy_min` (least round energy under a time limit, Yang et al., and baselines),
-:mod:`optim.joint` (the joint ratio / power / frequency / bandwidth Lyapunov step). CVXPY
-is imported only when ``method="cvxpy"`` is used.
+:mod:`optim.joint` (the joint ratio / power / frequency / bandwidth Lyapunov step),
+:mod:`optim.joint_cvxpy` (the same step as a CVXPY problem: the baseline of its tests and
+benchmark, not imported here). CVXPY is imported only when ``method="cvxpy"`` is used.
 """
 
 from optim.bandwidth import (
