@@ -47,7 +47,13 @@ from numpy.typing import ArrayLike, NDArray
 from optim._validation import check_nonneg_array, check_real
 from optim.joint import search_ratio
 
-__all__ = ["JointCvxpyProblem", "JointCvxpyResult", "solve_joint_step_cvxpy"]
+__all__ = [
+    "JointCvxpyProblem",
+    "JointCvxpyResult",
+    "JointCvxpyStep",
+    "solve_joint_step_cvxpy",
+    "truncation_rtol",
+]
 
 LN2 = math.log(2.0)
 _HALVINGS = 6  # phi(lambda / 64) by its series: lambda / 64 <= 0.5 up to 32 nats/s/Hz
