@@ -47,7 +47,7 @@ __all__ = ["JointSolution", "search_ratio", "solve_joint_step"]
 _RATIO_GRID = 5
 _XTOL = 1e-4  # relative; the objective errs at its square (a smooth minimum)
 _D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stops
-_START_GAP_RTOL = 1e-3  # the price that starts Newton's method need not be certified
+_START_GAP_RTOL = 1e-3  # a price that restarts Newton's method need not be certified
 _D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
 _START_INSIDE = 1e-3  # Newton's first D is at least this share of [D_min, D_max] from its ends
@@ -175,21 +175,25 @@ def solve_joint_step(
             return fixed_part + q * d_min + first.objective, d_min, first
         d_max = d_min + first.objective / q
         tried = {d_min: first}
-        if last_offset[0] is None:  # a first ratio: start from the priced middle of the range
+        found = None
+        if last_offset[0] is None:  # a first ratio: Newton from the middle of the range
             d_mid = math.sqrt(d_min * d_max)
-            started = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL)
-            last_offset[0], last_price[0] = d_mid - d_min, started.price
-            last_upload[0] = started.upload_s
+            last_offset[0] = d_mid - d_min
+            crude = float(np.sum(z * block.p_max_w)) * d_mid  # the price search's first price
+            found = newton_round(block, z, q, (d_min, d_max), (d_mid, crude))
+            if found is None:  # then from the price at D_mid, searched to a loose gap
+                started = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL)
+                last_price[0], last_upload[0] = started.price, started.upload_s
         inside = _START_INSIDE * (d_max - d_min)  # Newton starts strictly inside the range
         d_start = d_min + min(max(last_offset[0], inside), d_max - d_min - inside)
-        if last_price[0] is not None:
+        if found is None and last_price[0] is not None:
             start = (d_start, last_price[0])
             found = newton_round(block, z, q, (d_min, d_max), start, last_upload[0])
-            if found is not None:  # certified below by the price search at this D
-                tried[found[0]] = solve_block(
-                    block, found[0], z, "joint", found[1], upload_hint=found[2]
-                )
-                return finish(tried, fixed_part)
+        if found is not None:  # certified by the price search at this D
+            tried[found[0]] = solve_block(
+                block, found[0], z, "joint", found[1], upload_hint=found[2]
+            )
+            return finish(tried, fixed_part)
 
         def slope(key: float) -> float:
             """Q + dW/dD = Q + sum_k h_k'(t_k) (the envelope theorem, docs), increasing in D."""
