@@ -50,6 +50,10 @@ _D_RTOL = 1e-7  # relative bracket on D at which the root of the slope in D stop
 _START_GAP_RTOL = 1e-3  # a price that restarts Newton's method need not be certified
 _D_STEP = 0.02  # first step, relative, of the search for a bracket around the last best D
 _D_SLACK = 1e-9  # relative: at the least round time itself every share is at its floor
+# The first ratio's Newton starts from a crude price up to this K (at K = 10: 9 root solves for
+# a fixed ratio instead of 17), from a loosely searched one above (at K = 1,000 Newton from the
+# crude price takes 17 root solves, from the searched one 8, after the search's 9)
+_CRUDE_START_MAX_K = 100
 _START_INSIDE = 1e-3  # Newton's first D is at least this share of [D_min, D_max] from its ends
 _FloatArray = NDArray[np.float64]
 
@@ -179,9 +183,10 @@ def solve_joint_step(
         if last_offset[0] is None:  # a first ratio: Newton from the middle of the range
             d_mid = math.sqrt(d_min * d_max)
             last_offset[0] = d_mid - d_min
-            crude = float(np.sum(z * block.p_max_w)) * d_mid  # the price search's first price
-            found = newton_round(block, z, q, (d_min, d_max), (d_mid, crude))
-            if found is None:  # then from the price at D_mid, searched to a loose gap
+            if k <= _CRUDE_START_MAX_K:  # from the price search's first price
+                crude = float(np.sum(z * block.p_max_w)) * d_mid
+                found = newton_round(block, z, q, (d_min, d_max), (d_mid, crude))
+            if found is None:  # from the price at D_mid, searched to a loose gap
                 started = solve_block(block, d_mid, z, "joint", gap_rtol=_START_GAP_RTOL)
                 last_price[0], last_upload[0] = started.price, started.upload_s
         inside = _START_INSIDE * (d_max - d_min)  # Newton starts strictly inside the range
