@@ -50,15 +50,25 @@ def _time_average_energy_j(run) -> np.ndarray:
 def test_each_device_follows_a_feasible_budget(tmp_path):
     """N = K = 2 (both devices every round), D_th below the least round time (Q keeps growing,
     so the step always has a bounded best D): after 30 rounds each device's time-average energy
-    is within 5 % of a budget a third of what it spends without one (the closed loop of (E1))."""
+    is within 5 % of a budget a third of what it spends without one (the closed loop of (E1)).
+    With the SI exchange (omega = 1) the energy queues would need a backlog of hundreds of J
+    to price energy against the delay queue, and 30 rounds end far above the budget."""
     sets = {**JOINT, "n_clients": 2, "n_scheduled": 2, "rounds": 30, "controller.d_th_s": 0.01}
     free_j = _time_average_energy_j(run_scenario(small_scenario(**sets), tmp_path / "free"))
     budget_j = 0.1
     assert (free_j > 3.0 * budget_j).all()  # the budget binds every device
     sets["controller.energy_budget_j"] = budget_j
+    sets["controller.energy_weight"] = 100.0
     run = run_scenario(small_scenario(**sets), tmp_path / "budget")
     spent_j = _time_average_energy_j(run)
     np.testing.assert_allclose(spent_j, budget_j, rtol=0.05)
+    # (E1) replayed from the tables: Z_k^T / T is the gap the budget allows, and it is small
+    z_j = np.zeros(2)
+    for _, rows in run.clients.groupby("round"):
+        spent = (rows.compute_energy_j + rows.transmit_energy_j).groupby(rows.client).sum()
+        z_j = np.maximum(z_j + spent.reindex(range(2), fill_value=0.0).to_numpy() - budget_j, 0)
+    assert (z_j / 30 < 0.05 * budget_j).all()
+    assert run.rounds.energy_queue_mean_j.iloc[-1] == pytest.approx(z_j.mean(), rel=1e-9)
     # the clock is a decision the loop uses: some rounds below f_max
     assert (run.clients.cpu_hz < F_MAX * (1 - 1e-6)).any()
     # the study's table says the same of this run
@@ -96,13 +106,13 @@ def test_the_budget_reproduction_resolves():
     radios = set()
     for grid in spec.sweeps.values():
         budgets = grid["controller.energy_budget_j"]
-        assert len(budgets) >= 5
+        assert len(budgets) >= 4
         for values in itertools.product(*grid.values()):
             sets = [f"{k}={format_value(v)}" for k, v in zip(grid, values, strict=True)]
             sc = load_scenario(SCENARIO_DIR / spec.scenario, sets)
             radios.add(sc.controller.radio)
     assert radios == {"joint", "fixed"}
-    assert spec.seeds >= 3
+    assert spec.seeds >= 5  # the standard of docs/results.md for "agrees"
 
 
 @pytest.mark.parametrize("radio", ["joint", "fixed"])

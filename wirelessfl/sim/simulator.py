@@ -75,7 +75,15 @@ from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
-from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
+from wirelessfl.sim.events import (
+    SERVER,
+    EventLog,
+    EventTable,
+    Kind,
+    arrived_clients,
+    compute_upload_s,
+    round_timing,
+)
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
 from wirelessfl.sim.setup import (
     bound_constants,
@@ -632,11 +640,16 @@ class Simulator:
 
         The virtual queue takes the round's D^t (eq. 21): ``delay_s`` of
         :func:`~wirelessfl.sim.events.round_timing`, where an upload cut at ``faults.deadline_s``
-        counts up to the deadline.
+        counts up to the deadline; with a controller whose step plans compute + upload
+        (:attr:`~wirelessfl.controllers.base.Controller.queue_counts_compute`), the longest
+        compute + upload (:func:`~wirelessfl.sim.events.compute_upload_s`).
         """
         sc = self.scenario
         timing = round_timing(r.events)
-        queue_after = self.controller.observe(timing["delay_s"])
+        counts_compute = self.controller.queue_counts_compute
+        queue_after = self.controller.observe(
+            compute_upload_s(r.events) if counts_compute else timing["delay_s"]
+        )
         assert r.energy is not None
         energy_queue = math.nan
         if self.controller.energy_queues is not None:
