@@ -126,7 +126,9 @@ def compute_upload_s(events: EventTable) -> float:
     the delay queue takes with ``controller.radio: joint``; 0 when no client computed."""
     started = events.of(Kind.COMPUTE_START)
     ended = events.of(Kind.UPLOAD_END) | events.of(Kind.STRAGGLER)
-    start_s = dict(zip(events.client[started].tolist(), events.time_s[started].tolist(), strict=True))
+    start_s = dict(
+        zip(events.client[started].tolist(), events.time_s[started].tolist(), strict=True)
+    )
     spans = [
         t - start_s[k]
         for k, t in zip(events.client[ended].tolist(), events.time_s[ended].tolist(), strict=True)
