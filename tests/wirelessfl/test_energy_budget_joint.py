@@ -126,15 +126,16 @@ def test_the_budget_scenario_loads(radio):
 def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_stopping(tmp_path):
     """Q small against Z: the joint step would search round times up to D_min + W / Q (10^7 s),
     where the price search breaks down; the round takes the rule of Q = 0 (O = 1, round time
-    D_th + min_k c_k, or the least time when that is infeasible) and counts one solver fallback,
-    and the run goes on."""
+    D_th, or the least time when that is infeasible) and counts one solver fallback, and the
+    run goes on. D_th just above the round times keeps Q small; omega = 100 makes Z large."""
     sets = {
         **JOINT,
         "n_clients": 4,
         "n_scheduled": 2,
         "rounds": 40,
-        "controller.d_th_s": 0.05,
+        "controller.d_th_s": 0.2,
         "controller.energy_budget_j": 0.05,
+        "controller.energy_weight": 100.0,
     }
     run = run_scenario(small_scenario(**sets), tmp_path / "run")
     rounds = run.rounds
