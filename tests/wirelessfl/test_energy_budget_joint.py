@@ -144,3 +144,19 @@ def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_s
     assert len(fell_back) >= 1 and (fell_back.solver_fallback == 1).all()
     assert (fell_back.sparsification == 1.0).all()
     assert (rounds.queue[fell_back.index] > 0.0).all()  # not the Q = 0 rounds: a real fallback
+
+
+def test_a_round_limit_below_a_devices_compute_is_one_line(tmp_path, caplog):
+    """The joint radio's delay queue counts compute + upload: D_th below a device's compute at
+    f_max (FLOPs / flops_per_s) is reported in one line naming the devices; above, nothing."""
+    run, _ = _warnings(tmp_path, caplog, "probe", None)
+    compute_s = run.learner.expected_flops(run.sim.rank) / FLOPS_PER_S  # every device alike
+    caplog.clear()
+    sets = {**JOINT, "rounds": 1, "controller.d_th_s": 0.5 * compute_s}
+    Run(small_scenario(**sets), tmp_path / "short")
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "of 20 of 20 devices" in lines[0] and f"{compute_s:g} s" in lines[0]
+    caplog.clear()
+    Run(small_scenario(**{**sets, "controller.d_th_s": 2.0 * compute_s}), tmp_path / "long")
+    assert [r for r in caplog.records if r.name == LOGGER] == []

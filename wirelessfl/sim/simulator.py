@@ -85,6 +85,7 @@ from wirelessfl.sim.events import (
     round_timing,
 )
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
+from wirelessfl.sim.round_limit import round_limit_shortfall
 from wirelessfl.sim.setup import (
     bound_constants,
     build_availability,
@@ -222,6 +223,7 @@ class Simulator:
         #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
         self.engine = AsyncEngine(self) if scenario.server.event_driven else None
         self._warn_unreachable_budget()
+        self._warn_short_round_limit()
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -426,6 +428,17 @@ class Simulator:
         if budget is None or self.engine is not None:
             return
         line = budget_shortfall(budget, self.energy_floor_j())
+        if line is not None:
+            _log.warning("wirelessfl: warning: %s", line)
+
+    def _warn_short_round_limit(self) -> None:
+        """One warning line when the delay queue counts compute and D_th is below some device's
+        compute time at f_max (:mod:`wirelessfl.sim.round_limit`; synchronous rounds)."""
+        counted = self.controller.queue_counts_compute and self.scenario.devices.include_compute
+        if not counted or self.engine is not None:
+            return
+        compute_s = self._compute_estimate(np.arange(self.scenario.n_clients))
+        line = round_limit_shortfall(float(self.controller.ctx.settings.d_th_s), compute_s)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
 
