@@ -2,7 +2,8 @@
 by the joint Lyapunov step (J2), ``optim.solve_joint_step`` (docs/solvers.md, "Joint power,
 frequency, bandwidth and ratio"). No torch.
 
-Each round: minimise V gamma(O) + Q D + sum_k Z_k E_k over O, p_k, f_k, b_k and D, with the
+Each round: minimise V gamma(O) + Q D + sum_k omega Z_k E_k over O, p_k, f_k, b_k and D
+(omega: ``controller.energy_weight``, eq. E3 of docs/solvers.md), with the
 algorithm's affine upload bits_k(O) = fixed_k + per_ratio_k O (its cost model, as P3) and
 gamma(O) its penalty in eq. (14)'s form; an algorithm without the ratio knob trains at the
 controller's rank and O is no decision. D is the round's compute + upload time, and the delay
