@@ -52,7 +52,7 @@ def test_each_device_follows_a_feasible_budget(tmp_path):
     so the step always has a bounded best D): after 30 rounds each device's time-average energy
     is within 5 % of a budget a third of what it spends without one (the closed loop of (E1)).
     omega = 100 (controller.energy_weight): at the SI exchange (omega = 1) the same loop ends
-    23 % above the budget after 30 rounds, its queues still building the backlog they need."""
+    23-25 % above the budget after 30 rounds, its queues still building the backlog they need."""
     sets = {**JOINT, "n_clients": 2, "n_scheduled": 2, "rounds": 30, "controller.d_th_s": 0.01}
     free = small_scenario(**{**sets, "rounds": 5})  # no budget: every round at the least time
     free_j = _time_average_energy_j(run_scenario(free, tmp_path / "free"))
