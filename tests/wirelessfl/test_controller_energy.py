@@ -185,3 +185,17 @@ def test_closed_loop_through_the_controller_keeps_the_budget():
     mean = spent.mean(axis=0)
     assert np.all(mean <= budget + z / T + 1e-12)
     assert np.all(z / T <= 0.1 * budget) and z.max() <= 1.0
+
+
+@pytest.mark.parametrize("weight", [1.0, 100.0])
+def test_the_energy_weight_scales_the_price_not_the_queues(weight):
+    """(E3): the step prices omega Z_k; the queues stay in J by (E1)."""
+    ctl = make_controller(_ctx("tsfa", np.full(N, 0.5), energy_weight=weight))
+    energy = np.zeros(N)
+    energy[IDS] = [3.0, 2.0, 1.0, 4.0, 2.5]
+    ctl.observe_energy(energy)
+    z_j = np.array([2.5, 1.5, 0.5, 3.5, 2.0])  # max(E - 0.5, 0), whatever omega
+    np.testing.assert_allclose(ctl.energy_queues.value[IDS], z_j)
+    ctl.price_energy(IDS, POWER)
+    assert ctl.energy_price_jw == pytest.approx(weight * float(np.dot(z_j, POWER)), rel=1e-15)
+    np.testing.assert_allclose(ctl.weighted_energy_queues(IDS), weight * z_j)

@@ -50,15 +50,26 @@ def _time_average_energy_j(run) -> np.ndarray:
 def test_each_device_follows_a_feasible_budget(tmp_path):
     """N = K = 2 (both devices every round), D_th below the least round time (Q keeps growing,
     so the step always has a bounded best D): after 30 rounds each device's time-average energy
-    is within 5 % of a budget a third of what it spends without one (the closed loop of (E1))."""
+    is within 5 % of a budget a third of what it spends without one (the closed loop of (E1)).
+    omega = 100 (controller.energy_weight): at the SI exchange (omega = 1) the same loop ends
+    23-25 % above the budget after 30 rounds, its queues still building the backlog they need."""
     sets = {**JOINT, "n_clients": 2, "n_scheduled": 2, "rounds": 30, "controller.d_th_s": 0.01}
-    free_j = _time_average_energy_j(run_scenario(small_scenario(**sets), tmp_path / "free"))
+    free = small_scenario(**{**sets, "rounds": 5})  # no budget: every round at the least time
+    free_j = _time_average_energy_j(run_scenario(free, tmp_path / "free"))
     budget_j = 0.1
     assert (free_j > 3.0 * budget_j).all()  # the budget binds every device
     sets["controller.energy_budget_j"] = budget_j
+    sets["controller.energy_weight"] = 100.0
     run = run_scenario(small_scenario(**sets), tmp_path / "budget")
     spent_j = _time_average_energy_j(run)
     np.testing.assert_allclose(spent_j, budget_j, rtol=0.05)
+    # (E1) replayed from the tables: Z_k^T / T is the gap the budget allows, and it is small
+    z_j = np.zeros(2)
+    for _, rows in run.clients.groupby("round"):
+        spent = (rows.compute_energy_j + rows.transmit_energy_j).groupby(rows.client).sum()
+        z_j = np.maximum(z_j + spent.reindex(range(2), fill_value=0.0).to_numpy() - budget_j, 0)
+    assert (z_j / 30 < 0.05 * budget_j).all()
+    assert run.rounds.energy_queue_mean_j.iloc[-1] == pytest.approx(z_j.mean(), rel=1e-9)
     # the clock is a decision the loop uses: some rounds below f_max
     assert (run.clients.cpu_hz < F_MAX * (1 - 1e-6)).any()
     # the study's table says the same of this run
@@ -66,6 +77,8 @@ def test_each_device_follows_a_feasible_budget(tmp_path):
     assert row.radio == "joint" and row.budget_j == budget_j and row.devices == 2
     assert row.within_5pct == 2 and row.at_or_below == 2
     assert row.mean_rel_gap == pytest.approx(np.mean(np.abs(spent_j - budget_j)) / budget_j)
+    assert row.queue_gap_j == pytest.approx(z_j.mean() / 30, rel=1e-9)
+    assert row.delay_busy_share == pytest.approx(float((run.rounds.queue > 0).mean()))
 
 
 def _warnings(tmp_path, caplog, name, budget_j):
@@ -96,13 +109,13 @@ def test_the_budget_reproduction_resolves():
     radios = set()
     for grid in spec.sweeps.values():
         budgets = grid["controller.energy_budget_j"]
-        assert len(budgets) >= 5
+        assert len(budgets) >= 4
         for values in itertools.product(*grid.values()):
             sets = [f"{k}={format_value(v)}" for k, v in zip(grid, values, strict=True)]
             sc = load_scenario(SCENARIO_DIR / spec.scenario, sets)
             radios.add(sc.controller.radio)
     assert radios == {"joint", "fixed"}
-    assert spec.seeds >= 3
+    assert spec.seeds >= 5  # the standard of docs/results.md for "agrees"
 
 
 @pytest.mark.parametrize("radio", ["joint", "fixed"])
@@ -116,15 +129,16 @@ def test_the_budget_scenario_loads(radio):
 def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_stopping(tmp_path):
     """Q small against Z: the joint step would search round times up to D_min + W / Q (10^7 s),
     where the price search breaks down; the round takes the rule of Q = 0 (O = 1, round time
-    D_th + min_k c_k, or the least time when that is infeasible) and counts one solver fallback,
-    and the run goes on."""
+    D_th, or the least time when that is infeasible) and counts one solver fallback, and the
+    run goes on. D_th just above the round times keeps Q small; omega = 100 makes Z large."""
     sets = {
         **JOINT,
         "n_clients": 4,
         "n_scheduled": 2,
         "rounds": 40,
-        "controller.d_th_s": 0.05,
+        "controller.d_th_s": 0.2,
         "controller.energy_budget_j": 0.05,
+        "controller.energy_weight": 100.0,
     }
     run = run_scenario(small_scenario(**sets), tmp_path / "run")
     rounds = run.rounds
@@ -133,3 +147,19 @@ def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_s
     assert len(fell_back) >= 1 and (fell_back.solver_fallback == 1).all()
     assert (fell_back.sparsification == 1.0).all()
     assert (rounds.queue[fell_back.index] > 0.0).all()  # not the Q = 0 rounds: a real fallback
+
+
+def test_a_round_limit_below_a_devices_compute_is_one_line(tmp_path, caplog):
+    """The joint radio's delay queue counts compute + upload: D_th below a device's compute at
+    f_max (FLOPs / flops_per_s) is reported in one line naming the devices; above, nothing."""
+    run, _ = _warnings(tmp_path, caplog, "probe", None)
+    compute_s = run.learner.expected_flops(run.sim.rank) / FLOPS_PER_S  # every device alike
+    caplog.clear()
+    sets = {**JOINT, "rounds": 1, "controller.d_th_s": 0.5 * compute_s}
+    Run(small_scenario(**sets), tmp_path / "short")
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "of 20 of 20 devices" in lines[0] and f"{compute_s:g} s" in lines[0]
+    caplog.clear()
+    Run(small_scenario(**{**sets, "controller.d_th_s": 2.0 * compute_s}), tmp_path / "long")
+    assert [r for r in caplog.records if r.name == LOGGER] == []

@@ -532,6 +532,14 @@ class ControllerConfig:
         "null: no budget",
         applies=_controller_keeps_budget,
     )
+    energy_weight: float = option(
+        1.0,
+        gt=0.0,
+        doc="omega: the energy queues' weight in the Lyapunov function, L = Q^2/2 + omega "
+        "sum_k Z_k^2/2 [Q in s, Z in J]; the online stage prices omega Z_k E_k (docs/solvers.md, "
+        "'The energy queues' weight'); 1: the SI exchange 1 s = 1 J",
+        applies=_controller_keeps_budget,
+    )
     tx_power_fraction: float | None = option(
         None,
         gt=0.0,

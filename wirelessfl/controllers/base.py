@@ -284,7 +284,19 @@ class Controller(ABC):
         """
         if self.energy_queues is None:
             return
-        self.energy_price_jw = self.energy_queues.price(client_ids, tx_power_w)
+        self.energy_price_jw = self.energy_weight * self.energy_queues.price(client_ids, tx_power_w)
+
+    @property
+    def energy_weight(self) -> float:
+        """omega, the energy queues' weight in the Lyapunov function (``controller.energy_weight``;
+        docs/solvers.md): the online stage prices omega Z_k E_k."""
+        return float(self.ctx.settings.energy_weight)
+
+    def weighted_energy_queues(self, client_ids: np.ndarray) -> np.ndarray:
+        """(K',) omega Z_k [J] of ``client_ids`` (zeros without a budget)."""
+        if self.energy_queues is None:
+            return np.zeros(len(client_ids))
+        return self.energy_weight * self.energy_queues.value[client_ids]
 
     def observe_energy(self, energy_j: np.ndarray) -> None:
         """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J].
@@ -459,6 +471,12 @@ class Controller(ABC):
     def decides_cpu_frequency(self) -> bool:
         """Whether :meth:`decide` returns :attr:`Decision.cpu_hz` (``clients.csv`` then has
         ``cpu_hz``)."""
+        return False
+
+    @property
+    def queue_counts_compute(self) -> bool:
+        """Whether the delay queue takes the round's compute + upload time (the round time its
+        step plans with) instead of the longest upload D^t of eq. (21)."""
         return False
 
     def _clients(self, n: int) -> np.ndarray:

@@ -2,11 +2,13 @@
 by the joint Lyapunov step (J2), ``optim.solve_joint_step`` (docs/solvers.md, "Joint power,
 frequency, bandwidth and ratio"). No torch.
 
-Each round: minimise V gamma(O) + Q D + sum_k Z_k E_k over O, p_k, f_k, b_k and D, with the
+Each round: minimise V gamma(O) + Q D + sum_k omega Z_k E_k over O, p_k, f_k, b_k and D
+(omega: ``controller.energy_weight``, eq. E3 of docs/solvers.md), with the
 algorithm's affine upload bits_k(O) = fixed_k + per_ratio_k O (its cost model, as P3) and
 gamma(O) its penalty in eq. (14)'s form; an algorithm without the ratio knob trains at the
-controller's rank and O is no decision. D is the round's compute + upload time; the delay queue
-Q is still fed the simulator's D^t (the longest upload, eq. 21), and the energy queues Z_k each
+controller's rank and O is no decision. D is the round's compute + upload time, and the delay
+queue Q takes the same time (the longest compute + upload of the round, not eq. 21's longest
+upload), so that Q D in (J2) prices what the queue counts; the energy queues Z_k take each
 device's energy, as with ``radio: fixed``. Without an energy budget Z = 0: the step takes the
 least round time at each O (full power and clock) and trades it against the penalty.
 
@@ -18,9 +20,7 @@ least time at the exact bits. The step has no fallback (``solver_fallback`` stay
 
 With Q = 0 and some Z_k > 0, (J2) has no minimiser (the energy keeps falling as D grows, at no
 delay cost). The round then takes O = 1 (the least penalty) and the least Z-weighted energy
-under D = D_th + min_k c_k (``controller.d_th_s``; c_k the compute time at f_max): the longest
-round time under which no upload can last more than D_th (client k computes at least c_k), so
-the queue stays empty.
+under D = D_th (``controller.d_th_s``): the longest round time that keeps the queue empty.
 """
 
 from __future__ import annotations
@@ -80,10 +80,10 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
     clients = ctl._clients(n)
     inputs = radio_inputs(c, clients, snr, compute_s, p_max)
     fixed_bits, per_ratio_bits, offset, a = _payload(ctl, snr)
-    z = np.zeros(n) if ctl.energy_queues is None else ctl.energy_queues.value[clients]
+    z = ctl.weighted_energy_queues(clients)
     q = float(ctl.queue)
-    # no minimiser (Q = 0 with Z > 0): O = 1, every upload within D_th
-    no_delay_cost = 1.0, float(s.d_th_s) + float(np.min(compute_s))
+    # no minimiser (Q = 0 with Z > 0): O = 1, the round (compute + upload) within D_th
+    no_delay_cost = 1.0, float(s.d_th_s)
     fallbacks = 0
     if q == 0.0 and z.max() > 0.0:
         o, deadline_s = no_delay_cost

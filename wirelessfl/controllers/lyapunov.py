@@ -106,6 +106,10 @@ class OnlineLyapunov(Controller):
     def decides_cpu_frequency(self) -> bool:
         return self.ctx.settings.radio == "joint"
 
+    @property
+    def queue_counts_compute(self) -> bool:
+        return self.ctx.settings.radio == "joint"  # (J2) prices Q D with D = compute + upload
+
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         snr = np.asarray(snr, dtype=float)
         if self.ctx.settings.radio == "joint":
@@ -208,7 +212,7 @@ class OnlineLyapunov(Controller):
             per_ratio_s = np.zeros(n)
             fixed_s = self.upload_bits(dense) / rate_bps
             offset, a = np.array(self.dispatch_penalties(dense, k)), np.zeros(n)
-        z = np.zeros(n) if self.energy_queues is None else self.energy_queues.value[cand.clients]
+        z = self.weighted_energy_queues(cand.clients)
         solution = solve_dispatch(
             queue=self.queue,
             V=s.V,

@@ -16,7 +16,8 @@ ROUND_COLUMNS: dict[str, str] = {
     "delay_s": "D^t: the slowest arrived client's upload duration (the paper's delay)",
     "completion_s": "t_end_s - t_start_s: downlink + compute + upload (+ waiting for a deadline)",
     "queue": "Q^t: virtual queue at the start of the round, before its update (eq. 21)",
-    "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0)",
+    "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0) (controller.radio: joint: D^t the longest "
+    "compute + upload, the round time its step prices)",
     "sparsification": "O^t: the fraction of their LoRA factors the clients send (the ratio the "
     "controller chose for a compression stage that follows it, a stage's fixed ratio, or 1 "
     "without a stage)",

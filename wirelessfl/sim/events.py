@@ -120,6 +120,23 @@ def event_lines(round_index: int, events: EventTable) -> list[str]:
     ]
 
 
+def compute_upload_s(events: EventTable) -> float:
+    """The round's longest compute + upload [s]: from a client's ``compute_start`` to its
+    ``upload_end`` (or its ``straggler`` cut), the round time D of the joint step (J2), which
+    the delay queue takes with ``controller.radio: joint``; 0 when no client computed."""
+    started = events.of(Kind.COMPUTE_START)
+    ended = events.of(Kind.UPLOAD_END) | events.of(Kind.STRAGGLER)
+    start_s = dict(
+        zip(events.client[started].tolist(), events.time_s[started].tolist(), strict=True)
+    )
+    spans = [
+        t - start_s[k]
+        for k, t in zip(events.client[ended].tolist(), events.time_s[ended].tolist(), strict=True)
+        if k in start_s
+    ]
+    return max(spans, default=0.0)
+
+
 def round_timing(events: EventTable) -> dict[str, float]:
     """Timing and counts of a round, read off its events (the only place they are computed).
 

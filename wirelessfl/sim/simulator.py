@@ -75,8 +75,17 @@ from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
-from wirelessfl.sim.events import SERVER, EventLog, EventTable, Kind, arrived_clients, round_timing
+from wirelessfl.sim.events import (
+    SERVER,
+    EventLog,
+    EventTable,
+    Kind,
+    arrived_clients,
+    compute_upload_s,
+    round_timing,
+)
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
+from wirelessfl.sim.round_limit import round_limit_shortfall
 from wirelessfl.sim.setup import (
     bound_constants,
     build_availability,
@@ -214,6 +223,7 @@ class Simulator:
         #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
         self.engine = AsyncEngine(self) if scenario.server.event_driven else None
         self._warn_unreachable_budget()
+        self._warn_short_round_limit()
 
     # ---- state for resume ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -418,6 +428,17 @@ class Simulator:
         if budget is None or self.engine is not None:
             return
         line = budget_shortfall(budget, self.energy_floor_j())
+        if line is not None:
+            _log.warning("wirelessfl: warning: %s", line)
+
+    def _warn_short_round_limit(self) -> None:
+        """One warning line when the delay queue counts compute and D_th is below some device's
+        compute time at f_max (:mod:`wirelessfl.sim.round_limit`; synchronous rounds)."""
+        counted = self.controller.queue_counts_compute and self.scenario.devices.include_compute
+        if not counted or self.engine is not None:
+            return
+        compute_s = self._compute_estimate(np.arange(self.scenario.n_clients))
+        line = round_limit_shortfall(float(self.controller.ctx.settings.d_th_s), compute_s)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
 
@@ -632,11 +653,16 @@ class Simulator:
 
         The virtual queue takes the round's D^t (eq. 21): ``delay_s`` of
         :func:`~wirelessfl.sim.events.round_timing`, where an upload cut at ``faults.deadline_s``
-        counts up to the deadline.
+        counts up to the deadline; with a controller whose step plans compute + upload
+        (:attr:`~wirelessfl.controllers.base.Controller.queue_counts_compute`), the longest
+        compute + upload (:func:`~wirelessfl.sim.events.compute_upload_s`).
         """
         sc = self.scenario
         timing = round_timing(r.events)
-        queue_after = self.controller.observe(timing["delay_s"])
+        counts_compute = self.controller.queue_counts_compute
+        queue_after = self.controller.observe(
+            compute_upload_s(r.events) if counts_compute else timing["delay_s"]
+        )
         assert r.energy is not None
         energy_queue = math.nan
         if self.controller.energy_queues is not None:
