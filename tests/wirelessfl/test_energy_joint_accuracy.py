@@ -29,10 +29,10 @@ STUDIES = {"energy-joint-accuracy-umi": 5, "energy-joint-accuracy-default": 3}
 
 
 @pytest.mark.parametrize(("name", "min_seeds"), STUDIES.items())
-def test_the_reproduction_compares_the_radios_at_one_budget(name, min_seeds):
-    """Two sweeps, joint and fixed, at the same budget, over real training with CMOS compute
-    energy whose clock the joint radio may lower; the fixed radio plans with noise over the
-    band (it refuses noise on the share), the joint radio with noise on the share."""
+def test_the_reproduction_compares_the_radios_at_each_budget(name, min_seeds):
+    """Two sweeps, joint and fixed, at the same budgets (one at least), over real training
+    with CMOS compute energy whose clock the joint radio may lower; the fixed radio plans with
+    noise over the band (it refuses noise on the share), the joint radio on the share."""
     spec = REPRODUCTIONS[name]
     assert spec.seeds >= min_seeds and spec.target_accuracy is not None
     resolved = {}
@@ -40,14 +40,18 @@ def test_the_reproduction_compares_the_radios_at_one_budget(name, min_seeds):
         for values in itertools.product(*grid.values()):
             sets = [f"{k}={format_value(v)}" for k, v in zip(grid, values, strict=True)]
             sc = load_scenario(SCENARIO_DIR / spec.scenario, sets)
-            resolved[sc.controller.radio] = sc
-    joint, fixed = resolved["joint"], resolved["fixed"]
-    assert joint.controller.energy_budget_j == fixed.controller.energy_budget_j > 0.0
-    assert (joint.channel.noise_bandwidth, fixed.channel.noise_bandwidth) == ("share", "band")
-    for sc in (joint, fixed):
-        assert sc.learner.kind == "lora"
-        assert sc.devices.energy.model == "cmos"
-        assert sc.devices.energy.cpu_freq_min_hz < sc.devices.energy.cpu_freq_hz
+            resolved[sc.controller.radio, sc.controller.energy_budget_j] = sc
+    radios = sorted({radio for radio, _ in resolved})
+    budgets_j = {budget_j for _, budget_j in resolved}
+    assert radios == ["fixed", "joint"] and len(resolved) == 2 * len(budgets_j)
+    assert any(b is not None and b > 0.0 for b in budgets_j)
+    for budget_j in budgets_j:
+        joint, fixed = resolved["joint", budget_j], resolved["fixed", budget_j]
+        assert (joint.channel.noise_bandwidth, fixed.channel.noise_bandwidth) == ("share", "band")
+        for sc in (joint, fixed):
+            assert sc.learner.kind == "lora"
+            assert sc.devices.energy.model == "cmos"
+            assert sc.devices.energy.cpu_freq_min_hz < sc.devices.energy.cpu_freq_hz
     assert FIXED_RADIO_REFERENCE.method_keys == ("controller.radio", "channel.noise_bandwidth")
 
 
@@ -84,10 +88,12 @@ def _client_energy_j(run) -> pd.Series:
 
 def test_the_tiny_study_runs_both_radios_and_draws(tiny_study):
     table = tiny_study["summary"]
-    assert sorted(table["controller.radio"]) == ["fixed", "joint"] and table.finished.all()
+    assert table.finished.all() and len(table) == 4  # each radio with and without the budget
+    assert sorted(table["controller.radio"]) == ["fixed", "fixed", "joint", "joint"]
     assert all(p.exists() and p.stat().st_size > 0 for p in tiny_study["figures"])
     means = tiny_study["tables"]["radio_means"]
-    assert sorted(means.radio) == ["fixed", "joint"] and (means.runs == 1).all()
+    assert len(means) == 4 and (means.runs == 1).all()
+    assert sorted(means.energy_budget_j.isna()) == [False, False, True, True]
     paired = tiny_study["paired"]
     assert set(paired.metric) == set(FIXED_RADIO_REFERENCE.metrics)
     assert (paired.verdict == "not established").all()  # one seed
@@ -116,7 +122,8 @@ def test_energy_to_target_is_the_sum_up_to_the_first_evaluation_at_the_target(ti
 
 
 def _summary(seeds: int) -> pd.DataFrame:
-    """A summary of ``seeds`` seeds per radio, the joint radio's energy 2 J + seed / 10 J below."""
+    """A summary of ``seeds`` seeds per radio at one budget, the joint radio's energy
+    2 J + seed / 10 J below the fixed radio's."""
     rows = []
     for seed in range(seeds):
         for radio, noise, energy_j in (("fixed", "band", 10.0), ("joint", "share", 8.0)):
@@ -125,6 +132,7 @@ def _summary(seeds: int) -> pd.DataFrame:
                     "controller.radio": radio,
                     "channel.noise_bandwidth": noise,
                     "controller.energy_budget_j": 0.004,
+                    "energy_budget_j": 0.004,
                     "seed": seed,
                     "finished": True,
                     "final_accuracy": 0.8 + 0.01 * seed,

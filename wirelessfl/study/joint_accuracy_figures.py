@@ -74,15 +74,17 @@ def accuracy_curve(run) -> pd.DataFrame:
 
 
 def radio_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per radio: the finished runs, and the mean and the min–max over seeds of final accuracy,
-    virtual time [s], total energy [J] and time [s] and energy [J] to the target accuracy (the
-    seeds that reach it in ``reached``). ``summary``: a reproduction's ``summary.csv``."""
+    """Per radio and budget (``energy_budget_j`` [J per device per round]; NaN: none): the
+    finished runs, and the mean and the min–max over seeds of final accuracy, virtual time [s],
+    total energy [J] and time [s] and energy [J] to the target accuracy (the seeds that reach
+    it in ``reached``). ``summary``: a reproduction's ``summary.csv``."""
     import pandas as pd
 
     finished = summary[summary["finished"].astype(bool)] if "finished" in summary else summary
     rows = []
-    for radio, part in finished.groupby(RADIO_KEY, sort=True):
-        row = {"radio": radio, "runs": len(part)}
+    groups = finished.groupby([RADIO_KEY, "energy_budget_j"], sort=True, dropna=False)
+    for (radio, budget_j), part in groups:
+        row = {"radio": radio, "energy_budget_j": budget_j, "runs": len(part)}
         for metric in _TABLE_METRICS:
             values = part[metric].astype(float) if metric in part else pd.Series(dtype=float)
             row[metric] = float(values.mean())
@@ -99,36 +101,46 @@ def radio_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {"radio_means": radio_table(summary)}
 
 
+def _budget_label(budget_j: float) -> str:
+    return "no budget" if math.isnan(budget_j) else f"budget {budget_j:g} J"
+
+
 def draw_joint_accuracy(stem: str, task: str) -> Callable[[Path, list], list[Path]]:
     """The drawing of one reproduction: ``<stem>.png``, accuracy against virtual time and against
-    every device's cumulative energy, one colour per radio: each seed a thin line, the mean
-    over seeds (of time, energy and accuracy at each evaluation) a thick one. ``task`` names
-    the scenario in the title."""
+    every device's cumulative energy, one colour per radio and one line style per energy
+    budget: each seed a thin line, the mean over seeds (of time, energy and accuracy at each
+    evaluation) a thick one. ``task`` names the scenario in the title."""
 
     def draw(out: Path, runs: list) -> list[Path]:
         import pandas as pd
         from matplotlib.figure import Figure
 
+        from wirelessfl.results.energy import budget_of
         from wirelessfl.results.groups import config_value
 
         fig = Figure(figsize=(10, 3.6))
         axes = fig.subplots(1, 2, sharey=True)
-        curves: dict[str, list[pd.DataFrame]] = {}
+        curves: dict[tuple[str, str], list[pd.DataFrame]] = {}
         for run in runs:
-            curves.setdefault(str(config_value(run, RADIO_KEY)), []).append(accuracy_curve(run))
-        for i, (radio, frames) in enumerate(sorted(curves.items())):
-            color = f"C{i}"
+            key = (str(config_value(run, RADIO_KEY)), _budget_label(budget_of(run.config)))
+            curves.setdefault(key, []).append(accuracy_curve(run))
+        radios = sorted({radio for radio, _ in curves})
+        budgets = sorted({budget for _, budget in curves})
+        for (radio, budget), frames in sorted(curves.items()):
+            color = f"C{radios.index(radio)}"
+            style = ("-", "--", ":", "-.")[budgets.index(budget) % 4]
             for frame in frames:
                 axes[0].plot(frame.t_end_s, frame.accuracy, color=color, lw=0.6, alpha=0.35)
                 axes[1].plot(frame.energy_j, frame.accuracy, color=color, lw=0.6, alpha=0.35)
             mean = pd.concat(frames).groupby("round")[["t_end_s", "energy_j", "accuracy"]].mean()
-            label = f"radio: {radio} ({len(frames)} seeds)"
-            axes[0].plot(mean.t_end_s, mean.accuracy, "o-", color=color, ms=3, label=label)
-            axes[1].plot(mean.energy_j, mean.accuracy, "o-", color=color, ms=3, label=label)
-        axes[0].set_xlabel("virtual time [s]")
+            label = f"{radio} radio, {budget} ({len(frames)} seeds)"
+            for ax, x in zip(axes, (mean.t_end_s, mean.energy_j), strict=True):
+                ax.plot(x, mean.accuracy, "o", ls=style, color=color, ms=3, label=label)
+        axes[0].set_xscale("symlog", linthresh=1.0)
+        axes[0].set_xlabel("virtual time [s] (log above 1 s)")
         axes[1].set_xlabel("cumulative energy, all devices [J]")
         axes[0].set_ylabel("test accuracy")
-        axes[0].legend(fontsize=7)
+        axes[1].legend(fontsize=7)
         fig.suptitle(f"Fixed against joint radio control: {task}")
         fig.tight_layout()
         return [save_figure(fig, out / f"{stem}.png")]

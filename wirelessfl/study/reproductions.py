@@ -189,22 +189,23 @@ JOINT_REFERENCE = Reference(
 )
 
 
-def radio_sweeps(budget_j: float) -> dict[str, dict[str, list]]:
-    """The joint and the fixed radio at one energy budget ``budget_j`` [J per device per round,
-    time-average]. The fixed radio's online stage plans with noise over the whole band and
-    refuses noise on the share, so its sweep sets ``channel.noise_bandwidth: band``: its rates
-    are b B log2(1 + SNR), the joint radio's b B log2(1 + SNR / b)."""
+def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
+    """The joint and the fixed radio at each energy budget of ``budgets_j`` [J per device per
+    round, time-average; None: no budget, no energy queues]. The fixed radio's online stage
+    plans with noise over the whole band and refuses noise on the share, so its sweep sets
+    ``channel.noise_bandwidth: band``: its rates are b B log2(1 + SNR), the joint radio's
+    b B log2(1 + SNR / b)."""
     return {
-        "joint": {RADIO_KEY: ["joint"], "controller.energy_budget_j": [budget_j]},
+        "joint": {RADIO_KEY: ["joint"], "controller.energy_budget_j": budgets_j},
         "fixed": {
             RADIO_KEY: ["fixed"],
             "channel.noise_bandwidth": ["band"],
-            "controller.energy_budget_j": [budget_j],
+            "controller.energy_budget_j": budgets_j,
         },
     }
 
 
-#: the joint radio against the fixed one at the same seed (and budget)
+#: the joint radio against the fixed one at the same seed and budget
 FIXED_RADIO_REFERENCE = Reference(
     {RADIO_KEY: "fixed"},
     keys=("channel.noise_bandwidth",),
@@ -715,7 +716,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-umi": Reproduction(
         scenario="energy/umi_joint_accuracy.yaml",
-        sweeps=radio_sweeps(UMI_BUDGET_J),
+        sweeps=radio_sweeps([UMI_BUDGET_J, None]),  # and without a budget, for contrast
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy",
         target_accuracy=0.75,
@@ -728,7 +729,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-default": Reproduction(
         scenario="energy/default_joint_accuracy.yaml",
-        sweeps=radio_sweeps(DEFAULT_BUDGET_J),
+        sweeps=radio_sweeps([DEFAULT_BUDGET_J]),
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy, on the default "
         "task",
