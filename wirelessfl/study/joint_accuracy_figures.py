@@ -27,6 +27,7 @@ __all__ = [
     "accuracy_energy_columns",
     "draw_joint_accuracy",
     "radio_table",
+    "radio_tables",
 ]
 
 #: the config key that names the method of these reproductions
