@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from wirelessfl.results.columns import STUDY_ENERGY_COLUMNS
+from wirelessfl.results.columns import STUDY_ACCURACY_ENERGY_COLUMNS, STUDY_ENERGY_COLUMNS
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.paired import (
     PAIRED_COLUMNS,
@@ -247,8 +247,9 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     rng = np.random.default_rng(0)
     metrics = ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss")
-    energy = ("device_energy_j", "max_device_energy_j", "budget_met_share")
-    for metric in (*metrics, "bits_to_target", "updates_to_target", *STUDY_ENERGY_COLUMNS, *energy):
+    energy = ("device_energy_j", "max_device_energy_j", "budget_met_share", "virtual_time_s")
+    energy += (*STUDY_ENERGY_COLUMNS, *STUDY_ACCURACY_ENERGY_COLUMNS)
+    for metric in (*metrics, "bits_to_target", "updates_to_target", *energy):
         table[metric] = rng.uniform(size=len(table))
     return table
 

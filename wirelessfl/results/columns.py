@@ -189,6 +189,16 @@ STUDY_ENERGY_COLUMNS: dict[str, str] = {
     "round's least achievable time, and the round took that least time)",
 }
 
+#: ``summary.csv`` columns of the fixed-against-joint radio reproductions (``wirelessfl
+#: reproduce energy-joint-accuracy-*``,
+#: ``wirelessfl.study.joint_accuracy_figures.accuracy_energy_columns``), one row per run
+STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
+    "total_energy_j": "energy all devices spent over the run, compute + transmit [J] (sum of "
+    "compute_energy_j + transmit_energy_j of rounds.csv)",
+    "energy_to_target_j": "the same sum up to and including the first evaluation at or above "
+    "the target accuracy [J] (0 when the initial evaluation meets it; NaN: never)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 

@@ -45,7 +45,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wirelessfl.results.columns import STUDY_ENERGY_COLUMNS, STUDY_UPDATE_COLUMNS
+from wirelessfl.results.columns import (
+    STUDY_ACCURACY_ENERGY_COLUMNS,
+    STUDY_ENERGY_COLUMNS,
+    STUDY_UPDATE_COLUMNS,
+)
 from wirelessfl.results.summary import SUMMARY_COLUMNS
 from wirelessfl.study.grid import format_value, plain
 
@@ -72,6 +76,7 @@ NOT_CONFIG = (
     "reference_run",
     *STUDY_UPDATE_COLUMNS,
     *STUDY_ENERGY_COLUMNS,
+    *STUDY_ACCURACY_ENERGY_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [

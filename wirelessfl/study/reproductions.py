@@ -6,7 +6,8 @@ FLoRAL's (``floral-*``, under ``floral/``), H2Tune's (``h2tune-*``, under ``h2tu
 FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/``), Yang et
 al.'s energy against the completion-time limit and the devices (``energy-min-*``, under
 ``energy/``) and the energy budget with the joint radio (``energy-budget-joint``, under
-``energy/``); docs/results.md has a section per claim.
+``energy/``) and accuracy against time and energy with the fixed and the joint radio
+(``energy-joint-accuracy-*``, under ``energy/``); docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
@@ -34,6 +35,12 @@ from wirelessfl.study.figures import (
 )
 from wirelessfl.study.floral_figures import draw_adaptors, draw_methods, draw_synthetic
 from wirelessfl.study.h2tune_figures import draw_ablation, draw_comparison
+from wirelessfl.study.joint_accuracy_figures import (
+    RADIO_KEY,
+    accuracy_energy_columns,
+    draw_joint_accuracy,
+    radio_tables,
+)
 from wirelessfl.study.paired import Reference
 
 FULL_TRAINING = ["n_clients=100", "n_scheduled=10", "rounds=200", "eval_every=10"]
@@ -180,6 +187,45 @@ JOINT_REFERENCE = Reference(
     metrics=("round_energy_j", "round_compute_energy_j", "round_transmit_energy_j"),
     label="joint",
 )
+
+
+def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
+    """The joint and the fixed radio at each energy budget of ``budgets_j`` [J per device per
+    round, time-average; None: no budget, no energy queues]. The fixed radio's online stage
+    plans with noise over the whole band and refuses noise on the share, so its sweep sets
+    ``channel.noise_bandwidth: band``: its rates are b B log2(1 + SNR), the joint radio's
+    b B log2(1 + SNR / b)."""
+    return {
+        "joint": {RADIO_KEY: ["joint"], "controller.energy_budget_j": budgets_j},
+        "fixed": {
+            RADIO_KEY: ["fixed"],
+            "channel.noise_bandwidth": ["band"],
+            "controller.energy_budget_j": budgets_j,
+        },
+    }
+
+
+#: the joint radio against the fixed one at the same seed and budget
+FIXED_RADIO_REFERENCE = Reference(
+    {RADIO_KEY: "fixed"},
+    keys=("channel.noise_bandwidth",),
+    metrics=(
+        "final_accuracy",
+        "virtual_time_s",
+        "total_energy_j",
+        "time_to_target_s",
+        "energy_to_target_j",
+    ),
+    label="fixed radio",
+)
+#: energy-joint-accuracy-umi's budget [J per device per round]: under every device's energy
+#: with the fixed radio and no budget (0.0041-0.0109 J, seed 0), above every floor (compute at
+#: 2 GHz: at most 6e-5 J)
+UMI_BUDGET_J = 0.004
+#: energy-joint-accuracy-default's budget [J per device per round]: under the fixed radio's
+#: mean energy without a budget (0.175 J, seed 0, first 8 rounds), above every device's floor
+#: with it (compute at 2 GHz, 5 of 20 rounds: 0.045 J; 0.0028 J at 0.5 GHz)
+DEFAULT_BUDGET_J = 0.1
 
 
 def energy_trend(x_key: str) -> Callable[[Any], dict[str, Any]]:
@@ -668,5 +714,32 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             metrics=("device_energy_j", "max_device_energy_j", "budget_met_share"),
             label="fixed radio",
         ),
+    ),
+    "energy-joint-accuracy-umi": Reproduction(
+        scenario="energy/umi_joint_accuracy.yaml",
+        sweeps=radio_sweeps([UMI_BUDGET_J, None]),  # and without a budget, for contrast
+        claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
+        "same accuracy as full power and clock (fixed radio) with less energy",
+        target_accuracy=0.75,
+        seeds=5,
+        full=[],
+        draw=draw_joint_accuracy("joint_accuracy_umi", "umi cell, MLP / digits"),
+        reference=FIXED_RADIO_REFERENCE,
+        run_columns=accuracy_energy_columns,
+        tables=radio_tables,
+    ),
+    "energy-joint-accuracy-default": Reproduction(
+        scenario="energy/default_joint_accuracy.yaml",
+        sweeps=radio_sweeps([DEFAULT_BUDGET_J]),
+        claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
+        "same accuracy as full power and clock (fixed radio) with less energy, on the default "
+        "task",
+        target_accuracy=0.7,
+        seeds=3,
+        full=[],
+        draw=draw_joint_accuracy("joint_accuracy_default", "EfficientNet-Lite0 / MNIST-5k"),
+        reference=FIXED_RADIO_REFERENCE,
+        run_columns=accuracy_energy_columns,
+        tables=radio_tables,
     ),
 }
