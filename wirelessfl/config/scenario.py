@@ -654,6 +654,38 @@ class CompressionConfig:
     )
 
 
+def _quantizes(config: Mapping[str, Any]) -> bool:
+    """Whether the run's quantiser stage runs (``quantize.bits`` set)."""
+    return (config.get("quantize") or {}).get("bits") is not None
+
+
+@dataclass
+class QuantizeConfig:
+    """The quantiser stage on the LoRA values each client sends, after the compression stage
+    (``wirelessfl.algorithms.quantization``, docs/algorithms/quantization.md)."""
+
+    bits: int | None = option(
+        None,
+        ge=2,
+        le=16,
+        doc="b: bits per sent LoRA value, 1 sign + b - 1 level bits (QSGD stochastic "
+        "rounding, s = 2^(b-1) - 1 levels), below payload.bits_per_value; null: no quantiser",
+    )
+    block_size: int | None = option(
+        None,
+        ge=1,
+        doc="sent values per 32-bit scale (the block's largest magnitude), in each layer's "
+        "flat order; null: one scale per layer",
+        applies=_quantizes,
+    )
+    error_feedback: bool = option(
+        False,
+        doc="keep the quantisation residual in the client's error memory (added to its next "
+        "update, with the sparsifier's unsent values)",
+        applies=_quantizes,
+    )
+
+
 @dataclass
 class ModelShapeConfig:
     """Model geometry used by the surrogate learner for payload and compute sizes."""
@@ -1026,6 +1058,7 @@ class Scenario:
     payload: PayloadConfig = field(default_factory=PayloadConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     compression: CompressionConfig = field(default_factory=CompressionConfig)
+    quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
     strategy: Any = settings_option(
         "algorithm",
         ALGORITHMS,
@@ -1081,6 +1114,12 @@ class Scenario:
             raise ConfigError(
                 f"devices.per_client_flops_per_s: has {n_listed:,} values for n_clients = "
                 f"{self.n_clients:,} (devices.kind: listed gives one FLOP/s per client)"
+            )
+        bits = self.quantize.bits
+        if bits is not None and bits >= self.payload.bits_per_value:
+            raise ConfigError(
+                f"quantize.bits: must be below payload.bits_per_value "
+                f"({self.payload.bits_per_value}), got {bits}"
             )
         self._validate_wireless()
         self._validate_server()
