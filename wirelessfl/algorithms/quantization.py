@@ -21,7 +21,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NO_QUANTIZER", "SCALE_BITS", "Quantizer", "levels", "resolve_quantizer"]
+__all__ = [
+    "NO_QUANTIZER",
+    "QUANT_METRICS",
+    "SCALE_BITS",
+    "Quantizer",
+    "levels",
+    "resolve_quantizer",
+]
 
 #: Bits of one scale (a float32).
 SCALE_BITS = 32
@@ -86,3 +93,12 @@ def resolve_quantizer(section: Any) -> Quantizer:
         block_size=None if section.block_size is None else int(section.block_size),
         error_feedback=bool(section.error_feedback),
     )
+
+
+#: The stage's round metrics (``algo.<name>`` columns when the run quantises).
+QUANT_METRICS = {
+    "quant_bits": "b: bits per sent LoRA value of the arrived clients' messages (mean; the "
+    "quantiser's or the controller's choice, payload.bits_per_value where unquantised)",
+    "quant_rel_error": "sum ||Q(x) - x||^2 / sum ||x||^2 over the arrived clients' sent LoRA "
+    "values (the quantiser's measured relative error)",
+}

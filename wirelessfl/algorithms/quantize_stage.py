@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import torch
 
 from wirelessfl.algorithms.message import Message
-from wirelessfl.algorithms.quantization import Quantizer
+from wirelessfl.algorithms.quantization import QUANT_METRICS, Quantizer
 from wirelessfl.compress.quantize import quantize_values
 
 __all__ = ["QUANT_METRICS", "quant_metrics", "quantize_pair"]
@@ -58,15 +58,6 @@ def quantize_pair(
     error_sq = float((q.double() - sent.double()).square().sum())
     sent_sq = float(sent.double().square().sum())
     return quantized, quantizer.n_scales(int(sent.numel())), error_sq, sent_sq
-
-
-#: The stage's round metrics (``algo.<name>`` columns when the run quantises).
-QUANT_METRICS = {
-    "quant_bits": "b: bits per sent LoRA value of the arrived clients' messages (mean; the "
-    "quantiser's or the controller's choice, payload.bits_per_value where unquantised)",
-    "quant_rel_error": "sum ||Q(x) - x||^2 / sum ||x||^2 over the arrived clients' sent LoRA "
-    "values (the quantiser's measured relative error)",
-}
 
 
 def quant_metrics(messages: Mapping[int, Message]) -> dict[str, float]:

@@ -512,6 +512,13 @@ class ControllerConfig:
         applies=_ratio_reaches_messages,
     )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
+    bits_choices: list[int] | None = option(
+        None,
+        doc="tsfa/osfa online step: the quantiser's bits per sent LoRA value b it chooses each "
+        "round with O^t or r^t (each in [2, 16], or payload.bits_per_value: unquantised; "
+        "docs/solvers.md); null: the quantize section's b every round",
+        applies=_controller_reads("bits_choices"),
+    )
     bandwidth: str = option(
         "equal_delay",
         choices=("equal_delay", "minmax"),
@@ -655,8 +662,9 @@ class CompressionConfig:
 
 
 def _quantizes(config: Mapping[str, Any]) -> bool:
-    """Whether the run's quantiser stage runs (``quantize.bits`` set)."""
-    return (config.get("quantize") or {}).get("bits") is not None
+    """Whether the run quantises: ``quantize.bits`` set, or the controller choosing b."""
+    chooses = (config.get("controller") or {}).get("bits_choices")
+    return (config.get("quantize") or {}).get("bits") is not None or bool(chooses)
 
 
 @dataclass
@@ -1191,6 +1199,36 @@ class Scenario:
                     "server.mode: sync"
                 )
 
+    def _validate_bits_choices(self) -> None:
+        """``controller.bits_choices``: b in [2, 16] or v, a controller that chooses b, a
+        synchronous server and the fixed radio (docs/solvers.md)."""
+        ctl, key, v = self.controller, "controller.bits_choices", self.payload.bits_per_value
+        if ctl.bits_choices is None:
+            return
+        if not ctl.bits_choices:
+            raise ConfigError(f"{key}: give at least one b, or null for the quantize section's")
+        for b in ctl.bits_choices:
+            if isinstance(b, bool) or not isinstance(b, int) or not (2 <= b <= 16 or b == v):
+                raise ConfigError(
+                    f"{key}: each b is an integer in [2, 16] or payload.bits_per_value ({v}, "
+                    f"unquantised), got {show(b)}"
+                )
+        if not CONTROLLERS.load(ctl.name).CHOOSES_BITS:
+            raise ConfigError(
+                f"{key}: the {ctl.name!r} controller does not choose b; use tsfa or osfa, or "
+                "set quantize.bits for a fixed b"
+            )
+        if self.server.event_driven:
+            raise ConfigError(
+                f"{key}: b is chosen per synchronous round, not per dispatch (server.mode: "
+                f"{self.server.mode}); set quantize.bits for a fixed b, or use server.mode: sync"
+            )
+        if ctl.radio == "joint":
+            raise ConfigError(
+                f"{key}: b is chosen by the P3 step of controller.radio: fixed, not by the joint "
+                "step; set quantize.bits for a fixed b, or use radio: fixed"
+            )
+
     def _validate_radio_decisions(self) -> None:
         """``controller.tx_power_fraction`` and ``controller.cpu_freq_hz``: a controller that
         reads them, a clock in the devices' range (model ``cmos``), a synchronous server."""
@@ -1304,6 +1342,7 @@ class Scenario:
                         "of devices.classes; give every class one, or one number"
                     )
         self._validate_radio_decisions()
+        self._validate_bits_choices()
         self._validate_noise_bandwidth()
         budget = self.controller.energy_budget_j
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:

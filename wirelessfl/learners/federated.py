@@ -29,7 +29,8 @@ from wirelessfl.algorithms.compression_stage import STAGE_METRICS, stage_metrics
 from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
-from wirelessfl.algorithms.quantize_stage import QUANT_METRICS, quant_metrics
+from wirelessfl.algorithms.quantization import QUANT_METRICS
+from wirelessfl.algorithms.quantize_stage import quant_metrics
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import (
     ClientPlan,
