@@ -148,3 +148,18 @@ def test_a_network_only_run_sends_the_chosen_b(tmp_path):
 def test_bad_choices_are_one_line(overrides, line):
     with pytest.raises(ConfigError, match=line.replace("[", r"\[").replace("]", r"\]")):
         small_scenario(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "line"),
+    [
+        ("fslora", "algorithm 'fslora''s penalty has no quantiser term"),
+        ("floral", "controller.bits_choices: algorithm 'floral' cannot take a quantiser stage"),
+    ],
+)
+def test_an_algorithm_whose_penalty_or_message_cannot_weigh_b_refuses_the_choice(
+    algorithm, line, tmp_path
+):
+    over = {"algorithm.name": algorithm, "controller.bits_choices": [4, 32]}
+    with pytest.raises(ConfigError, match=line):
+        run_scenario(small_scenario(**over), tmp_path / "r")

@@ -119,6 +119,9 @@ class CostModel:
     #: giving :attr:`FIXED_RANKS_REASON`.
     FIXED_RANKS: ClassVar[bool] = True
     FIXED_RANKS_REASON: ClassVar[str] = "gives every adapted layer one rank per client"
+    #: Whether :meth:`client_penalty` adds the quantiser's term (:meth:`quantization_penalty`):
+    #: False refuses ``controller.bits_choices`` (nothing would weigh b against its bits).
+    QUANTIZER_PENALTY: ClassVar[bool] = True
 
     def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
         self.settings = settings
@@ -184,19 +187,27 @@ class CostModel:
             )
 
     def _check_quantizer(self, quantizer: Quantizer) -> None:
-        """One line for a quantiser this algorithm's message cannot take."""
-        if not quantizer.active:
+        """One line for a quantiser this algorithm's message cannot take, or a choice of b its
+        penalty cannot weigh."""
+        chooses = bool(getattr(getattr(self.scenario, "controller", None), "bits_choices", None))
+        if not (quantizer.active or chooses):
             return
+        key = "quantize.bits" if quantizer.active else "controller.bits_choices"
         if self.COMPRESSES is None:
             raise ConfigError(
-                f"quantize.bits: algorithm {self.name!r} cannot take a quantiser stage "
-                f"({self.NO_STAGE_REASON.replace('sparsify', 'quantise')}); use bits: null"
+                f"{key}: algorithm {self.name!r} cannot take a quantiser stage "
+                f"({self.NO_STAGE_REASON.replace('sparsify', 'quantise')}); leave it null"
             )
         if self.COMPRESSES == "factors" and quantizer.error_feedback:
             raise ConfigError(
                 f"quantize.error_feedback: algorithm {self.name!r} sends its trained factors, "
                 "not an update, so a memory of quantisation residuals has nothing to add to; set "
                 "quantize.error_feedback: false"
+            )
+        if chooses and not self.QUANTIZER_PENALTY:
+            raise ConfigError(
+                f"controller.bits_choices: algorithm {self.name!r}'s penalty has no quantiser "
+                "term to weigh b against its bits; set quantize.bits for a fixed b"
             )
 
     @property
