@@ -174,11 +174,11 @@ class SurrogateLearner(Learner):
         """``quant_bits`` when the run quantises (the real runs' quantiser column)."""
         return {"quant_bits": QUANT_METRICS["quant_bits"]} if self.cost.quantizes else {}
 
-    def _quant_bits(self, arrived: np.ndarray) -> dict[str, float]:
+    def _quant_bits(self, plans: Sequence[ClientPlan]) -> dict[str, float]:
         """The arrived plans' mean b (v where unquantised), when the run quantises."""
         if not self.cost.quantizes:
             return {}
-        bits = [self.cost.quantizer_for(self._arrivals[int(c)]).bits for c in arrived]
+        bits = [self.cost.quantizer_for(p).bits for p in plans]
         v = self.payload.bits_per_value
         values = [v if b is None else b for b in bits]
         return {"quant_bits": float(np.mean(values)) if values else math.nan}
@@ -198,7 +198,8 @@ class SurrogateLearner(Learner):
                     self._fault(round_index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
                 )
             self.excess = excess
-        return {"loss": float(self.excess), **self._quant_bits(arrived)}
+        arrived_plans = [self._arrivals[int(c)] for c in arrived]
+        return {"loss": float(self.excess), **self._quant_bits(arrived_plans)}
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:
@@ -246,7 +247,7 @@ class SurrogateLearner(Learner):
                     self._fault(index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
                 )
             self.excess = excess
-        return {"loss": float(self.excess)}
+        return {"loss": float(self.excess), **self._quant_bits(list(plans.values()))}
 
     def _fault(self, round_index: int, what: str) -> str:
         """The one-line message of a non-finite value in the loss model."""
