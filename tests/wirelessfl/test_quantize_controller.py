@@ -163,3 +163,32 @@ def test_an_algorithm_whose_penalty_or_message_cannot_weigh_b_refuses_the_choice
     over = {"algorithm.name": algorithm, "controller.bits_choices": [4, 32]}
     with pytest.raises(ConfigError, match=line):
         run_scenario(small_scenario(**over), tmp_path / "r")
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_real_run_quantises_at_the_chosen_b(tmp_path):
+    pytest.importorskip("torch")
+    from scenario_helpers import digits_scenario
+
+    over = {
+        "learner.trainer": "sequential",
+        "rounds": 2,
+        "controller.name": "osfa",
+        "controller.rank": 4,
+        "controller.bits_choices": [2, 32],
+        "compression.sparsifier": "topk",
+        "output.checkpoint_every": 0,
+        **CONSTANTS,
+    }
+    run = run_scenario(digits_scenario(**over), tmp_path / "r")
+    head = 64 * 10 + 10  # tiny_mlp's task head, dense at v bits
+    for _, row in run.rounds.iterrows():
+        o, b = row["sparsification"], int(row["algo.quant_bits"])
+        kept = round(o * 4 * 128)  # fc1 and fc2: 64 -> 64 at rank 4
+        by_hand = 2 * (b * kept + (0 if b >= V else 32)) + V * head
+        sent = run.clients[(run.clients["round"] == row["round"])]
+        sent = sent[sent["status"] == "arrived"]
+        assert len(sent) and (sent["bits"] == by_hand).all()
+    assert set(run.rounds["algo.quant_bits"]) <= {2.0, 32.0}
+    error = run.rounds["algo.quant_rel_error"]
+    assert ((run.rounds["algo.quant_bits"] == 32) == error.isna()).all()  # v: nothing quantised

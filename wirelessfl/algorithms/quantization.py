@@ -100,5 +100,6 @@ QUANT_METRICS = {
     "quant_bits": "b: bits per sent LoRA value of the arrived clients' messages (mean; the "
     "quantiser's or the controller's choice, payload.bits_per_value where unquantised)",
     "quant_rel_error": "sum ||Q(x) - x||^2 / sum ||x||^2 over the arrived clients' sent LoRA "
-    "values (the quantiser's measured relative error)",
+    "values (the quantiser's measured relative error; real training; NaN when nothing was "
+    "quantised)",
 }
