@@ -58,7 +58,8 @@ RANK = "rank"
 
 class UploadSplit(tuple):
     """``(ratio_values, fixed_values, side_bits)`` of one client's upload at ratio 1: the
-    values the stage's ratio scales, those always sent, and side bits (index sets)."""
+    values the stage's ratio scales, those always sent, and side bits (index sets). Values are
+    of v bits: under the quantiser stage a value of b bits counts b / v (its scales too)."""
 
     __slots__ = ()
 
