@@ -192,3 +192,16 @@ def test_a_real_run_quantises_at_the_chosen_b(tmp_path):
     assert set(run.rounds["algo.quant_bits"]) <= {2.0, 32.0}
     error = run.rounds["algo.quant_rel_error"]
     assert ((run.rounds["algo.quant_bits"] == 32) == error.isna()).all()  # v: nothing quantised
+
+
+def test_the_offline_stage_plans_the_rank_with_the_least_b_of_the_set():
+    def rank(**over):
+        scenario = small_scenario(
+            **{"learner.shape.layer_shapes": SHAPES, "controller.d_th_s": 0.002, **over}
+        )
+        return Simulator(scenario, make_learner(scenario)).controller.rank
+
+    unquantised, at_two = rank(), rank(**{"quantize.bits": 2})
+    assert at_two > unquantised  # 2-bit uploads afford a larger rank within D_th
+    assert rank(**{"controller.bits_choices": [2, 32]}) == at_two
+    assert rank(**{"controller.bits_choices": [32]}) == unquantised

@@ -18,8 +18,8 @@ price, 0 without a budget) over the knob the algorithm's cost model offers
 With ``controller.bits_choices`` the step also chooses the quantiser's bits b from the set:
 P3 (or the rank enumeration) is solved exactly at each b, the quantiser's term
 (:mod:`optim.quantization_bound`) in the penalty's offset and b per sent value in the upload,
-and the least objective wins (ties: the larger b); docs/solvers.md, "Choosing the quantiser's
-bits".
+and the least objective wins (ties: the larger b); TSFA's offline stage plans the rank at the
+least b of the set; docs/solvers.md, "Choosing the quantiser's bits".
 
 The shares make every client finish together (:mod:`wirelessfl.controllers.costing`); the
 planned delay is the longest upload of the chosen plans with their exact bits, so with a
