@@ -35,6 +35,8 @@ class RoundPlan:
         ratios: (n,) sparsification O_k per client; a scalar is broadcast.
         bound: gamma^t, the convergence-bound term the controller expects.
         n_scheduled: K^t, clients scheduled (including those that dropped or are in outage).
+        bits: b, the quantiser's bits per sent LoRA value the controller chose
+            (``controller.bits_choices``); ``None``: the scenario's quantiser.
     """
 
     round_index: int
@@ -43,6 +45,7 @@ class RoundPlan:
     ratios: np.ndarray
     bound: float
     n_scheduled: int
+    bits: int | None = None
 
     def __post_init__(self) -> None:
         clients = np.asarray(self.clients, dtype=int).reshape(-1)
@@ -69,12 +72,14 @@ class ClientPlan:
         round_index: t.
         rank: LoRA rank r_k the client trains and sends.
         ratio: sparsification O_k: the fraction of its update's values the client sends.
+        bits: b, the quantiser's bits per sent LoRA value (``None``: the scenario's quantiser).
     """
 
     client: int
     round_index: int
     rank: int
     ratio: float
+    bits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,9 @@ class ModelGeometry:
 
 # ---- checkpoints: plans of updates still in flight (the event-driven modes) ------------------
 def round_plan_state(plan: RoundPlan) -> dict[str, Any]:
-    """``plan`` as plain values (JSON or ``torch.save``; floats exact)."""
-    return {
+    """``plan`` as plain values (JSON or ``torch.save``; floats exact; ``bits`` only when the
+    controller chose it)."""
+    state = {
         "round_index": int(plan.round_index),
         "clients": plan.clients.tolist(),
         "ranks": plan.ranks.tolist(),
@@ -169,6 +175,7 @@ def round_plan_state(plan: RoundPlan) -> dict[str, Any]:
         "bound": float(plan.bound),
         "n_scheduled": int(plan.n_scheduled),
     }
+    return state if plan.bits is None else {**state, "bits": int(plan.bits)}
 
 
 def round_plan_from_state(state: dict[str, Any]) -> RoundPlan:

@@ -256,7 +256,8 @@ class FederatedAlgorithm(ABC):
         self, plan: ClientPlan, start: Message, result: LocalResult, private: dict[str, Any]
     ) -> Message:
         """Step 4 as it goes over the air: :meth:`client_message`, then the run's compression
-        stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`). A message
+        stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`) and its
+        quantiser stage at the plan's b (:mod:`wirelessfl.algorithms.quantize_stage`). A message
         with a non-finite value is returned as it is (the learner stops the round, naming it)."""
         from wirelessfl.algorithms.compression_stage import MEMORY, compress_message
         from wirelessfl.algorithms.finite import non_finite
@@ -264,15 +265,22 @@ class FederatedAlgorithm(ABC):
         message = self.client_message(plan, start, result, private)
         if non_finite(message.shared) is not None:
             return message
-        runtime = self.runtime_or_fail()
+        runtime, cost = self.runtime_or_fail(), self.cost_or_fail()
+        quantizer = cost.quantizer_for(plan)
+        t = plan.round_index
         compress_message(
             message,
-            stage=self.cost_or_fail().compression,
+            stage=cost.compression,
             ratio=plan.ratio,
             model_rank=runtime.rank,
             memory=private.get(MEMORY),
-            generator=runtime.generator("sparsify", plan.client, plan.round_index),
+            generator=runtime.generator("sparsify", plan.client, t),
             fixed_ranks=runtime.fixed_layer_ranks(),
+            quantizer=quantizer,
+            quantize_generator=(
+                runtime.generator("quantize", plan.client, t) if quantizer.active else None
+            ),
+            bits_per_value=self.scenario.payload.bits_per_value if cost.quantizes else None,
         )
         return message
 

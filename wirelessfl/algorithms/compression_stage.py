@@ -16,7 +16,13 @@ model they are); the learner then calls :func:`compress_message`, which
    :meth:`Message.payload` counts bits and index bits as for any message).
 
 Without a stage (``sparsifier: none``) nothing changes and no memory is kept (a dense upload
-leaves nothing unsent). ``message.diagnostics["sent_fraction"]`` records the values sent over
+leaves nothing unsent), unless the quantiser stage runs.
+
+The quantiser stage (``quantize.bits``, :mod:`wirelessfl.algorithms.quantize_stage`) then
+quantises each layer's sent values in place. The client's one error memory holds what it did not
+deliver: with the sparsifier's error feedback the unsent values u - S(u), with the quantiser's
+the residual S(u) - Q(S(u)), with both their sum u - Q(S(u)); the next update adds it before
+sparsifying (line 8). ``message.diagnostics["sent_fraction"]`` records the values sent over
 the dense count of the LoRA tensors. Randomness (the random sparsifier) comes from the
 generator the caller passes, addressed by (seed, ``sparsify``, client, round).
 """
@@ -31,7 +37,9 @@ import torch
 
 from wirelessfl.algorithms.compression import Compression
 from wirelessfl.algorithms.message import LoraTensors, Message
-from wirelessfl.compress import compress_update
+from wirelessfl.algorithms.quantization import NO_QUANTIZER, Quantizer
+from wirelessfl.algorithms.quantize_stage import BITS, ERROR_SQ, SENT_SQ, quantize_pair
+from wirelessfl.compress import CompressedUpdate, compress_update
 
 __all__ = ["MEMORY", "STAGE_METRICS", "compress_message", "memory_norm", "stage_metrics"]
 
@@ -86,6 +94,9 @@ def compress_message(
     memory: Mapping[str, Pair] | None,
     generator: torch.Generator | None,
     fixed_ranks: Mapping[str, int] | None = None,
+    quantizer: Quantizer = NO_QUANTIZER,
+    quantize_generator: torch.Generator | None = None,
+    bits_per_value: int | None = None,
 ) -> None:
     """Sparsify ``message``'s LoRA tensors in place (see the module docstring).
 
@@ -98,13 +109,19 @@ def compress_message(
             layer's memory instead of r (default: none).
         memory: the client's error memory from earlier rounds (``None``: none yet).
         generator: drives the random sparsifier.
+        quantizer: the quantiser stage (default: none), at the plan's b.
+        quantize_generator: drives the quantiser's rounding.
+        bits_per_value: v, recorded as the message's b when the quantiser is off (default:
+            not recorded).
 
     Sets ``message.private[MEMORY]`` (``None`` without error feedback: the entry is dropped)
     and ``message.diagnostics["sent_fraction"]``.
     """
     groups = list(message.lora)
     total = sum(message.shared[g.b].numel() + _numel(message, g.a) for g in groups)
-    if not stage.active or not groups:
+    if groups and bits_per_value is not None:
+        message.diagnostics[BITS] = quantizer.bits if quantizer.active else bits_per_value
+    if not groups or not (stage.active or quantizer.active):
         message.diagnostics["sent_fraction"] = 1.0 if total else float("nan")
         for g in groups:
             tensors = {g.b: message.shared[g.b]} | ({g.a: message.shared[g.a]} if g.a else {})
@@ -117,19 +134,26 @@ def compress_message(
     for g in groups:
         delta[g.layer] = _paper_pair(message, g)
         comps[g.layer] = _components(g, delta[g.layer][1].shape[0], full[g.layer])
+    sparse_feedback = stage.active and stage.error_feedback
+    feedback = sparse_feedback or quantizer.error_feedback
     kept = None
-    if stage.error_feedback and memory:
+    if feedback and memory:
         kept = {layer: _gather(memory[layer], comps[layer]) for layer in delta if layer in memory}
     factors = message.diagnostics.get("local_factors")
     sent = compress_update(  # Algorithm 1, lines 8-9; eqs. (4)-(5) for the memory
         delta,
         kept,
         sparsifier=stage.sparsifier,
-        ratio=ratio,
+        ratio=ratio if stage.active else 1.0,
         generator=generator,
-        error_feedback=stage.error_feedback,
+        error_feedback=feedback,
         importance_from=factors if stage.importance == "factors" else None,
     )
+    memory_out, scales = sent.memory, {}
+    if quantizer.active:
+        memory_out, scales = _quantize(
+            message, sent, quantizer, quantize_generator, sparse_feedback
+        )
     for g in groups:
         theta_b, theta_a = sent.sent[g.layer]
         counts = sent.counts[g.layer]
@@ -139,14 +163,46 @@ def compress_message(
             a = message.shared[g.a]
             tensors[g.a] = theta_b.T.reshape(a.shape).contiguous()
         message.add_sparse(tensors, n_sent=counts.kept, n_total=counts.total)
+        if quantizer.active:
+            index, bits = len(message.sparse) - 1, int(quantizer.bits)
+            message.quantized_space(index, {}, bits=bits, scales=scales[g.layer])
     new_memory = None
-    if sent.memory is not None:
+    if memory_out is not None:
         new_memory = {
             layer: _scatter(memory.get(layer) if memory else None, pair, comps[layer], full[layer])
-            for layer, pair in sent.memory.items()
+            for layer, pair in memory_out.items()
         }
     message.private[MEMORY] = new_memory  # None (no error feedback) drops the entry
     message.diagnostics["sent_fraction"] = sent.ratio
+
+
+def _quantize(
+    message: Message,
+    sent: CompressedUpdate,
+    quantizer: Quantizer,
+    generator: torch.Generator | None,
+    sparse_feedback: bool,
+) -> tuple[dict[str, Pair] | None, dict[str, int]]:
+    """Quantise ``sent``'s pairs in place (:func:`quantize_pair`); the new memory (what was not
+    delivered: the unsent values when ``sparse_feedback``, plus the quantisation residual with
+    the quantiser's error feedback; ``None`` with neither) and each layer's scales."""
+    scales, error_sq, sent_sq = {}, 0.0, 0.0
+    memory = sent.memory if sparse_feedback else None
+    residuals = {}
+    for layer, pair in sent.sent.items():
+        quantized, scales[layer], err, norm = quantize_pair(
+            pair, sent.masks[layer], quantizer=quantizer, generator=generator
+        )
+        error_sq, sent_sq = error_sq + err, sent_sq + norm
+        residuals[layer] = (pair[0] - quantized[0], pair[1] - quantized[1])
+        sent.sent[layer] = quantized
+    if quantizer.error_feedback:
+        memory = {
+            layer: res if memory is None else (memory[layer][0] + res[0], memory[layer][1] + res[1])
+            for layer, res in residuals.items()
+        }
+    message.diagnostics.update({ERROR_SQ: error_sq, SENT_SQ: sent_sq})
+    return memory, scales
 
 
 def _numel(message: Message, name: str | None) -> int:

@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from optim import BoundConstants, convergence_bound
 from optim.bound import scalar_bound_parts
+from optim.quantization_bound import quantization_term
 from wirelessfl.algorithms.compression import Compression, StageDefaults, resolve_compression
 from wirelessfl.algorithms.message import IndexSpace, Message
+from wirelessfl.algorithms.quantization import SCALE_BITS, Quantizer, resolve_quantizer
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan
 
@@ -56,7 +58,8 @@ RANK = "rank"
 
 class UploadSplit(tuple):
     """``(ratio_values, fixed_values, side_bits)`` of one client's upload at ratio 1: the
-    values the stage's ratio scales, those always sent, and side bits (index sets)."""
+    values the stage's ratio scales, those always sent, and side bits (index sets). Values are
+    of v bits: under the quantiser stage a value of b bits counts b / v (its scales too)."""
 
     __slots__ = ()
 
@@ -117,6 +120,9 @@ class CostModel:
     #: giving :attr:`FIXED_RANKS_REASON`.
     FIXED_RANKS: ClassVar[bool] = True
     FIXED_RANKS_REASON: ClassVar[str] = "gives every adapted layer one rank per client"
+    #: Whether :meth:`client_penalty` adds the quantiser's term (:meth:`quantization_penalty`):
+    #: False refuses ``controller.bits_choices`` (nothing would weigh b against its bits).
+    QUANTIZER_PENALTY: ClassVar[bool] = True
 
     def __init__(self, settings: Any, *, scenario: Scenario, geometry: ModelGeometry) -> None:
         self.settings = settings
@@ -128,6 +134,8 @@ class CostModel:
             getattr(scenario, "compression", None), self.OWN_STAGE
         )
         self._check_compression(self.compression)
+        self.quantizer = resolve_quantizer(getattr(scenario, "quantize", None))
+        self._check_quantizer(self.quantizer)
         self._check_fixed_ranks()
 
     @classmethod
@@ -179,6 +187,45 @@ class CostModel:
                 "compression.error_feedback: false"
             )
 
+    def _check_quantizer(self, quantizer: Quantizer) -> None:
+        """One line for a quantiser this algorithm's message cannot take, or a choice of b its
+        penalty cannot weigh."""
+        chooses = bool(getattr(getattr(self.scenario, "controller", None), "bits_choices", None))
+        if not (quantizer.active or chooses):
+            return
+        key = "quantize.bits" if quantizer.active else "controller.bits_choices"
+        if self.COMPRESSES is None:
+            raise ConfigError(
+                f"{key}: algorithm {self.name!r} cannot take a quantiser stage "
+                f"({self.NO_STAGE_REASON.replace('sparsify', 'quantise')}); leave it null"
+            )
+        if self.COMPRESSES == "factors" and quantizer.error_feedback:
+            raise ConfigError(
+                f"quantize.error_feedback: algorithm {self.name!r} sends its trained factors, "
+                "not an update, so a memory of quantisation residuals has nothing to add to; set "
+                "quantize.error_feedback: false"
+            )
+        if chooses and not self.QUANTIZER_PENALTY:
+            raise ConfigError(
+                f"controller.bits_choices: algorithm {self.name!r}'s penalty has no quantiser "
+                "term to weigh b against its bits; set quantize.bits for a fixed b"
+            )
+
+    @property
+    def quantizes(self) -> bool:
+        """Whether the run quantises: a ``quantize`` stage or a controller choosing b
+        (``controller.bits_choices``)."""
+        chooses = getattr(getattr(self.scenario, "controller", None), "bits_choices", None)
+        return self.quantizer.active or bool(chooses)
+
+    def quantizer_for(self, plan: ClientPlan) -> Quantizer:
+        """The quantiser of ``plan``: at the controller's b (``plan.bits``; b = v sends the
+        values unquantised), else the scenario's."""
+        if plan.bits is None:
+            return self.quantizer
+        full = int(plan.bits) >= self.scenario.payload.bits_per_value
+        return self.quantizer.at_bits(None if full else int(plan.bits))
+
     # ---- knobs ------------------------------------------------------------------------------
     @property
     def knobs(self) -> frozenset[str]:
@@ -211,7 +258,7 @@ class CostModel:
         t, rp, stage = round_plan.round_index, round_plan, self.compression
         sent = {o: stage.ratio_for(o) for o in set(rp.ratios.tolist())}
         columns = (rp.clients.tolist(), rp.ranks.tolist(), rp.ratios.tolist())
-        return [ClientPlan(c, t, r, sent[o]) for c, r, o in zip(*columns, strict=True)]
+        return [ClientPlan(c, t, r, sent[o], rp.bits) for c, r, o in zip(*columns, strict=True)]
 
     def client_profile(self, client: int) -> Any:
         """What makes ``client``'s plans differ from another's under the same decision (clients
@@ -220,7 +267,7 @@ class CostModel:
 
     def size_key(self, plan: ClientPlan) -> Any:
         """A hashable key such that plans of equal keys have equal sizes (for caching)."""
-        return (type(plan), plan.rank, plan.ratio, self.client_profile(plan.client))
+        return (type(plan), plan.rank, plan.ratio, plan.bits, self.client_profile(plan.client))
 
     def download_key(self, plan: ClientPlan) -> Any:
         """A hashable key such that plans of equal keys download equal sizes (default: the
@@ -266,12 +313,16 @@ class CostModel:
 
     def upload(self, plan: ClientPlan) -> Message:
         """The upload of ``plan`` as sizes only: each LoRA group sparsified by the stage (one
-        index space per group), the dense values as one dense space."""
-        stage = self.compression
-        spaces = [
-            IndexSpace((), stage.kept(plan.ratio, n), n, copies)
-            for n, copies in self.lora_groups(plan).items()
-        ]
+        index space per group; quantised: b per kept value and its scales), the dense values
+        as one dense space."""
+        stage, quantizer = self.compression, self.quantizer_for(plan)
+        spaces = []
+        for n, copies in self.lora_groups(plan).items():
+            kept = stage.kept(plan.ratio, n)
+            space = IndexSpace((), kept, n, copies)
+            if quantizer.active:
+                space = replace(space, value_bits=quantizer.bits, scales=quantizer.n_scales(kept))
+            spaces.append(space)
         if self.dense_values:
             spaces.append(IndexSpace.dense(self.dense_values))
         return Message(sparse=spaces)
@@ -287,11 +338,31 @@ class CostModel:
         """``plan``'s upload as values the stage's ratio scales plus values always sent (the
         linear delay model the ratio knob is optimised with; exact counts: :meth:`upload`)."""
         lora = sum(n * copies for n, copies in self.lora_groups(plan).items())
+        quantizer = self.quantizer_for(plan)
+        if self.compression.follows_controller and quantizer.active:
+            return self._quantized_split(quantizer, plan, lora)
         if self.compression.follows_controller:
             return UploadSplit(lora, self.dense_values)
         sent = self.upload(replace(plan, ratio=self.compression.ratio_for(plan.ratio)))
+        if quantizer.active:  # the upload's bits, counted in values of v bits
+            v = self.scenario.payload.bits_per_value
+            payload = sent.payload(bits_per_value=v, count_index=False)
+            return UploadSplit(0, (payload.bits - payload.side_bits) / v, payload.side_bits)
         payload = sent.payload(bits_per_value=1, count_index=False)
         return UploadSplit(0, payload.n_values, payload.side_bits)
+
+    def _quantized_split(self, quantizer: Quantizer, plan: ClientPlan, lora: int) -> UploadSplit:
+        """The affine upload of a quantised stage following O, in values of v bits: b / v per
+        LoRA value, plus 32 / (block v) per value for block scales or 32 per layer as side
+        bits (one scale per layer)."""
+        v = float(self.scenario.payload.bits_per_value)
+        per_value = quantizer.bits / v
+        if quantizer.block_size is not None:
+            return UploadSplit(
+                lora * (per_value + SCALE_BITS / (quantizer.block_size * v)), self.dense_values
+            )
+        layers = sum(self.lora_groups(plan).values())
+        return UploadSplit(lora * per_value, self.dense_values, SCALE_BITS * layers)
 
     def upload_bits(self, plan: ClientPlan) -> float:
         """Uplink bits of ``plan`` [bit], counted as the simulator counts a real message."""
@@ -305,15 +376,33 @@ class CostModel:
         self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
     ) -> float:
         """The convergence penalty of ``plan`` in a round of ``n_scheduled`` clients: gamma of
-        eq. (14) at the client's rank and ratio."""
-        return float(
-            convergence_bound(
-                rank=plan.rank,
-                sparsification=plan.ratio,
-                n_scheduled=n_scheduled,
-                n_clients=self.scenario.n_clients,
-                constants=constants,
-            )
+        eq. (14) at the client's rank and ratio, plus the quantiser's term
+        (:meth:`quantization_penalty`)."""
+        gamma = convergence_bound(
+            rank=plan.rank,
+            sparsification=plan.ratio,
+            n_scheduled=n_scheduled,
+            n_clients=self.scenario.n_clients,
+            constants=constants,
+        )
+        return float(gamma) + self.quantization_penalty(
+            plan, n_scheduled=n_scheduled, constants=constants
+        )
+
+    def quantization_penalty(
+        self, plan: ClientPlan, *, n_scheduled: int, constants: BoundConstants
+    ) -> float:
+        """gamma_Q of ``plan``'s quantiser (:mod:`optim.quantization_bound`), q at the largest
+        block it quantises (``block_size``, or the largest dense LoRA group at the plan's
+        rank); 0 without a quantiser."""
+        quantizer = self.quantizer_for(plan)
+        if not quantizer.active:
+            return 0.0
+        block = quantizer.block_size or max(self.lora_groups(plan), default=0)
+        return quantization_term(
+            variance_factor=quantizer.variance_factor(block),
+            n_scheduled=n_scheduled,
+            constants=constants,
         )
 
     def penalty(
@@ -323,7 +412,7 @@ class CostModel:
         plans are alike)."""
         if not plans:
             return float("nan")
-        keys = {(p.rank, p.ratio, self.client_profile(p.client)) for p in plans}
+        keys = {(p.rank, p.ratio, p.bits, self.client_profile(p.client)) for p in plans}
         if len(keys) == 1:
             return self.client_penalty(plans[0], n_scheduled=n_scheduled, constants=constants)
         values = [
@@ -335,15 +424,21 @@ class CostModel:
         self, plans: Sequence[ClientPlan], *, n_scheduled: int, constants: BoundConstants
     ) -> tuple[float, float]:
         """``(offset, a)`` with the round's penalty = offset + a (1 - O)^2 / O^4 in the
-        stage's ratio O: eq. (14) at the clients' mean rank (both parts are linear in r)."""
+        stage's ratio O: eq. (14) at the clients' mean rank (both parts are linear in r), the
+        quantiser's mean term in the offset."""
         ranks = [p.rank for p in plans]
         rank = ranks[0] if len(set(ranks)) == 1 else sum(ranks) / len(ranks)
-        return scalar_bound_parts(
+        offset, a = scalar_bound_parts(
             rank=rank,
             n_scheduled=n_scheduled,
             n_clients=self.scenario.n_clients,
             constants=constants,
         )
+        quantized = [
+            self.quantization_penalty(p, n_scheduled=n_scheduled, constants=constants)
+            for p in plans
+        ]
+        return offset + (sum(quantized) / len(quantized) if quantized else 0.0), a
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def downloaded(self, plan: ClientPlan) -> None:  # noqa: B027 - optional hook

@@ -17,7 +17,8 @@ A :class:`Message` holds
   what the compression stage sparsifies (:mod:`wirelessfl.algorithms.compression_stage`).
 
 :meth:`Message.payload` (and its shorthand :meth:`Message.bits`) is the one place where payload
-bits are counted: ``v`` bits per value sent, plus the side information, plus, when asked, the
+bits are counted: ``v`` bits per value sent (``b`` per value and 32 per scale in a space the
+quantiser stage quantised), plus the side information, plus, when asked, the
 index bits of every sparse space (the smaller of a bitmask and a coordinate list,
 ``channels.index_overhead_bits``). A message may also be *size-only* (no tensors, only
 :class:`IndexSpace` counts): the network-only learner sends those.
@@ -25,10 +26,11 @@ index bits of every sparse space (the smaller of a bitmask and a coordinate list
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.payload import index_overhead_bits, payload_bits
+from wirelessfl.algorithms.quantization import SCALE_BITS
 
 __all__ = ["IndexSpace", "LoraTensors", "Message", "Payload"]
 
@@ -43,12 +45,17 @@ class IndexSpace:
         n_total: entries of the space; ``n_sent == n_total`` is a dense space (no index).
         copies: how many identical spaces this stands for (a size-only message of layers of
             equal shapes); 1 for a space of real tensors.
+        value_bits: b [bit] per value sent when the quantiser stage quantised the space
+            (:mod:`wirelessfl.algorithms.quantization`); ``None``: the message's v.
+        scales: 32-bit scales the quantiser sent with the space (per copy).
     """
 
     names: tuple[str, ...]
     n_sent: int
     n_total: int
     copies: int = 1
+    value_bits: int | None = None
+    scales: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.n_sent <= self.n_total or self.copies < 1:
@@ -61,6 +68,12 @@ class IndexSpace:
     def dense(cls, n_values: int) -> IndexSpace:
         """A size-only space of ``n_values`` values all sent (no index)."""
         return cls((), n_values, n_values)
+
+    def value_and_scale_bits(self, bits_per_value: float) -> float:
+        """Bits of the values sent (at b, or at v when unquantised) and of the scales."""
+        v = bits_per_value if self.value_bits is None else self.value_bits
+        per_copy = float(payload_bits(self.n_sent, v)) + SCALE_BITS * self.scales
+        return self.copies * per_copy
 
     @property
     def index_bits(self) -> int:
@@ -123,6 +136,14 @@ class Message:
         self.shared.update(tensors)
         self.sparse.append(IndexSpace(tuple(tensors), int(n_sent), int(n_total)))
 
+    def quantized_space(
+        self, index: int, tensors: dict[str, Any], *, bits: int, scales: int
+    ) -> None:
+        """Replace the tensors of index space ``index`` by their quantised values, sent at
+        ``bits`` per value with ``scales`` 32-bit scales (the quantiser stage)."""
+        self.shared.update(tensors)
+        self.sparse[index] = replace(self.sparse[index], value_bits=int(bits), scales=int(scales))
+
     def payload(self, *, bits_per_value: float, count_index: bool) -> Payload:
         """Values, index bits and payload bits of what is shared (see :class:`Payload`).
 
@@ -135,7 +156,15 @@ class Message:
         n_values = dense + sum(space.n_sent * space.copies for space in self.sparse)
         n_total = dense + sum(space.n_total * space.copies for space in self.sparse)
         index = sum(space.index_bits for space in self.sparse)
-        bits = float(payload_bits(n_values, bits_per_value)) + (index if count_index else 0)
+        quantized = [space for space in self.sparse if space.value_bits is not None]
+        if quantized:  # b per quantised value and 32 per scale, v per other value
+            plain = n_values - sum(space.n_sent * space.copies for space in quantized)
+            values_bits = float(payload_bits(plain, bits_per_value)) + sum(
+                space.value_and_scale_bits(bits_per_value) for space in quantized
+            )
+        else:
+            values_bits = float(payload_bits(n_values, bits_per_value))
+        bits = values_bits + (index if count_index else 0)
         return Payload(n_values, n_total, index, bits + self.side_bits, self.side_bits)
 
     def bits(self, *, bits_per_value: float, count_index: bool) -> float:
@@ -149,7 +178,7 @@ class Message:
         return {
             "shared": dict(self.shared),
             "private": dict(self.private),
-            "sparse": [[list(s.names), s.n_sent, s.n_total, s.copies] for s in self.sparse],
+            "sparse": [_space_row(s) for s in self.sparse],
             "diagnostics": dict(self.diagnostics),
             "side_bits": self.side_bits,
             "lora": [
@@ -164,7 +193,7 @@ class Message:
         return cls(
             shared=dict(state["shared"]),
             private=dict(state["private"]),
-            sparse=[IndexSpace(tuple(n), s, t, c) for n, s, t, c in state["sparse"]],
+            sparse=[IndexSpace(tuple(row[0]), *row[1:]) for row in state["sparse"]],
             diagnostics=dict(state["diagnostics"]),
             side_bits=state["side_bits"],
             lora=[
@@ -172,3 +201,9 @@ class Message:
                 for layer, b, a, comps in state["lora"]
             ],
         )
+
+
+def _space_row(space: IndexSpace) -> list[Any]:
+    """An index space as a checkpoint row (the quantiser's two entries only when it ran)."""
+    row = [list(space.names), space.n_sent, space.n_total, space.copies]
+    return row if space.value_bits is None else [*row, space.value_bits, space.scales]

@@ -71,6 +71,8 @@ class CompressedUpdate:
         n_total: ``sum_l r(d_l + l_l)``, the dense parameter count.
         counts: layer name -> :class:`LayerCounts`: what an algorithm's message declares as
             one index space per layer (``wirelessfl.algorithms.message``, which counts bits).
+        masks: layer name -> the keep-masks ``(mask_B (d, r), mask_A (r, l))`` of ``sent``
+            (the values the quantiser stage quantises).
     """
 
     sent: dict[str, LoRAPair]
@@ -78,6 +80,7 @@ class CompressedUpdate:
     n_kept: int
     n_total: int
     counts: dict[str, LayerCounts] = field(default_factory=dict)
+    masks: dict[str, LoRAPair] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -127,6 +130,7 @@ def compress_update(
     sent: dict[str, LoRAPair] = {}
     new_memory: dict[str, LoRAPair] | None = {} if error_feedback else None
     counts: dict[str, LayerCounts] = {}
+    masks: dict[str, LoRAPair] = {}
     for name, (dB, dA) in delta.items():
         d, r, l = check_pair(dB, dA)
         if error_feedback and memory is not None and name in memory:
@@ -148,6 +152,7 @@ def compress_update(
             mask_B, mask_A = sp.masks(uB, uA, n_keep, generator)
         sB, sA = apply_masks(uB, uA, mask_B, mask_A)  # Algorithm 1, line 9
         sent[name] = (sB, sA)
+        masks[name] = (mask_B, mask_A)
         if new_memory is not None:
             new_memory[name] = (uB - sB, uA - sA)  # eqs. (4), (5): m' = m + Delta - sent
         counts[name] = LayerCounts(int(mask_B.sum()), d * r, int(mask_A.sum()), r * l)
@@ -158,4 +163,5 @@ def compress_update(
         n_kept=sum(c.kept for c in counts.values()),
         n_total=sum(c.total for c in counts.values()),
         counts=counts,
+        masks=masks,
     )

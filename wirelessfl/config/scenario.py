@@ -512,6 +512,13 @@ class ControllerConfig:
         applies=_ratio_reaches_messages,
     )
     method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
+    bits_choices: list[int] | None = option(
+        None,
+        doc="tsfa/osfa online step: the quantiser's bits per sent LoRA value b it chooses each "
+        "round with O^t or r^t (each in [2, 16], or payload.bits_per_value: unquantised; "
+        "docs/solvers.md); null: the quantize section's b every round",
+        applies=_controller_reads("bits_choices"),
+    )
     bandwidth: str = option(
         "equal_delay",
         choices=("equal_delay", "minmax"),
@@ -659,6 +666,39 @@ class CompressionConfig:
         choices=("update", "factors"),
         doc="soft sparsifier: eq. (3) weights from the update (u = m + Delta) | the local factors",
         applies=_stage_weighs_importance,
+    )
+
+
+def _quantizes(config: Mapping[str, Any]) -> bool:
+    """Whether the run quantises: ``quantize.bits`` set, or the controller choosing b."""
+    chooses = (config.get("controller") or {}).get("bits_choices")
+    return (config.get("quantize") or {}).get("bits") is not None or bool(chooses)
+
+
+@dataclass
+class QuantizeConfig:
+    """The quantiser stage on the LoRA values each client sends, after the compression stage
+    (``wirelessfl.algorithms.quantization``, docs/algorithms/quantization.md)."""
+
+    bits: int | None = option(
+        None,
+        ge=2,
+        le=16,
+        doc="b: bits per sent LoRA value, 1 sign + b - 1 level bits (QSGD stochastic "
+        "rounding, s = 2^(b-1) - 1 levels), below payload.bits_per_value; null: no quantiser",
+    )
+    block_size: int | None = option(
+        None,
+        ge=1,
+        doc="sent values per 32-bit scale (the block's largest magnitude), in each layer's "
+        "flat order; null: one scale per layer",
+        applies=_quantizes,
+    )
+    error_feedback: bool = option(
+        False,
+        doc="keep the quantisation residual in the client's error memory (added to its next "
+        "update, with the sparsifier's unsent values)",
+        applies=_quantizes,
     )
 
 
@@ -1034,6 +1074,7 @@ class Scenario:
     payload: PayloadConfig = field(default_factory=PayloadConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     compression: CompressionConfig = field(default_factory=CompressionConfig)
+    quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
     strategy: Any = settings_option(
         "algorithm",
         ALGORITHMS,
@@ -1089,6 +1130,12 @@ class Scenario:
             raise ConfigError(
                 f"devices.per_client_flops_per_s: has {n_listed:,} values for n_clients = "
                 f"{self.n_clients:,} (devices.kind: listed gives one FLOP/s per client)"
+            )
+        bits = self.quantize.bits
+        if bits is not None and bits >= self.payload.bits_per_value:
+            raise ConfigError(
+                f"quantize.bits: must be below payload.bits_per_value "
+                f"({self.payload.bits_per_value}), got {bits}"
             )
         self._validate_wireless()
         self._validate_server()
@@ -1159,6 +1206,36 @@ class Scenario:
                     f"{key}: not read with server.mode: {sv.mode} ({why}); remove it or use "
                     "server.mode: sync"
                 )
+
+    def _validate_bits_choices(self) -> None:
+        """``controller.bits_choices``: b in [2, 16] or v, a controller that chooses b, a
+        synchronous server and the fixed radio (docs/solvers.md)."""
+        ctl, key, v = self.controller, "controller.bits_choices", self.payload.bits_per_value
+        if ctl.bits_choices is None:
+            return
+        if not ctl.bits_choices:
+            raise ConfigError(f"{key}: give at least one b, or null for the quantize section's")
+        for b in ctl.bits_choices:
+            if isinstance(b, bool) or not isinstance(b, int) or not (2 <= b <= 16 or b == v):
+                raise ConfigError(
+                    f"{key}: each b is an integer in [2, 16] or payload.bits_per_value ({v}, "
+                    f"unquantised), got {show(b)}"
+                )
+        if not CONTROLLERS.load(ctl.name).CHOOSES_BITS:
+            raise ConfigError(
+                f"{key}: the {ctl.name!r} controller does not choose b; use tsfa or osfa, or "
+                "set quantize.bits for a fixed b"
+            )
+        if self.server.event_driven:
+            raise ConfigError(
+                f"{key}: b is chosen per synchronous round, not per dispatch (server.mode: "
+                f"{self.server.mode}); set quantize.bits for a fixed b, or use server.mode: sync"
+            )
+        if ctl.radio == "joint":
+            raise ConfigError(
+                f"{key}: b is chosen by the P3 step of controller.radio: fixed, not by the joint "
+                "step; set quantize.bits for a fixed b, or use radio: fixed"
+            )
 
     def _validate_radio_decisions(self) -> None:
         """``controller.tx_power_fraction`` and ``controller.cpu_freq_hz``: a controller that
@@ -1273,6 +1350,7 @@ class Scenario:
                         "of devices.classes; give every class one, or one number"
                     )
         self._validate_radio_decisions()
+        self._validate_bits_choices()
         self._validate_noise_bandwidth()
         budget = self.controller.energy_budget_j
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:

@@ -121,6 +121,8 @@ class Decision:
         cpu_hz: (K',) CPU clock f_k [Hz] each client computes at, in
             [``ctx.cpu_hz_min``, ``ctx.cpu_hz_max``]: compute time x f_max / f_k, CMOS energy
             kappa f_k^2 cycles. ``None``: f_max (the device profile's speed).
+        bits: b, the quantiser's bits per sent LoRA value the controller chose
+            (``controller.bits_choices``); ``None``: the scenario's quantiser.
     """
 
     sparsification: float
@@ -133,6 +135,7 @@ class Decision:
     fallbacks: int = 0
     tx_power_w: np.ndarray | None = None
     cpu_hz: np.ndarray | None = None
+    bits: int | None = None
 
     def client_ranks(self, rank: int) -> np.ndarray:
         """(K',) ranks: :attr:`ranks`, or ``rank`` for every client."""
@@ -169,6 +172,8 @@ class Controller(ABC):
     """
 
     SUPPORTS_ENERGY_BUDGET: bool = False
+    #: Whether :meth:`decide` chooses the quantiser's bits from ``controller.bits_choices``.
+    CHOOSES_BITS: bool = False
     #: The algorithm knobs the controller needs, one of which at least (``"ratio"``, ``"rank"``;
     #: empty: any algorithm). An algorithm with none of them is refused in one line.
     NEEDS_KNOBS: frozenset[str] = frozenset()
@@ -485,9 +490,12 @@ class Controller(ABC):
             return np.arange(n)
         return clients
 
-    def round_plans(self, snr: np.ndarray, ranks: Any, ratio: float) -> list[ClientPlan]:
+    def round_plans(
+        self, snr: np.ndarray, ranks: Any, ratio: float, bits: int | None = None
+    ) -> list[ClientPlan]:
         """The algorithm's plans of this round's clients (one per entry of ``snr``) when the
-        controller decides ``ranks`` (a scalar or (K',)) and the ratio ``ratio``.
+        controller decides ``ranks`` (a scalar or (K',)), the ratio ``ratio`` and the
+        quantiser's bits ``bits`` (``None``: the scenario's).
 
         Clients of equal rank and cost profile (``CostModel.client_profile``) upload alike, so
         one of them is planned and its plan stands for the others (the same object): at
@@ -509,6 +517,7 @@ class Controller(ABC):
             ratio,
             float("nan"),
             len(clients),
+            bits,
         )
         planned = dict(zip(first, cost.plan(plan, model_rank=self.rank), strict=True))
         return [planned[key] for key in keys]

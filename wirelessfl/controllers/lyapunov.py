@@ -15,6 +15,12 @@ price, 0 without a budget) over the knob the algorithm's cost model offers
   rank), by enumerating the r candidates (an integer problem; ``method: cvxpy`` is refused in
   one line). Ties go to the larger rank.
 
+With ``controller.bits_choices`` the step also chooses the quantiser's bits b from the set:
+P3 (or the rank enumeration) is solved exactly at each b, the quantiser's term
+(:mod:`optim.quantization_bound`) in the penalty's offset and b per sent value in the upload,
+and the least objective wins (ties: the larger b); TSFA's offline stage plans the rank at the
+least b of the set; docs/solvers.md, "Choosing the quantiser's bits".
+
 The shares make every client finish together (:mod:`wirelessfl.controllers.costing`); the
 planned delay is the longest upload of the chosen plans with their exact bits, so with a
 deterministic channel it equals the D^t the simulator measures.
@@ -61,6 +67,7 @@ class OnlineLyapunov(Controller):
     """
 
     SUPPORTS_ENERGY_BUDGET = True
+    CHOOSES_BITS = True
     NEEDS_KNOBS = frozenset({RATIO, RANK})
     #: O^t is chosen each round; the fixed controller's ratio and share rule and the
     #: energy-min controller's settings are never read
@@ -119,9 +126,26 @@ class OnlineLyapunov(Controller):
         return self._decide_rank(snr)
 
     # ---- the ratio knob: P3 ------------------------------------------------------------------
+    @property
+    def bits_choices(self) -> list[int | None]:
+        """The quantiser's b to choose from, largest first (ties keep the larger); ``[None]``
+        without ``controller.bits_choices`` (the scenario's quantiser)."""
+        choices = getattr(self.ctx.settings, "bits_choices", None)
+        return sorted(set(choices), reverse=True) if choices else [None]
+
     def _decide_ratio(self, snr: np.ndarray) -> Decision:
+        """P3 at each b of :attr:`bits_choices` (each exact), the least objective's decision."""
+        best = None
+        for bits in self.bits_choices:
+            objective, decision = self._decide_ratio_at(snr, bits)
+            if best is None or objective < best[0]:
+                best = (objective, decision)
+        return best[1]
+
+    def _decide_ratio_at(self, snr: np.ndarray, bits: int | None) -> tuple[float, Decision]:
+        """P3's objective and decision with the quantiser at ``bits``."""
         c, s = self.ctx, self.ctx.settings
-        dense = self.round_plans(snr, self.rank, 1.0)
+        dense = self.round_plans(snr, self.rank, 1.0, bits)
         splits = self.affine_uploads(dense)
         v, bw = float(c.bits_per_value), float(c.bandwidth_hz)
         inv = 1.0 / spectral_efficiency(snr)
@@ -149,16 +173,17 @@ class OnlineLyapunov(Controller):
             energy_price_jw=self.energy_price_jw,
         )
         o = float(slot.sparsification)
-        plans = self.round_plans(snr, self.rank, o)
-        bits = self.upload_bits(plans)
-        shares = finish_together_shares(bits, snr)
-        return Decision(
+        plans = self.round_plans(snr, self.rank, o, bits)
+        upload = self.upload_bits(plans)
+        shares = finish_together_shares(upload, snr)
+        return float(slot.objective), Decision(
             sparsification=o,
             shares=shares,
-            planned_delay_s=planned_upload_s(bits, shares, c.bandwidth_hz, snr),
+            planned_delay_s=planned_upload_s(upload, shares, c.bandwidth_hz, snr),
             bound=float(slot.bound),
             fell_back=bool(slot.fell_back),
             fallbacks=int(slot.fallbacks),
+            bits=bits,
         )
 
     # ---- the rank knob: enumeration ----------------------------------------------------------
@@ -167,15 +192,16 @@ class OnlineLyapunov(Controller):
         inv_band = 1.0 / (c.bandwidth_hz * spectral_efficiency(snr))
         weight = self.queue + self.energy_price_jw
         best = None
-        for cap in range(self.rank, 0, -1):  # from the top: ties keep the larger rank
-            plans = self.round_plans(snr, cap, 1.0)
-            bits = self.upload_bits(plans)
-            delay = float(np.dot(bits, inv_band))  # everyone finishes together
-            penalty = self.penalty(plans)
-            objective = weight * delay + s.V * penalty
-            if best is None or objective < best[0]:
-                best = (objective, cap, plans, bits, penalty)
-        _, cap, plans, bits, penalty = best
+        for cap in range(self.rank, 0, -1):  # from the top: ties keep the larger rank, then b
+            for b in self.bits_choices:
+                plans = self.round_plans(snr, cap, 1.0, b)
+                bits = self.upload_bits(plans)
+                delay = float(np.dot(bits, inv_band))  # everyone finishes together
+                penalty = self.penalty(plans)
+                objective = weight * delay + s.V * penalty
+                if best is None or objective < best[0]:
+                    best = (objective, cap, b, bits, penalty)
+        _, cap, b, bits, penalty = best
         shares = finish_together_shares(bits, snr)
         return Decision(
             sparsification=c.cost.compression.ratio_for(1.0),
@@ -183,6 +209,7 @@ class OnlineLyapunov(Controller):
             planned_delay_s=planned_upload_s(bits, shares, c.bandwidth_hz, snr),
             bound=float(penalty),
             ranks=np.full(len(snr), cap),
+            bits=b,
         )
 
     # ---- the event-driven modes: the per-dispatch step (D1) ----------------------------------

@@ -84,9 +84,12 @@ class TwoStage(OnlineLyapunov):
         return {key: np.asarray(ids) for key, ids in groups.items()}
 
     def _plans_at(self, rank: int, ratio: float, groups: dict[Any, np.ndarray]) -> list:
-        """One plan per group (its first client) when every client is planned at ``rank``."""
+        """One plan per group (its first client) when every client is planned at ``rank``,
+        at the least b of ``controller.bits_choices`` (the cheapest upload the online step may
+        choose; none: the scenario's quantiser)."""
         firsts = np.array([ids[0] for ids in groups.values()])
-        plan = RoundPlan(0, firsts, rank, ratio, float("nan"), self.ctx.n_scheduled)
+        bits = min(self.bits_choices) if self.bits_choices != [None] else None
+        plan = RoundPlan(0, firsts, rank, ratio, float("nan"), self.ctx.n_scheduled, bits)
         return self.ctx.cost.plan(plan, model_rank=rank)
 
     def _closed_form(self, groups: dict[Any, np.ndarray]) -> tuple[float, float] | None:

@@ -29,6 +29,8 @@ from wirelessfl.algorithms.compression_stage import STAGE_METRICS, stage_metrics
 from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
+from wirelessfl.algorithms.quantization import QUANT_METRICS
+from wirelessfl.algorithms.quantize_stage import quant_metrics
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import (
     ClientPlan,
@@ -105,10 +107,11 @@ class FederatedLearner(Learner):
         return self.algorithm.expected_flops()
 
     def metric_names(self) -> dict[str, str]:
-        """The compression stage's metrics (when the message can take one), then the
-        algorithm's."""
+        """The compression stage's metrics (when the message can take one), the quantiser's
+        (when the run quantises), then the algorithm's."""
         stage = STAGE_METRICS if self.cost_model().COMPRESSES is not None else {}
-        return {**stage, **self.algorithm.METRICS}
+        quant = QUANT_METRICS if self.cost_model().quantizes else {}
+        return {**stage, **quant, **self.algorithm.METRICS}
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
@@ -274,6 +277,8 @@ class FederatedLearner(Learner):
         metrics = self.algorithm.metrics(self.global_state, messages, round_plan)
         if self.cost_model().COMPRESSES is not None:
             metrics = {**stage_metrics(messages), **metrics}
+        if self.cost_model().quantizes:
+            metrics = {**quant_metrics(messages), **metrics}
         p = np.array([self.runtime.data_fractions[c] for c in ids])
         loss = float(np.dot(p, [losses[c] for c in ids]) / p.sum()) if ids else math.nan
         metrics = {"loss": loss, **metrics}

@@ -28,6 +28,7 @@ sized from ``learner.shape`` is refused in one line when the run is built.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wirelessfl.algorithms.finite import KEPT
+from wirelessfl.algorithms.quantization import QUANT_METRICS
 from wirelessfl.algorithms.spec import cost_model_class
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import (
@@ -168,6 +170,19 @@ class SurrogateLearner(Learner):
             self._arrivals[p.client] = p
         return reports
 
+    def metric_names(self) -> dict[str, str]:
+        """``quant_bits`` when the run quantises (the real runs' quantiser column)."""
+        return {"quant_bits": QUANT_METRICS["quant_bits"]} if self.cost.quantizes else {}
+
+    def _quant_bits(self, plans: Sequence[ClientPlan]) -> dict[str, float]:
+        """The arrived plans' mean b (v where unquantised), when the run quantises."""
+        if not self.cost.quantizes:
+            return {}
+        bits = [self.cost.quantizer_for(p).bits for p in plans]
+        v = self.payload.bits_per_value
+        values = [v if b is None else b for b in bits]
+        return {"quant_bits": float(np.mean(values)) if values else math.nan}
+
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         self.cost.aggregated(round_index, {int(c): self._arrivals[int(c)] for c in arrived})
         plan = self._last_plan
@@ -183,7 +198,8 @@ class SurrogateLearner(Learner):
                     self._fault(round_index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
                 )
             self.excess = excess
-        return {"loss": float(self.excess)}
+        arrived_plans = [self._arrivals[int(c)] for c in arrived]
+        return {"loss": float(self.excess), **self._quant_bits(arrived_plans)}
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:
@@ -231,7 +247,7 @@ class SurrogateLearner(Learner):
                     self._fault(index, f"its loss is {excess} with gamma^t = {gamma:.6g}")
                 )
             self.excess = excess
-        return {"loss": float(self.excess)}
+        return {"loss": float(self.excess), **self._quant_bits(list(plans.values()))}
 
     def _fault(self, round_index: int, what: str) -> str:
         """The one-line message of a non-finite value in the loss model."""

@@ -5,6 +5,9 @@ Units are in the names (``_s`` seconds of virtual time, ``_db`` decibels, ``bits
 Besides :data:`ROUND_COLUMNS`, ``rounds.csv`` has one ``algo.<name>`` column per metric the
 run's algorithm declares (``FederatedAlgorithm.METRICS``, documented there and listed by
 :func:`algorithm_columns`); a metric named like a column below fills that column instead.
+A run that quantises (``quantize.bits`` or ``controller.bits_choices``) adds the quantiser
+stage's ``algo.quant_bits`` and (real training) ``algo.quant_rel_error``, documented in
+``wirelessfl.algorithms.quantization.QUANT_METRICS``; other runs' tables do not change.
 """
 
 from __future__ import annotations

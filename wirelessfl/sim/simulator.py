@@ -137,6 +137,7 @@ class _Round:
     ratios: np.ndarray | None = None  # (k,) O_k (NaN: no decision)
     sparsification: float = math.nan  # O^t
     bound: float = math.nan
+    bits: int | None = None  # b the controller chose (controller.bits_choices)
     planned_delay_s: float = 0.0
     solver_fallbacks: int = 0  # solvers that failed before one answered (Decision.fallbacks)
     cpu_hz: np.ndarray | None = None  # (k,) clock decided [Hz] (NaN: none); None: no decision
@@ -357,6 +358,7 @@ class Simulator:
             r.ranks[allocated] = decision.client_ranks(self.rank)
             r.ratios[allocated] = decision.client_ratios()
             r.sparsification, r.bound = decision.sparsification, decision.bound
+            r.bits = decision.bits
             r.planned_delay_s = decision.planned_delay_s
             r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
             self._apply_power_and_clock(r, np.flatnonzero(allocated), decision)
@@ -492,7 +494,13 @@ class Simulator:
         """Local training of the clients that will upload (wall time only)."""
         active = r.active
         plan = RoundPlan(
-            r.t, r.scheduled[active], r.ranks[active], r.ratios[active], r.bound, len(r.scheduled)
+            r.t,
+            r.scheduled[active],
+            r.ranks[active],
+            r.ratios[active],
+            r.bound,
+            len(r.scheduled),
+            r.bits,
         )
         r.reports = self.learner.local_round(plan) if active.any() else {}
 

@@ -58,6 +58,7 @@ class FSLoRACost(CostModel):
 
     PENALTY_DEPENDS_ON_RANK = False
     FIXED_RANKS = False
+    QUANTIZER_PENALTY = False  # Theorem 4.4's r^2 / k_i^2 has no quantiser term
     FIXED_RANKS_REASON = "sketches k_i of the r rank components of every adapted layer"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
