@@ -39,6 +39,8 @@ from wirelessfl.learners.base import (
     WeightedUpdate,
 )
 from wirelessfl.plans import client_plan_from_state, client_plan_state
+from wirelessfl.privacy.stage import NORM
+from wirelessfl.results.columns import PRIVACY_COLUMNS
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.lora_state import PEFT_PREFIX
 from wirelessfl.training.private_state import PrivateState
@@ -53,6 +55,8 @@ __all__ = ["FederatedLearner", "RoundObserver"]
 CHECKPOINT = "learner.pt"
 #: the key of ``learner.pt`` that holds the updates in flight (event-driven modes)
 IN_FLIGHT = "in_flight"
+#: the key of ``learner.pt`` that holds the DP stage's state (``privacy.mode``)
+PRIVACY = "privacy"
 #: What to try when training diverges.
 HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
 #: peft's prefix of the wrapped model's parameter names (left out of messages).
@@ -105,10 +109,11 @@ class FederatedLearner(Learner):
         return self.algorithm.expected_flops()
 
     def metric_names(self) -> dict[str, str]:
-        """The compression stage's metrics (when the message can take one), then the
-        algorithm's."""
+        """The compression stage's metrics (when the message can take one), the algorithm's,
+        then the DP stage's (``privacy.mode``)."""
         stage = STAGE_METRICS if self.cost_model().COMPRESSES is not None else {}
-        return {**stage, **self.algorithm.METRICS}
+        privacy = PRIVACY_COLUMNS if self.algorithm.privacy is not None else {}
+        return {**stage, **self.algorithm.METRICS, **privacy}
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
@@ -202,9 +207,26 @@ class FederatedLearner(Learner):
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
+            self._release_privately(round_index, messages)
         losses = self._losses
         self._pending, self._losses, self._plans = {}, {}, {}
         return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
+
+    def _release_privately(self, index: int, messages: dict[int, Message]) -> None:
+        """Central DP: the server's noise on every shared tensor of the new global state, at
+        the round's aggregation weights (:mod:`wirelessfl.privacy.stage`)."""
+        stage = self.algorithm.privacy
+        if stage is None:
+            return
+        assert self._round_plan is not None
+        weights = self.algorithm.client_weights(list(messages), messages, self._round_plan)
+        names = sorted({n for m in messages.values() for n in m.shared})
+        generator = self.runtime.generator("dp_central", 0, index)
+        stage.release(self.global_state, names, weights, generator)
+
+    def stop_reason(self) -> str | None:
+        stage = self.algorithm.privacy
+        return None if stage is None else stage.stop_reason()
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:
@@ -274,6 +296,11 @@ class FederatedLearner(Learner):
         metrics = self.algorithm.metrics(self.global_state, messages, round_plan)
         if self.cost_model().COMPRESSES is not None:
             metrics = {**stage_metrics(messages), **metrics}
+        privacy = self.algorithm.privacy
+        if privacy is not None:
+            norms = {c: float(messages[c].diagnostics.get(NORM, math.nan)) for c in ids}
+            privacy.after_round(norms, self.runtime.generator("dp_clip_count", 0, index))
+            metrics = {**metrics, **privacy.metrics()}
         p = np.array([self.runtime.data_fractions[c] for c in ids])
         loss = float(np.dot(p, [losses[c] for c in ids]) / p.sum()) if ids else math.nan
         metrics = {"loss": loss, **metrics}
@@ -316,6 +343,8 @@ class FederatedLearner(Learner):
             "private": self.private.state_dict(),
             "algorithm": self.algorithm.state_dict(),
         }
+        if self.algorithm.privacy is not None:  # the key only with DP on: old states unchanged
+            payload[PRIVACY] = self.algorithm.privacy.state_dict()
         if self._pending:  # the key only with updates in flight: other states unchanged
             payload[IN_FLIGHT] = to_device(self._in_flight_state(), "cpu")
         tmp = folder / f"{CHECKPOINT}.tmp"
@@ -334,6 +363,8 @@ class FederatedLearner(Learner):
         self.global_state = {k: v.to(device) for k, v in payload["global"].items()}
         self.private.load_state_dict(payload["private"], device)
         self.algorithm.load_state_dict(payload["algorithm"])
+        if self.algorithm.privacy is not None:
+            self.algorithm.privacy.load_state_dict(payload[PRIVACY])
         self._load_in_flight(to_device(payload.get(IN_FLIGHT, {}), device))
 
     def _in_flight_state(self) -> dict[str, Any]:
