@@ -59,7 +59,7 @@ def test_stage_epsilon_is_the_accountant_stepped_once_per_release():
     stage = PrivacyStage(sc)
     assert sampling_rate(sc) == pytest.approx(0.1)
     by_hand = RDPAccountant()
-    for t in range(30):
+    for _ in range(30):
         stage.after_round({0: 0.01, 1: 1.0}, None)
         by_hand.step(noise_multiplier=0.3, sample_rate=10 / 100)
     assert stage.epsilon() == pytest.approx(by_hand.get_epsilon(1e-5), rel=1e-12)

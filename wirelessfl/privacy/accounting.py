@@ -17,11 +17,10 @@ stand-in); the reported epsilon is the largest over the devices.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["History", "epsilon", "sampling_rate"]
+__all__ = ["History", "default_delta", "epsilon", "sampling_rate"]
 
 #: Opacus's accountant history: (noise multiplier, sample rate, steps) per phase.
 History = list[tuple[float, float, int]]
@@ -71,8 +70,3 @@ def default_delta(scenario: Any) -> float:
     if scenario.privacy.client_level:
         return float(scenario.n_clients) ** -1.1
     return 1e-5
-
-
-def finite_or_inf(value: float) -> float:
-    """``value``, with Opacus's overflow answers (NaN) read as an unbounded epsilon."""
-    return value if math.isfinite(value) else math.inf

@@ -37,13 +37,10 @@ import torch
 from wirelessfl.privacy.accounting import History, default_delta, epsilon, sampling_rate
 from wirelessfl.privacy.mechanism import add_gaussian_noise, clip_to_norm
 
-__all__ = ["NORM", "PRIVACY_METRICS", "PrivacyStage"]
+__all__ = ["NORM", "PrivacyStage", "update_noise_multiplier"]
 
 #: ``Message.diagnostics`` entry: the client's update norm ||Delta_k||_2 before clipping.
 NORM = "dp_update_norm"
-
-#: The stage's round metrics (columns of ``rounds.csv`` when ``privacy`` is on).
-PRIVACY_METRICS = ("dp_epsilon", "dp_clip_norm", "dp_clipped_fraction")
 
 
 def update_noise_multiplier(z: float, count_noise: float | None) -> float:

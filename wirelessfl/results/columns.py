@@ -188,8 +188,9 @@ STUDY_ENERGY_COLUMNS: dict[str, str] = {
     "round's least achievable time, and the round took that least time)",
 }
 
-#: ``rounds.csv``'s columns after the algorithm's when the run has client-level DP
-#: (``privacy.mode`` central | local; docs/privacy.md).
+#: ``rounds.csv``'s columns after the algorithm's when the run has DP (docs/privacy.md): the
+#: first three with client-level DP (``privacy.mode`` central | local), the last with
+#: ``privacy.dp_sgd``.
 PRIVACY_COLUMNS: dict[str, str] = {
     "dp_epsilon": "epsilon of client-level DP after the round, at privacy.delta, by Opacus's "
     "accountant (central: the aggregations so far at q = K/N or 1; local: the device that sent "
@@ -198,6 +199,8 @@ PRIVACY_COLUMNS: dict[str, str] = {
     "the current estimate)",
     "dp_clipped_fraction": "fraction of the arrived updates whose norm exceeded C (NaN: none "
     "arrived)",
+    "dp_sgd_epsilon": "epsilon of sample-level DP-SGD after the round (privacy.dp_sgd), at "
+    "privacy.delta: the largest over the devices of their local steps so far at q = B / |D_k|",
 }
 
 #: Prefix of the columns holding an algorithm's own metrics.

@@ -1,0 +1,125 @@
+"""Sample-level DP-SGD (``privacy.dp_sgd``): Opacus's per-sample gradients clipped exactly as a
+hand loop over single samples clips them, the noise's std by Monte Carlo, the batched trainer
+refused in one line, and the per-device epsilon against Opacus's accountant stepped by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scenario_helpers import digits_scenario
+
+from wirelessfl.errors import ConfigError
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("opacus")
+
+from opacus.accountants import RDPAccountant  # noqa: E402
+
+from wirelessfl.models.rng import torch_generator  # noqa: E402
+from wirelessfl.privacy.dp_sgd import DpSgd, per_sample_gradients, privatize_gradients  # noqa: E402
+from wirelessfl.sim.runner import Run  # noqa: E402
+from wirelessfl.training.runtime import Runtime  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+B = 8
+
+
+def _scenario(**overrides):
+    base = {"algorithm.name": "fedit", "privacy.dp_sgd": True, "learner.trainer": "sequential"}
+    return digits_scenario(**{**base, **overrides})
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    rt = Runtime(_scenario())
+    rt.start(rank=4, seed=1)
+    return rt
+
+
+def _flat_grads(params):
+    return torch.cat([p.grad.flatten().double() for p in params.values()])
+
+
+def _loss(rt, idx):
+    return rt.bundle.loss_and_logits(rt.model, rt.train_data.batch(idx))[0]
+
+
+def test_per_sample_clipping_equals_a_hand_loop(runtime):
+    rt, clip = runtime, 0.05
+    params = rt.state.params
+    idx = torch.arange(B)
+    by_hand = torch.zeros(sum(p.numel() for p in params.values()), dtype=torch.float64)
+    clipped = 0
+    for i in range(B):  # one backward per sample: its own gradient, clipped by hand
+        rt.model.zero_grad(set_to_none=True)
+        _loss(rt, idx[i : i + 1]).backward()
+        g = _flat_grads(params)
+        clipped += int(float(g.norm()) > clip)
+        by_hand += g * min(1.0, clip / float(g.norm()))
+    by_hand /= B
+    rt.model.zero_grad(set_to_none=True)
+    with per_sample_gradients(rt.model):
+        _loss(rt, idx).backward()
+        fraction = privatize_gradients(
+            params, DpSgd(clip, 0.0), torch_generator(0, "dp_sgd", 0, 0), B
+        )
+    got = _flat_grads(params)
+    rt.model.zero_grad(set_to_none=True)
+    assert clipped > 0  # the test clips something
+    assert fraction == pytest.approx(clipped / B)
+    assert torch.allclose(got, by_hand, rtol=1e-5, atol=1e-8)
+    assert not any(getattr(p, "grad_sample", None) is not None for p in rt.model.parameters())
+
+
+def test_noise_std_is_sigma_c_over_b(runtime):
+    rt, clip, sigma = runtime, 1e6, 0.5  # nothing clipped: the residual is the noise / B
+    params = rt.state.params
+    idx = torch.arange(B)
+    rt.model.zero_grad(set_to_none=True)
+    _loss(rt, idx).backward()
+    clean = _flat_grads(params)
+    rt.model.zero_grad(set_to_none=True)
+    with per_sample_gradients(rt.model):
+        _loss(rt, idx).backward()
+        privatize_gradients(params, DpSgd(clip, sigma), torch_generator(0, "dp_sgd", 1, 0), B)
+    residual = _flat_grads(params) - clean
+    rt.model.zero_grad(set_to_none=True)
+    n = residual.numel()
+    assert float(residual.std()) == pytest.approx(sigma * clip / B, rel=5 / math.sqrt(2 * n))
+    assert abs(float(residual.mean())) < 5 * sigma * clip / B / math.sqrt(n)
+
+
+def test_the_batched_trainer_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as err:
+        _scenario(**{"learner.trainer": "batched"})
+    assert "privacy.dp_sgd" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_run_reports_the_largest_device_epsilon(tmp_path):
+    sc = _scenario(
+        rounds=3,
+        **{"privacy.sample_noise_multiplier": 1.1, "privacy.delta": 1e-5},
+    )
+    run = Run(sc, tmp_path / "run")
+    rt = run.learner.runtime
+    result = run.execute()
+    clients = result.clients
+    sizes = rt.partition.sizes
+    expected = []
+    steps = np.zeros(sc.n_clients, dtype=int)
+    for t in range(3):
+        for c in clients[clients["round"] == t].client:  # every scheduled client trained
+            if clients[(clients["round"] == t) & (clients.client == c)].status.item() != "outage":
+                steps[c] += rt.steps_for(int(c))
+        eps = []
+        for c in np.flatnonzero(steps):
+            acc = RDPAccountant()
+            acc.history = [(1.1, min(1.0, sc.learner.batch_size / sizes[c]), int(steps[c]))]
+            eps.append(acc.get_epsilon(1e-5))
+        expected.append(max(eps))
+    assert np.allclose(result.rounds.dp_sgd_epsilon, expected, rtol=1e-12)
+    assert np.all(np.diff(expected) >= 0) and expected[-1] > expected[0]
+    assert "dp_epsilon" not in result.rounds.columns  # no client-level DP in this run
