@@ -203,6 +203,13 @@ PRIVACY_COLUMNS: dict[str, str] = {
     "privacy.delta: the largest over the devices of their local steps so far at q = B / |D_k|",
 }
 
+#: ``summary.csv`` columns of the privacy reproductions (``wirelessfl reproduce dp-*``,
+#: ``wirelessfl.study.privacy_figures.privacy_columns``), one row per run
+STUDY_PRIVACY_COLUMNS: dict[str, str] = {
+    "final_dp_sgd_epsilon": "dp_sgd_epsilon of the last round (inf: no DP-SGD)",
+    "final_dp_epsilon": "dp_epsilon of the last round (inf: no client-level DP)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 
