@@ -123,3 +123,39 @@ def test_a_run_reports_the_largest_device_epsilon(tmp_path):
     assert np.allclose(result.rounds.dp_sgd_epsilon, expected, rtol=1e-12)
     assert np.all(np.diff(expected) >= 0) and expected[-1] > expected[0]
     assert "dp_epsilon" not in result.rounds.columns  # no client-level DP in this run
+
+
+def test_drop_tables_by_hand():
+    """``dp-ffa``'s tables on a made-up summary: drops and their difference computed here."""
+    import pandas as pd
+
+    from wirelessfl.study.privacy_figures import drop_table
+
+    acc = {  # (algorithm, sigma) -> final accuracy per seed 0, 1, 2 (sigma 0: no DP)
+        ("fedit", 0.0): [0.90, 0.88, 0.91],
+        ("fedit", 2.0): [0.60, 0.50, 0.65],
+        ("ffa_lora", 0.0): [0.85, 0.86, 0.84],
+        ("ffa_lora", 2.0): [0.80, 0.70, 0.80],
+    }
+    rows = [
+        {
+            "algorithm.name": name,
+            "privacy.dp_sgd": sigma > 0,
+            "privacy.sample_noise_multiplier": sigma if sigma > 0 else float("nan"),
+            "seed": seed,
+            "finished": True,
+            "final_accuracy": a,
+            "final_dp_sgd_epsilon": 3.0 if sigma > 0 else math.inf,
+        }
+        for (name, sigma), values in acc.items()
+        for seed, a in enumerate(values)
+    ]
+    tables = drop_table(pd.DataFrame(rows))
+    drops = tables["dp_drops"].set_index("algorithm")
+    assert drops.loc["fedit", "diffs"] == pytest.approx((0.30, 0.38, 0.26))
+    assert drops.loc["ffa_lora", "diffs"] == pytest.approx((0.05, 0.16, 0.04))
+    (pair,) = tables["ffa_vs_fedit"].to_dict("records")
+    assert pair["diffs"] == pytest.approx((0.25, 0.22, 0.22))
+    assert pair["mean_diff"] == pytest.approx(0.23)
+    assert pair["verdict"] == "not established"  # 3 seeds: below the page's 5
+    assert "fewer than 5 seeds" in pair["reason"]
