@@ -206,6 +206,7 @@ def test_central_message_is_clipped_to_c_after_sparsifying():
         ({"privacy.mode": "local", "privacy.adaptive_clipping": True}, "central mode only"),
         ({"privacy.adaptive_clipping": True, "privacy.noise_multiplier": 1.0}, "2 sigma_b > z"),
         ({"privacy.mode": "none", "privacy.target_epsilon": 3.0}, "needs a DP mechanism"),
+        ({"privacy.mode": "local", "compression.importance": "factors"}, "unnoised local"),
     ],
 )
 def test_refusals_are_one_line(overrides, words):

@@ -1135,6 +1135,12 @@ class Scenario:
                 f"which needs 2 sigma_b > z; sigma_b = {sigma_b:g} (null: K / 20), z = "
                 f"{pv.noise_multiplier:g}; raise privacy.count_noise"
             )
+        if pv.mode == "local" and self.compression.importance == "factors":
+            raise ConfigError(
+                "compression.importance: factors picks the sparsity mask from the unnoised "
+                "local factors, which privacy.mode: local does not cover; use importance: "
+                "update (the mask then comes from the noised update)"
+            )
         if self.server.event_driven:
             raise ConfigError(
                 f"privacy.mode: {pv.mode} accounts synchronous rounds only; server.mode is "
