@@ -92,10 +92,18 @@ def test_noise_std_is_sigma_c_over_b(runtime):
     assert abs(float(residual.mean())) < 5 * sigma * clip / B / math.sqrt(n)
 
 
-def test_the_batched_trainer_is_refused_in_one_line():
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"learner.trainer": "batched"}, "does not keep exact per-sample gradients"),
+        ({"algorithm.name": "floral"}, "trains with trainers of its own"),
+        ({"algorithm.name": "h2tune"}, "trains with trainers of its own"),
+    ],
+)
+def test_refusals_are_one_line(overrides, words):
     with pytest.raises(ConfigError) as err:
-        _scenario(**{"learner.trainer": "batched"})
-    assert "privacy.dp_sgd" in str(err.value) and "\n" not in str(err.value)
+        _scenario(**overrides)
+    assert words in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_run_reports_the_largest_device_epsilon(tmp_path):

@@ -1126,6 +1126,13 @@ class Scenario:
                 "keep exact per-sample gradients; set learner.trainer: sequential (or auto on "
                 "the CPU)"
             )
+        cost = ALGORITHMS.load(algorithm).CostModel
+        if pv.dp_sgd and not cost.RUNTIME_TRAINER:
+            raise ConfigError(
+                f"privacy.dp_sgd: algorithm {algorithm!r} trains with trainers of its own, which "
+                "take no DP-SGD; use an algorithm trained by the runtime's trainers (fedit, "
+                "ffa_lora, soft, fslora, hetlora, ...) or dp_sgd: false"
+            )
         if not pv.client_level:
             return
         sigma_b = pv.count_noise if pv.count_noise is not None else self.n_scheduled / 20.0
