@@ -56,6 +56,7 @@ torch at the top.
 
 from __future__ import annotations
 
+import math
 from abc import ABC
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,6 +68,7 @@ from wirelessfl.plans import ClientPlan, RoundPlan
 
 if TYPE_CHECKING:
     from wirelessfl.config.scenario import Scenario
+    from wirelessfl.privacy.stage import PrivacyStage
     from wirelessfl.training.local import LocalResult
     from wirelessfl.training.private_state import PrivateState
     from wirelessfl.training.runtime import Runtime
@@ -114,6 +116,8 @@ class FederatedAlgorithm(ABC):
         self.scenario = scenario
         self.runtime: Runtime | None = None
         self.cost: CostModel | None = None
+        #: the client-level DP stage (``privacy.mode``; None: off), built by :meth:`bind`
+        self.privacy: PrivacyStage | None = None
 
     def bind(self, runtime: Runtime) -> None:
         """Attach the training runtime and build the cost model on its model's sizes (real
@@ -122,6 +126,10 @@ class FederatedAlgorithm(ABC):
         self.cost = self.CostModel(
             self.settings, scenario=self.scenario, geometry=runtime.geometry()
         )
+        if self.scenario.privacy.client_level:
+            from wirelessfl.privacy.stage import PrivacyStage
+
+            self.privacy = PrivacyStage(self.scenario)
 
     def cost_or_fail(self) -> CostModel:
         """The cost model (built by :meth:`bind`)."""
@@ -257,10 +265,13 @@ class FederatedAlgorithm(ABC):
     ) -> Message:
         """Step 4 as it goes over the air: :meth:`client_message`, then the run's compression
         stage on its LoRA factors (:mod:`wirelessfl.algorithms.compression_stage`) and its
-        quantiser stage at the plan's b (:mod:`wirelessfl.algorithms.quantize_stage`). A message
-        with a non-finite value is returned as it is (the learner stops the round, naming it)."""
+        quantiser stage at the plan's b (:mod:`wirelessfl.algorithms.quantize_stage`), with the
+        DP stage's clip and noise before them (local) or its clip after them (central;
+        :mod:`wirelessfl.privacy.stage`). A message with a non-finite value is returned as it
+        is (the learner stops the round, naming it)."""
         from wirelessfl.algorithms.compression_stage import MEMORY, compress_message
         from wirelessfl.algorithms.finite import non_finite
+        from wirelessfl.privacy.stage import NORM
 
         message = self.client_message(plan, start, result, private)
         if non_finite(message.shared) is not None:
@@ -268,6 +279,9 @@ class FederatedAlgorithm(ABC):
         runtime, cost = self.runtime_or_fail(), self.cost_or_fail()
         quantizer = cost.quantizer_for(plan)
         t = plan.round_index
+        if self.privacy is not None:
+            noise = runtime.generator("dp_local", plan.client, t)
+            norm = self.privacy.before_compression(message.shared, noise)
         compress_message(
             message,
             stage=cost.compression,
@@ -282,6 +296,9 @@ class FederatedAlgorithm(ABC):
             ),
             bits_per_value=self.scenario.payload.bits_per_value if cost.quantizes else None,
         )
+        if self.privacy is not None:
+            clipped = self.privacy.after_compression(message.shared)
+            message.diagnostics[NORM] = norm if math.isnan(clipped) else clipped
         return message
 
     # ---- 5. aggregate ----------------------------------------------------------------------

@@ -114,6 +114,10 @@ class CostModel:
     #: modes (``server.mode``: FedAsync, FedBuff, semi-sync), which add updates one at a time
     #: or a few at a time with staleness weights. False refuses those modes in one line.
     SINGLE_UPDATES: ClassVar[bool] = False
+    #: Whether the clients train in the runtime's trainers (sequential or batched): then they
+    #: take the runtime's sample-level DP-SGD (``privacy.dp_sgd``). False (an algorithm with
+    #: trainers of its own) refuses DP-SGD in one line.
+    RUNTIME_TRAINER: ClassVar[bool] = True
     #: Whether the algorithm trains and sends a layer with a fixed rank of its own
     #: (``learner.rank_pattern``) at that rank, whatever rank the controller gives the others
     #: (the sizes below count r_l (d_l + l_l) per layer). False refuses fixed ranks in one line

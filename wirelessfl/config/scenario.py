@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
+from wirelessfl.config.privacy import PrivacyConfig
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
     AvailabilityConfig,
@@ -1075,6 +1076,7 @@ class Scenario:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     compression: CompressionConfig = field(default_factory=CompressionConfig)
     quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     strategy: Any = settings_option(
         "algorithm",
         ALGORITHMS,
@@ -1140,6 +1142,7 @@ class Scenario:
         self._validate_wireless()
         self._validate_server()
         self._validate_fixed_ranks()
+        self._validate_privacy()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
         resolve = getattr(self.strategy, "resolve", None)  # settings that depend on others
@@ -1158,6 +1161,60 @@ class Scenario:
         cost = ALGORITHMS.load(self.algorithm.name).CostModel
         if not cost.FIXED_RANKS:
             raise ConfigError(cost.fixed_ranks_refusal(self.algorithm.name, key))
+
+    def _validate_privacy(self) -> None:
+        """What the DP mechanisms need (docs/privacy.md): real training; for client-level DP
+        a synchronous server and an aggregate that is a weighted sum of single updates; for
+        DP-SGD the sequential trainer. Anything else: its one line, at load."""
+        pv, algorithm = self.privacy, self.algorithm.name
+        if not pv.active:
+            return
+        key = "privacy.mode" if pv.client_level else "privacy.dp_sgd"
+        if self.learner.kind != "lora":
+            raise ConfigError(
+                f"{key}: needs learner.kind: lora (real training: the noise acts on real "
+                f"updates), got {self.learner.kind!r}"
+            )
+        if pv.dp_sgd and self.learner.trainer == "batched":
+            raise ConfigError(
+                "privacy.dp_sgd: the batched trainer stacks clients in one step and does not "
+                "keep exact per-sample gradients; set learner.trainer: sequential (or auto on "
+                "the CPU)"
+            )
+        cost = ALGORITHMS.load(algorithm).CostModel
+        if pv.dp_sgd and not cost.RUNTIME_TRAINER:
+            raise ConfigError(
+                f"privacy.dp_sgd: algorithm {algorithm!r} trains with trainers of its own, which "
+                "take no DP-SGD; use an algorithm trained by the runtime's trainers (fedit, "
+                "ffa_lora, soft, fslora, hetlora, ...) or dp_sgd: false"
+            )
+        if not pv.client_level:
+            return
+        sigma_b = pv.count_noise if pv.count_noise is not None else self.n_scheduled / 20.0
+        if pv.adaptive_clipping and 2.0 * sigma_b <= pv.noise_multiplier:
+            raise ConfigError(
+                f"privacy.count_noise: adaptive clipping spends part of z on the noised count, "
+                f"which needs 2 sigma_b > z; sigma_b = {sigma_b:g} (null: K / 20), z = "
+                f"{pv.noise_multiplier:g}; raise privacy.count_noise"
+            )
+        if pv.mode == "local" and self.compression.importance == "factors":
+            raise ConfigError(
+                "compression.importance: factors picks the sparsity mask from the unnoised "
+                "local factors, which privacy.mode: local does not cover; use importance: "
+                "update (the mask then comes from the noised update)"
+            )
+        if self.server.event_driven:
+            raise ConfigError(
+                f"privacy.mode: {pv.mode} accounts synchronous rounds only; server.mode is "
+                f"{self.server.mode!r}; use server.mode: sync"
+            )
+        if not ALGORITHMS.load(algorithm).CostModel.SINGLE_UPDATES:
+            raise ConfigError(
+                f"privacy.mode: {pv.mode} clips and noises a weighted sum of single updates, and "
+                f"algorithm {algorithm!r} does not aggregate one; use an algorithm whose "
+                "CostModel.SINGLE_UPDATES (fedit, fedit_topk, ffa_lora, soft) or privacy.mode: "
+                "none"
+            )
 
     def _validate_server(self) -> None:
         """The event-driven modes: the concurrency fits N; what they do not model yet is

@@ -121,6 +121,11 @@ class Learner(ABC):
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""
         return {}
 
+    def stop_reason(self) -> str | None:
+        """Why the run must stop before its next round (one line; ``privacy.target_epsilon``
+        reached), or None: it goes on."""
+        return None
+
     def expected_flops(self, rank: int) -> float:
         """FLOPs the server expects one client's local round to take (compute-aware shares)."""
         return 0.0

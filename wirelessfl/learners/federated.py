@@ -41,6 +41,10 @@ from wirelessfl.learners.base import (
     WeightedUpdate,
 )
 from wirelessfl.plans import client_plan_from_state, client_plan_state
+from wirelessfl.privacy.accounting import default_delta
+from wirelessfl.privacy.dp_sgd import SampleLedger
+from wirelessfl.privacy.stage import NORM
+from wirelessfl.results.columns import PRIVACY_COLUMNS
 from wirelessfl.training.local import LocalResult
 from wirelessfl.training.lora_state import PEFT_PREFIX
 from wirelessfl.training.private_state import PrivateState
@@ -55,6 +59,13 @@ __all__ = ["FederatedLearner", "RoundObserver"]
 CHECKPOINT = "learner.pt"
 #: the key of ``learner.pt`` that holds the updates in flight (event-driven modes)
 IN_FLIGHT = "in_flight"
+#: the key of ``learner.pt`` that holds the DP stage's state (``privacy.mode``)
+PRIVACY = "privacy"
+#: the key of ``learner.pt`` that holds the DP-SGD steps per device (``privacy.dp_sgd``)
+SAMPLE_LEDGER = "dp_sgd"
+#: the DP metrics of client-level DP and of DP-SGD (``wirelessfl.results.columns``)
+CLIENT_LEVEL = ("dp_epsilon", "dp_clip_norm", "dp_clipped_fraction")
+SAMPLE_LEVEL = "dp_sgd_epsilon"
 #: What to try when training diverges.
 HINT = "Lower learner.lr (or use learner.optimizer = adam) and run again"
 #: peft's prefix of the wrapped model's parameter names (left out of messages).
@@ -95,6 +106,16 @@ class FederatedLearner(Learner):
         #: the event-driven modes with mixing: the global state each pending client downloaded
         self._starts: dict[int, dict[str, torch.Tensor]] = {}
         self.remote: RayTraining | None = None  # learner.executor: ray
+        #: per-device DP-SGD steps (``privacy.dp_sgd``), or None
+        self.sample_ledger: SampleLedger | None = None
+        if self.runtime.dp_sgd is not None:
+            self.sample_ledger = SampleLedger(
+                self.runtime.partition.sizes,
+                scenario.learner.batch_size,
+                self.runtime.dp_sgd,
+                delta=default_delta(scenario),
+                accountant=scenario.privacy.accountant,
+            )
 
     # ---- sizes -----------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
@@ -108,10 +129,13 @@ class FederatedLearner(Learner):
 
     def metric_names(self) -> dict[str, str]:
         """The compression stage's metrics (when the message can take one), the quantiser's
-        (when the run quantises), then the algorithm's."""
+        (when the run quantises), the algorithm's, then the DP stage's (``privacy.mode``)."""
         stage = STAGE_METRICS if self.cost_model().COMPRESSES is not None else {}
         quant = QUANT_METRICS if self.cost_model().quantizes else {}
-        return {**stage, **quant, **self.algorithm.METRICS}
+        names = [*(CLIENT_LEVEL if self.algorithm.privacy is not None else ())]
+        names += [SAMPLE_LEVEL] if self.sample_ledger is not None else []
+        privacy = {n: PRIVACY_COLUMNS[n] for n in names}
+        return {**stage, **quant, **self.algorithm.METRICS, **privacy}
 
     # ---- setup -----------------------------------------------------------------------------
     def start(self, *, rank: int, n_clients: int, seed: int) -> None:
@@ -165,6 +189,8 @@ class FederatedLearner(Learner):
             self.private.discard()
             raise
         self.private.commit()  # private state changes only once every client succeeded
+        for p in plans if self.sample_ledger is not None else ():
+            self.sample_ledger.trained(p.client, self.runtime.steps_for(p.client))
         return reports
 
     def _broadcast(self, plans: list[ClientPlan]) -> list[Message]:
@@ -205,9 +231,40 @@ class FederatedLearner(Learner):
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
+            self._release_privately(round_index, messages)
         losses = self._losses
         self._pending, self._losses, self._plans = {}, {}, {}
         return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
+
+    def _release_privately(self, index: int, messages: dict[int, Message]) -> None:
+        """Central DP: the server's noise on every shared tensor of the new global state, at
+        the round's aggregation weights (:mod:`wirelessfl.privacy.stage`)."""
+        stage = self.algorithm.privacy
+        if stage is None:
+            return
+        assert self._round_plan is not None
+        weights = self.algorithm.client_weights(list(messages), messages, self._round_plan)
+        names = sorted({n for m in messages.values() for n in m.shared})
+        generator = self.runtime.generator("dp_central", 0, index)
+        stage.release(self.global_state, names, weights, generator)
+
+    def stop_reason(self) -> str | None:
+        """``privacy.target_epsilon`` reached: by client-level DP's next release where it is
+        on, else by DP-SGD's next round (every device training once more, the worst case)."""
+        stage, ledger = self.algorithm.privacy, self.sample_ledger
+        target = self.scenario.privacy.target_epsilon
+        if stage is not None:
+            return stage.stop_reason()
+        if ledger is None or target is None:
+            return None
+        n = len(self.runtime.partition.sizes)
+        after = ledger.epsilon(np.array([self.runtime.steps_for(c) for c in range(n)]))
+        if after <= target:
+            return None
+        return (
+            f"privacy.target_epsilon: the next round would take DP-SGD's epsilon to "
+            f"{after:.4g} > {target:g} at delta {ledger.delta:.3g}"
+        )
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:
@@ -279,6 +336,13 @@ class FederatedLearner(Learner):
             metrics = {**stage_metrics(messages), **metrics}
         if self.cost_model().quantizes:
             metrics = {**quant_metrics(messages), **metrics}
+        privacy = self.algorithm.privacy
+        if privacy is not None:
+            norms = {c: float(messages[c].diagnostics.get(NORM, math.nan)) for c in ids}
+            privacy.after_round(norms, self.runtime.generator("dp_clip_count", 0, index))
+            metrics = {**metrics, **privacy.metrics()}
+        if self.sample_ledger is not None:
+            metrics[SAMPLE_LEVEL] = self.sample_ledger.epsilon()
         p = np.array([self.runtime.data_fractions[c] for c in ids])
         loss = float(np.dot(p, [losses[c] for c in ids]) / p.sum()) if ids else math.nan
         metrics = {"loss": loss, **metrics}
@@ -321,6 +385,10 @@ class FederatedLearner(Learner):
             "private": self.private.state_dict(),
             "algorithm": self.algorithm.state_dict(),
         }
+        if self.algorithm.privacy is not None:  # the key only with DP on: old states unchanged
+            payload[PRIVACY] = self.algorithm.privacy.state_dict()
+        if self.sample_ledger is not None:
+            payload[SAMPLE_LEDGER] = self.sample_ledger.state_dict()
         if self._pending:  # the key only with updates in flight: other states unchanged
             payload[IN_FLIGHT] = to_device(self._in_flight_state(), "cpu")
         tmp = folder / f"{CHECKPOINT}.tmp"
@@ -339,6 +407,10 @@ class FederatedLearner(Learner):
         self.global_state = {k: v.to(device) for k, v in payload["global"].items()}
         self.private.load_state_dict(payload["private"], device)
         self.algorithm.load_state_dict(payload["algorithm"])
+        if self.algorithm.privacy is not None:
+            self.algorithm.privacy.load_state_dict(payload[PRIVACY])
+        if self.sample_ledger is not None:
+            self.sample_ledger.load_state_dict(payload[SAMPLE_LEDGER])
         self._load_in_flight(to_device(payload.get(IN_FLIGHT, {}), device))
 
     def _in_flight_state(self) -> dict[str, Any]:

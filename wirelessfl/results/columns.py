@@ -202,6 +202,28 @@ STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
     "the target accuracy [J] (0 when the initial evaluation meets it; NaN: never)",
 }
 
+#: ``rounds.csv``'s columns after the algorithm's when the run has DP (docs/privacy.md): the
+#: first three with client-level DP (``privacy.mode`` central | local), the last with
+#: ``privacy.dp_sgd``.
+PRIVACY_COLUMNS: dict[str, str] = {
+    "dp_epsilon": "epsilon of client-level DP after the round, at privacy.delta, by Opacus's "
+    "accountant (central: the aggregations so far at q = K/N or 1; local: the device that sent "
+    "most often, q = 1)",
+    "dp_clip_norm": "C the round clipped each client's shared update to (adaptive clipping: "
+    "the current estimate)",
+    "dp_clipped_fraction": "fraction of the arrived updates whose norm exceeded C (NaN: none "
+    "arrived)",
+    "dp_sgd_epsilon": "epsilon of sample-level DP-SGD after the round (privacy.dp_sgd), at "
+    "privacy.delta: the largest over the devices of their local steps so far at q = B / |D_k|",
+}
+
+#: ``summary.csv`` columns of the privacy reproductions (``wirelessfl reproduce dp-*``,
+#: ``wirelessfl.study.privacy_figures.privacy_columns``), one row per run
+STUDY_PRIVACY_COLUMNS: dict[str, str] = {
+    "final_dp_sgd_epsilon": "dp_sgd_epsilon of the last round (inf: no DP-SGD)",
+    "final_dp_epsilon": "dp_epsilon of the last round (inf: no client-level DP)",
+}
+
 #: Prefix of the columns holding an algorithm's own metrics.
 ALGORITHM_PREFIX = "algo."
 
@@ -211,6 +233,15 @@ def algorithm_column(metric: str) -> str:
     return ALGORITHM_PREFIX + metric
 
 
+def metric_column(metric: str) -> str:
+    """The ``rounds.csv`` column of a learner metric: the standard column of that name, a
+    :data:`PRIVACY_COLUMNS` one, else ``algo.<metric>``."""
+    return (
+        metric if metric in ROUND_COLUMNS or metric in PRIVACY_COLUMNS else algorithm_column(metric)
+    )
+
+
 def algorithm_columns(metrics: dict[str, str]) -> dict[str, str]:
-    """Column -> doc for an algorithm's ``METRICS`` that are not standard round columns."""
-    return {algorithm_column(k): doc for k, doc in metrics.items() if k not in ROUND_COLUMNS}
+    """Column -> doc for a learner's metrics that are not standard round columns (the
+    algorithm's ``algo.<name>`` ones and the DP stage's)."""
+    return {metric_column(k): doc for k, doc in metrics.items() if k not in ROUND_COLUMNS}

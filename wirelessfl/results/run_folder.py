@@ -42,6 +42,8 @@ CONFIG = "config.yaml"
 META = "meta.json"
 #: The ``meta.json`` key of the evaluation of the global state before round 0 (``eval_initial``).
 INITIAL_EVALUATION = "initial_evaluation"
+#: The ``meta.json`` key of why a run ended before ``rounds`` (``privacy.target_epsilon``).
+STOPPED_EARLY = "stopped_early"
 STATE = "state.json"
 CHECKPOINTS = "checkpoints"
 MANIFEST = "manifest.json"

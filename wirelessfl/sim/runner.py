@@ -50,6 +50,7 @@ from wirelessfl.results.run_folder import (
     INITIAL_EVALUATION,
     MANIFEST,
     META,
+    STOPPED_EARLY,
     Checkpoint,
     DamagedRunError,
     claim_new,
@@ -320,6 +321,7 @@ class Run:
             bar = tqdm(total=sc.rounds, initial=start, unit="round", dynamic_ncols=True)
         last_checkpoint_wall, last_checkpoint_round = time.perf_counter(), start
         last_accuracy = None
+        stopped = None  # the learner's reason to end before sc.rounds (privacy.target_epsilon)
         config_hash = config_sha256(self.out)
         try:
             if initial is None and start == 0 and sc.evaluates_initial:
@@ -331,6 +333,9 @@ class Run:
             info = RunInfo(self.out, sc, tuple(columns), start, self.resume, initial)
             call_each(self.callbacks, "on_run_start", info, where=resume_hint)
             for t in range(start, sc.rounds):
+                stopped = self.learner.stop_reason()
+                if stopped is not None:
+                    break
                 outcome = self.sim.run_round(t)
                 pending["rounds"].append(outcome.record)
                 failed = None
@@ -347,6 +352,7 @@ class Run:
                 due = (
                     failed is not None
                     or t == sc.rounds - 1
+                    or self.learner.stop_reason() is not None
                     or (every > 0 and t + 1 - last_checkpoint_round >= every)
                     or time.perf_counter() - last_checkpoint_wall >= sc.output.checkpoint_interval_s
                 )
@@ -382,7 +388,9 @@ class Run:
             for callback in self.callbacks:
                 getattr(callback, "close", lambda: None)()
         self._write_devices()
-        self._write_meta(finished=True, ended=_now())
+        self._write_meta(
+            finished=True, ended=_now(), **({} if stopped is None else {STOPPED_EARLY: stopped})
+        )
         if not load_result:
             return None
         result = load(self.out)

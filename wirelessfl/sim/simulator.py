@@ -69,7 +69,7 @@ from wirelessfl.config.scenario import Scenario
 from wirelessfl.controllers import ControllerContext, Decision, make_controller
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
-from wirelessfl.results.columns import ROUND_COLUMNS, algorithm_column
+from wirelessfl.results.columns import metric_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
@@ -209,10 +209,7 @@ class Simulator:
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
-        self.metric_columns = {
-            name: name if name in ROUND_COLUMNS else algorithm_column(name)
-            for name in learner.metric_names()
-        }
+        self.metric_columns = {name: metric_column(name) for name in learner.metric_names()}
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
         self.env = simpy.Environment()
         self.next_round = 0

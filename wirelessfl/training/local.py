@@ -20,6 +20,7 @@ from torch import nn
 
 from wirelessfl.lora_math import orthogonality_penalty
 from wirelessfl.models.rng import seeded
+from wirelessfl.privacy.dp_sgd import DpSgd, per_sample_gradients, privatize_gradients
 from wirelessfl.training.batch_schedule import batch_schedule
 from wirelessfl.training.lora_state import TrainableState
 
@@ -46,6 +47,7 @@ class LocalTrainer:
         optimizer: str,
         lr: float,
         zeta: float = 0.0,
+        dp_sgd: DpSgd | None = None,
     ):
         self.model = model
         self.state = state
@@ -53,6 +55,8 @@ class LocalTrainer:
         self.optimizer = optimizer
         self.lr = lr
         self.zeta = zeta
+        #: sample-level DP-SGD (``privacy.dp_sgd``; :mod:`wirelessfl.privacy.dp_sgd`), or None
+        self.dp_sgd = dp_sgd
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         params = list(self.state.params.values())
@@ -84,12 +88,15 @@ class LocalTrainer:
         model_seed: int | None = None,
         zeta: float | None = None,
         frozen: frozenset[str] = frozenset(),
+        dp_generator: torch.Generator | None = None,
     ) -> LocalResult:
         """Start from ``global_state``, take ``steps`` optimizer steps on ``data``.
 
         ``zeta`` weighs eq. (2)'s regularizer in the loss (default: the trainer's ``zeta``).
         The trainable parameters named in ``frozen`` get no gradient and keep their start
         values (the optimizer skips them; its state keeps the indices of every parameter).
+        With :attr:`dp_sgd`, every step's task gradient is DP-SGD's, its noise drawn from
+        ``dp_generator``.
 
         ``model_seed`` seeds torch's global generator for the duration of training (in a forked
         RNG scope), so stochastic layers (dropout, drop-connect) draw the same masks whatever
@@ -97,7 +104,8 @@ class LocalTrainer:
         """
         device = next(self.model.parameters()).device
         scope = seeded(model_seed, device) if model_seed is not None else nullcontext()
-        with scope, self.state.frozen(frozen):
+        hooks = per_sample_gradients(self.model) if self.dp_sgd else nullcontext()
+        with scope, self.state.frozen(frozen), hooks:
             self.state.load(global_state)
             train_mode(self.model)
             opt = self._make_optimizer()
@@ -108,6 +116,9 @@ class LocalTrainer:
                 opt.zero_grad(set_to_none=True)
                 total, task = self.loss(data.batch(idx), zeta)
                 total.backward()
+                if self.dp_sgd is not None:
+                    assert dp_generator is not None, "DP-SGD draws its noise from a stream"
+                    privatize_gradients(self.state.params, self.dp_sgd, dp_generator, len(idx))
                 if record_grad_norms:
                     grads = [p.grad for p in self.state.params.values() if p.grad is not None]
                     norms.append(

@@ -32,6 +32,7 @@ from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.models.layers import layers_in, pattern_ranks
 from wirelessfl.models.rng import seeded, torch_generator
 from wirelessfl.plans import ModelGeometry
+from wirelessfl.privacy.dp_sgd import DpSgd
 from wirelessfl.training.local import LocalResult, LocalTrainer, measure_step_flops
 from wirelessfl.training.lora_state import PEFT_PREFIX, TrainableState
 from wirelessfl.training.private_state import ADAPTER_MULTIPLE, PrivateState
@@ -74,6 +75,9 @@ class Runtime:
         self.scenario = scenario
         self.settings = lc = scenario.learner
         self.seed = scenario.seed
+        pv = scenario.privacy
+        #: sample-level DP-SGD of the sequential trainer (``privacy.dp_sgd``), or None
+        self.dp_sgd = DpSgd(pv.sample_clip_norm, pv.sample_noise_multiplier) if pv.dp_sgd else None
         self.device = pick_device(lc.device)
         if "n_clients" in lc.dataset_options:
             raise ConfigError(
@@ -302,11 +306,12 @@ class Runtime:
             "optimizer": lc.optimizer,
             "lr": lc.lr,
         }
-        self.trainer = LocalTrainer(**trainer_args)
+        self.trainer = LocalTrainer(**trainer_args, dp_sgd=self.dp_sgd)
         self.batched = None
         wanted = lc.trainer
-        if wanted == "auto":
-            wanted = "batched" if self.device.type == "cuda" else "sequential"
+        if wanted == "auto":  # DP-SGD's per-sample gradients: the sequential trainer's
+            cuda = self.device.type == "cuda" and self.dp_sgd is None
+            wanted = "batched" if cuda else "sequential"
         if wanted == "batched":
             from wirelessfl.training.batched import BatchedTrainer
             from wirelessfl.training.sample_loss import sample_loss_for
@@ -409,6 +414,7 @@ class Runtime:
                         model_seed=seeds[i],
                         zeta=zeta,
                         frozen=frozen,
+                        dp_generator=self.generator("dp_sgd", clients[i], plans[i].round_index),
                     )
                 results.append(self._at_rank(result, ranks[i]))
         if keep:

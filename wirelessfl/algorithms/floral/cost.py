@@ -52,6 +52,8 @@ def conv_adaptor_rank(c_in: int, c_out: int, kernel: int, rho: float) -> int:
 class RoutedCost(FixedPayloadCost, ABC):
     """A fixed dense payload, measured or from ``learner.shape`` (module docstring)."""
 
+    RUNTIME_TRAINER = False  # the routed trainer (wirelessfl.algorithms.floral)
+
     NO_STAGE_REASON = (
         "the server averages its tensors by Algorithm 1's mixture weights, not as sparse LoRA "
         "updates"

@@ -32,6 +32,8 @@ __all__ = ["FederatedLoRAGroupsCost", "GroupCost", "H2TuneCost", "LocalGroupsCos
 class GroupCost(FixedPayloadCost):
     """A dense payload per client, measured or from ``learner.shape`` (module docstring)."""
 
+    RUNTIME_TRAINER = False  # each group trains its own model (wirelessfl.algorithms.h2tune)
+
     NO_STAGE_REASON = "its shared tensors are averaged whole, not as sparse LoRA updates"
 
     def __init__(self, settings: Any, **kwargs: Any) -> None:
