@@ -23,7 +23,29 @@ from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.errors import SimulationError
 from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
 
-__all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
+__all__ = [
+    "AirRound",
+    "ClientPlan",
+    "ClientReport",
+    "Learner",
+    "ModelGeometry",
+    "RoundPlan",
+    "WeightedUpdate",
+]
+
+
+@dataclass(frozen=True)
+class AirRound:
+    """An over-the-air aggregation (``channel.uplink: aircomp``, :mod:`channels.aircomp`): the
+    server receives sum_k c_k x_k + z / sqrt(eta) for unit-power symbols x_k.
+
+    Attributes:
+        gain: client id -> received coefficient c_k (1: aligned).
+        denoising: eta, the received SNR of a unit coefficient (linear, > 0).
+    """
+
+    gain: dict[int, float]
+    denoising: float
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,12 @@ class Learner(ABC):
         """Forget the pending updates of ``clients``, lost after they trained (unavailable or
         cut by ``faults.deadline_s`` in the event-driven modes, docs/simulator.md); a learner
         that keeps nothing per pending update needs no override."""
+        return None
+
+    def receive_over_the_air(self, air: AirRound) -> None:
+        """The channel of the next :meth:`aggregate` (``channel.uplink: aircomp``): the real
+        learner sums the updates as the server receives them, noise included; default: ignored
+        (a network-only learner's progress model does not see the aggregation error)."""
         return None
 
     def metric_names(self) -> dict[str, str]:

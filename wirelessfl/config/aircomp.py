@@ -1,0 +1,77 @@
+"""``channel.uplink`` and ``channel.aircomp``: the uplink the clients send their updates over
+(docs/simulator.md, "Over-the-air aggregation")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channels.aircomp import AIRCOMP_POLICIES
+from wirelessfl.config.schema import option
+from wirelessfl.errors import ConfigError
+
+__all__ = ["UPLINKS", "AirCompConfig", "check_uplink", "uses_aircomp"]
+
+#: ``channel.uplink``: orthogonal digital uploads (FDMA shares) or over-the-air aggregation
+UPLINKS = ("fdma", "aircomp")
+
+
+def uses_aircomp(config: Mapping[str, Any]) -> bool:
+    """Whether a run's resolved config (plain data) sends over the air."""
+    return (config.get("channel") or {}).get("uplink", "fdma") == "aircomp"
+
+
+@dataclass
+class AirCompConfig:
+    """Over-the-air aggregation: the power control policy of ``channels.aircomp``."""
+
+    policy: str = option(
+        "optimal",
+        choices=AIRCOMP_POLICIES,
+        doc="full_inversion (every client aligned to the weakest at full power) | truncated "
+        "(clients below threshold_snr_db excluded, the others inverted) | optimal (Cao et "
+        "al.'s threshold-based policy: weak clients at full power, the others inverted)",
+        applies=uses_aircomp,
+    )
+    threshold_snr_db: float | None = option(
+        None,
+        ge=-100.0,
+        le=100.0,
+        doc="policy truncated: the SNR at full power below which a client is excluded (the "
+        "others are received at this SNR); null: chosen per round from the channel (the "
+        "exclusion of least MSE)",
+        applies=uses_aircomp,
+    )
+
+    def threshold_snr(self) -> float | None:
+        """The linear threshold q_th (None: the per-round rule)."""
+        return None if self.threshold_snr_db is None else 10.0 ** (self.threshold_snr_db / 10.0)
+
+
+def check_uplink(scenario: Any) -> None:
+    """A one-line ``ConfigError`` for what over-the-air aggregation cannot run: an algorithm
+    whose aggregate is not a weighted sum of its clients' shared tensors (its cost model's
+    ``SINGLE_UPDATES``), the event-driven server modes (one analog sum per synchronous round),
+    a fixed transmit power per client (the AirComp policy sets the powers)."""
+    if scenario.channel.uplink != "aircomp":
+        return
+    from wirelessfl.registries import ALGORITHMS
+
+    name = scenario.algorithm.name
+    if not ALGORITHMS.load(name).CostModel.SINGLE_UPDATES:
+        raise ConfigError(
+            f"channel.uplink: aircomp receives a weighted sum of the clients' shared tensors, and "
+            f"algorithm {name!r} does not aggregate one; use channel.uplink: fdma, or an "
+            "algorithm whose CostModel.SINGLE_UPDATES (fedit, fedit_topk, ffa_lora, soft)"
+        )
+    if scenario.server.event_driven:
+        raise ConfigError(
+            f"channel.uplink: aircomp sums the updates of one synchronous round, and server.mode: "
+            f"{scenario.server.mode} adds them one at a time; use server.mode: sync"
+        )
+    if scenario.controller.tx_power_fraction is not None:
+        raise ConfigError(
+            "controller.tx_power_fraction: with channel.uplink: aircomp the power control "
+            "policy (channel.aircomp.policy) sets every client's power; remove it"
+        )

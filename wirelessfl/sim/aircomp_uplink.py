@@ -1,0 +1,57 @@
+"""The synchronous round's over-the-air uplink (``channel.uplink: aircomp``; docs/simulator.md,
+"Over-the-air aggregation").
+
+Before training, the server runs the power control policy (``channel.aircomp.policy``,
+:mod:`channels.aircomp`) on the scheduled clients it knows can send (not in outage; dropouts
+and unavailable clients it learns of only when they stay silent), at their power-control
+powers P_k and SNRs q_k. Clients the policy excludes do not train (``excluded`` in
+``clients.csv``). The others start their analog transmission together once the last of them
+has computed, each sending its message's dense values n_k in n_k / B seconds
+(:func:`channels.aircomp.analog_upload_s`) at its policy power p_k, so the round's upload time
+does not grow with K. The learner gets each arriving client's received coefficient c_k and the
+denoising factor η (:class:`~wirelessfl.learners.base.AirRound`) and adds the receiver noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from channels.aircomp import AirPower, air_power, analog_upload_s
+
+__all__ = ["AirUplink"]
+
+
+@dataclass
+class AirUplink:
+    """The AirComp policy of a run: ``policy`` and ``threshold_snr`` (linear, None: per round)
+    of ``channel.aircomp``, and the band B [Hz]."""
+
+    policy: str
+    threshold_snr: float | None
+    bandwidth_hz: float
+
+    def power(self, snr: np.ndarray, peak_power_w: np.ndarray) -> AirPower:
+        """The policy on (k,) SNRs at (k,) peak powers [W]."""
+        return air_power(self.policy, snr, peak_power_w, self.threshold_snr)
+
+    def upload_s(self, n_values: np.ndarray) -> np.ndarray:
+        """(m,) analog transmission times [s] of messages of ``n_values`` dense values."""
+        return analog_upload_s(n_values, self.bandwidth_hz)
+
+    @staticmethod
+    def record(air: AirPower | None, excluded: int) -> dict[str, float]:
+        """The round's AirComp columns (NaN MSE and SNR when nobody was eligible to send)."""
+        if air is None or air.denoising <= 0.0:
+            return {
+                "aircomp_mse": math.inf if air is not None else math.nan,
+                "aircomp_snr_db": math.nan,
+                "aircomp_excluded": excluded,
+            }
+        return {
+            "aircomp_mse": air.mse,
+            "aircomp_snr_db": 10.0 * math.log10(air.denoising),
+            "aircomp_excluded": excluded,
+        }
