@@ -75,7 +75,7 @@ class AirPower:
         denoising: η, the received SNR of a unit coefficient (linear; 0 when nobody sends).
         gain: (K,) received coefficient c_k = sqrt(p_k g_k / η) (1: aligned, 0: excluded).
         mse: :func:`aggregation_mse` of ``gain`` and ``denoising`` (per value, in units of the
-            symbol power; inf when nobody sends).
+            symbol power; K when nobody sends: every symbol is missing).
     """
 
     tx_power_w: np.ndarray
@@ -122,8 +122,8 @@ def _inputs(snr: ArrayLike, peak_power_w: ArrayLike) -> tuple[np.ndarray, np.nda
 def _inversion(q: np.ndarray, peak: np.ndarray, included: np.ndarray, eta: float) -> AirPower:
     """Channel inversion of the ``included`` clients to the received SNR η <= min q_k."""
     if not included.any() or eta <= 0.0:
-        zeros = np.zeros(q.size)
-        return AirPower(zeros, np.zeros(q.size, bool), 0.0, zeros.copy(), math.inf)
+        zeros = np.zeros(q.size)  # nobody sends: every symbol missing
+        return AirPower(zeros, np.zeros(q.size, bool), 0.0, zeros.copy(), float(q.size))
     p = np.where(included, eta * peak / np.where(q > 0, q, 1.0), 0.0)
     gain = included.astype(float)
     return AirPower(np.minimum(p, peak), included, eta, gain, aggregation_mse(gain, eta))
@@ -133,7 +133,7 @@ def full_inversion(snr: ArrayLike, peak_power_w: ArrayLike) -> AirPower:
     """Every client inverts its channel to the weakest at full power: η = min_k q_k.
 
     Input: ``snr`` (K,) q_k >= 0, the SNR at the peak power; ``peak_power_w`` (K,) P_k > 0 [W].
-    Output: :class:`AirPower` (nobody sends when some q_k = 0: MSE inf).
+    Output: :class:`AirPower` (nobody sends when some q_k = 0).
     """
     q, peak = _inputs(snr, peak_power_w)
     eta = float(q.min()) if q.size else 0.0

@@ -31,6 +31,7 @@ from wirelessfl.algorithms.finite import KEPT, non_finite
 from wirelessfl.algorithms.message import Message
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import (
+    AirRound,
     ClientPlan,
     ClientReport,
     Learner,
@@ -93,6 +94,7 @@ class FederatedLearner(Learner):
         #: the event-driven modes with mixing: the global state each pending client downloaded
         self._starts: dict[int, dict[str, torch.Tensor]] = {}
         self.remote: RayTraining | None = None  # learner.executor: ray
+        self._air: AirRound | None = None  # channel.uplink: aircomp, the next aggregation's
 
     # ---- sizes -----------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
@@ -198,13 +200,27 @@ class FederatedLearner(Learner):
         ids = [int(c) for c in arrived]
         messages = {c: self._pending[c] for c in ids}
         plans = {c: self._plans[c] for c in ids}
-        if messages:
+        if messages and self._air is not None:  # the received noisy sum, de-scaled
+            from wirelessfl.algorithms.over_the_air import over_the_air_sum
+
+            weights = self.algorithm.client_weights(ids, messages, self._round_plan)
+            noise = self.runtime.generator("aircomp", 0, round_index)
+            self.global_state = over_the_air_sum(
+                self.algorithm, self.global_state, messages, weights, self._air, noise
+            )
+        elif messages:
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
+        self._air = None
         losses = self._losses
         self._pending, self._losses, self._plans = {}, {}, {}
         return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
+
+    def receive_over_the_air(self, air: AirRound) -> None:
+        """The next :meth:`aggregate` sums the messages as received over the air
+        (:mod:`wirelessfl.algorithms.over_the_air`)."""
+        self._air = air
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:

@@ -107,7 +107,7 @@ CPU_CLOCK_COLUMNS: dict[str, str] = {
 AIRCOMP_ROUND_COLUMNS: dict[str, str] = {
     "aircomp_mse": "the power control's aggregation MSE per value, sum_k (c_k - 1)^2 + 1 / eta, "
     "over the scheduled clients not in outage (an excluded client adds 1), in units of the "
-    "symbol power (inf: nobody could send; NaN: all in outage)",
+    "symbol power (NaN: all in outage)",
     "aircomp_snr_db": "10 log10 eta: the received SNR of an aligned client (the denoising "
     "factor; NaN: nobody sent)",
     "aircomp_excluded": "scheduled clients the power control policy excluded (truncation)",

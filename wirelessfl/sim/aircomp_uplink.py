@@ -43,15 +43,13 @@ class AirUplink:
 
     @staticmethod
     def record(air: AirPower | None, excluded: int) -> dict[str, float]:
-        """The round's AirComp columns (NaN MSE and SNR when nobody was eligible to send)."""
-        if air is None or air.denoising <= 0.0:
-            return {
-                "aircomp_mse": math.inf if air is not None else math.nan,
-                "aircomp_snr_db": math.nan,
-                "aircomp_excluded": excluded,
-            }
+        """The round's AirComp columns (NaN when every scheduled client was in outage)."""
         return {
-            "aircomp_mse": air.mse,
-            "aircomp_snr_db": 10.0 * math.log10(air.denoising),
+            "aircomp_mse": math.nan if air is None else air.mse,
+            "aircomp_snr_db": (
+                10.0 * math.log10(air.denoising)
+                if air is not None and air.denoising > 0
+                else math.nan
+            ),
             "aircomp_excluded": excluded,
         }
