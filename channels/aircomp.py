@@ -24,8 +24,9 @@ Power control policies (per round, peak power p_k <= P_k; :func:`air_power`):
   η = min_k q_k, p_k = η / g_k (c_k = 1; MSE = 1 / η);
 - ``truncated``: truncated channel inversion (Zhu et al.): clients with q_k below the
   threshold q_th are excluded, the others invert to the received SNR η = q_th
-  (p_k = q_th / g_k <= P_k); without a threshold, :func:`best_truncation` picks, per round,
-  the exclusion that minimises the MSE;
+  (p_k = q_th / g_k <= P_k), or at a lower η that keeps each client's *average* power over
+  Rayleigh fading within its budget (:func:`average_power_denoising`); without a threshold,
+  :func:`best_truncation` picks, per round, the exclusion that minimises the MSE;
 - ``optimal``: Cao et al.'s optimal policy for a static channel (their threshold-based
   structure): with the clients in ascending order of their quality indicator q_k, the first
   i* transmit at full power and the others invert to η*, where
@@ -48,6 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from channels._validation import as_float, as_float_array
+from channels.capacity import exp_e1
 
 __all__ = [
     "AIRCOMP_POLICIES",
@@ -55,6 +57,7 @@ __all__ = [
     "aggregation_mse",
     "air_power",
     "analog_upload_s",
+    "average_power_denoising",
     "best_truncation",
     "full_inversion",
     "optimal_power",
@@ -140,23 +143,55 @@ def full_inversion(snr: ArrayLike, peak_power_w: ArrayLike) -> AirPower:
     return _inversion(q, peak, np.ones(q.size, bool), eta)
 
 
-def truncated_inversion(snr: ArrayLike, peak_power_w: ArrayLike, threshold_snr: float) -> AirPower:
+def truncated_inversion(
+    snr: ArrayLike, peak_power_w: ArrayLike, threshold_snr: float, denoising: float | None = None
+) -> AirPower:
     """Truncated channel inversion (Zhu et al.): q_k < q_th excluded, the others
-    invert to the received SNR η = q_th.
+    invert to the received SNR η = q_th (or ``denoising`` <= q_th).
 
     Input: ``snr`` (K,) q_k >= 0; ``peak_power_w`` (K,) P_k > 0 [W]; ``threshold_snr`` q_th > 0
-    (linear).
+    (linear); ``denoising`` η in (0, q_th], None: q_th.
     Output: :class:`AirPower`.
     """
     q, peak = _inputs(snr, peak_power_w)
     q_th = as_float("threshold_snr", threshold_snr, lower=0.0, lower_op=">")
-    return _inversion(q, peak, q >= q_th, q_th)
+    eta = q_th if denoising is None else as_float("denoising", denoising, lower=0.0, upper=q_th)
+    return _inversion(q, peak, q >= q_th, eta)
+
+
+def average_power_denoising(
+    threshold_snr: float,
+    mean_snr: ArrayLike,
+    peak_power_w: ArrayLike,
+    average_power_w: ArrayLike,
+) -> float:
+    """The largest received SNR η <= q_th at which truncated inversion keeps every client's
+    average transmit power over Rayleigh fading within its budget (Zhu et al.'s received
+    power level set by the average power constraint).
+
+    With q_k ~ Exp(mean q̄_k) (Rayleigh fading at the peak power P_k) and p_k = η P_k / q_k for
+    q_k >= q_th, E[p_k] = η (P_k / q̄_k) E1(q_th / q̄_k), so E[p_k] <= P̄_k for every k when
+    η = min(q_th, min_k P̄_k q̄_k / (P_k E1(q_th / q̄_k))).
+
+    Input: ``threshold_snr`` q_th > 0; ``mean_snr`` (K,) q̄_k > 0; ``peak_power_w`` (K,) P_k > 0
+    [W]; ``average_power_w`` (K,) or scalar P̄_k > 0 [W].
+    Output: η (float).
+    """
+    q_th = as_float("threshold_snr", threshold_snr, lower=0.0, lower_op=">")
+    mean = as_float_array("mean_snr", mean_snr, lower=0.0, lower_op=">").reshape(-1)
+    peak = as_float_array("peak_power_w", peak_power_w, lower=0.0, lower_op=">").reshape(-1)
+    budget = as_float_array("average_power_w", average_power_w, lower=0.0, lower_op=">")
+    x = q_th / mean
+    e1 = np.asarray(exp_e1(x)) * np.exp(-x)  # E1(x)
+    cap = np.broadcast_to(budget, mean.shape) * mean / (peak * e1)
+    return float(min(q_th, float(cap.min()) if cap.size else q_th))
 
 
 def best_truncation(snr: ArrayLike, peak_power_w: ArrayLike) -> AirPower:
     """The per-round truncation rule: exclude the m weakest clients (ascending q) and invert
     the others to the weakest included one at full power, η = q_(m+1), with m minimising
-    MSE(m) = m + 1 / q_(m+1) (each excluded client's missing symbol against the noise left).
+    MSE(m) = m + 1 / q_(m+1) (each excluded client's missing symbol against the noise left),
+    or nobody when MSE(K) = K is less (every q_k well below 1).
 
     Input: ``snr`` (K,) q_k >= 0; ``peak_power_w`` (K,) P_k > 0 [W].
     Output: :class:`AirPower` (ties: the fewest excluded).
@@ -166,8 +201,10 @@ def best_truncation(snr: ArrayLike, peak_power_w: ArrayLike) -> AirPower:
         return _inversion(q, peak, np.zeros(0, bool), 0.0)
     ordered = np.sort(q)
     with np.errstate(divide="ignore"):
-        mse = np.arange(q.size) + 1.0 / ordered
+        mse = np.append(np.arange(q.size) + 1.0 / ordered, q.size)  # m = K: nobody sends
     m = int(np.argmin(mse))
+    if m == q.size:
+        return _inversion(q, peak, np.zeros(q.size, bool), 0.0)
     eta = float(ordered[m])
     rank = np.argsort(np.argsort(q, kind="stable"), kind="stable")
     return _inversion(q, peak, rank >= m, eta)

@@ -11,6 +11,7 @@ from channels.aircomp import (
     aggregation_mse,
     air_power,
     analog_upload_s,
+    average_power_denoising,
     best_truncation,
     full_inversion,
     optimal_power,
@@ -90,11 +91,15 @@ def test_best_truncation_against_every_subset():
     for _ in range(20):
         q = 10 ** rng.uniform(-1.5, 1.0, size=5)
         peak = np.ones(5)
-        # brute force: every non-empty subset, inverted to its weakest member at full power
+        # brute force: every subset, inverted to its weakest member at full power (the empty
+        # one: every symbol missing, no noise)
         brute = min(
-            (5 - len(s)) + 1.0 / q[list(s)].min()
-            for m in range(1, 6)
-            for s in itertools.combinations(range(5), m)
+            5.0,
+            *(
+                (5 - len(s)) + 1.0 / q[list(s)].min()
+                for m in range(1, 6)
+                for s in itertools.combinations(range(5), m)
+            ),
         )
         air = best_truncation(q, peak)
         assert air.mse == pytest.approx(brute, rel=1e-12)
@@ -111,3 +116,20 @@ def test_nobody_sends_when_every_client_is_below_threshold():
 def test_analog_time_does_not_grow_with_clients():
     assert analog_upload_s(2.0e6, 1.0e6) == pytest.approx(2.0)
     assert aggregation_mse([1.0, 1.0], 4.0) == pytest.approx(0.25)
+
+
+def test_average_power_cap_holds_over_rayleigh_fading():
+    """Zhu et al.'s level: the mean power over many Rayleigh draws meets the budget."""
+    rng = np.random.default_rng(11)
+    mean_snr, peak = np.array([2.0, 10.0]), np.array([0.2, 0.2])
+    budget_w, q_th = 0.05, 1.0
+    eta = average_power_denoising(q_th, mean_snr, peak, budget_w)
+    assert 0 < eta < q_th  # the budget binds below the peak
+    draws = rng.exponential(mean_snr, size=(200_000, 2))
+    powers = np.array([truncated_inversion(q, peak, q_th, eta).tx_power_w for q in draws[:2000]])
+    assert (powers <= peak).all()
+    # the mean over many fading states: E[p] = eta P E1(q_th / mean) / mean, the tight client
+    # exactly at the budget (closed form against the sample mean of eta P / q above q_th)
+    sample = np.where(draws >= q_th, eta * peak / draws, 0.0).mean(axis=0)
+    assert sample.max() == pytest.approx(budget_w, rel=0.02)
+    assert (sample <= budget_w * 1.02).all()

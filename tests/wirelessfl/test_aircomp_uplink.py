@@ -106,6 +106,9 @@ def test_per_round_truncation_rule_excludes_only_weak_clients(tmp_path):
     c, rounds = run.clients, run.rounds.set_index("round")
     for t, rows in c.groupby("round"):
         out, kept = rows[rows.status == "excluded"], rows[rows.status == "arrived"]
+        if kept.empty:  # every symbol missing beats the noise of the weakest: nobody sends
+            assert rounds.loc[t, "aircomp_mse"] == len(out) == 5
+            continue
         if len(out):
             assert out.snr_db.max() <= kept.snr_db.min()
         q_min = 10.0 ** (kept.snr_db.min() / 10.0)
@@ -113,9 +116,33 @@ def test_per_round_truncation_rule_excludes_only_weak_clients(tmp_path):
     assert rounds.aircomp_excluded.sum() > 0
 
 
+def test_average_power_lowers_the_received_snr_to_zhu_et_als_level(tmp_path):
+    from scipy.special import exp1
+
+    threshold_db, budget_w = 5.0, 0.02
+    run = _run(
+        tmp_path,
+        "average",
+        **{
+            "channel.aircomp.policy": "truncated",
+            "channel.aircomp.threshold_snr_db": threshold_db,
+            "channel.aircomp.average_power_w": budget_w,
+        },
+    )
+    q_th, mean_snr = 10.0 ** (threshold_db / 10.0), 10.0  # small_scenario: 10 dB every client
+    # E[p] = eta P E1(q_th / mean) / mean = budget
+    eta = budget_w * mean_snr / (P_MAX_W * exp1(q_th / mean_snr))
+    assert eta < q_th
+    sending = run.rounds[run.rounds.n_arrived > 0]
+    np.testing.assert_allclose(sending.aircomp_snr_db, 10.0 * np.log10(eta), rtol=1e-9)
+    sent = run.clients[run.clients.status == "arrived"]
+    np.testing.assert_allclose(sent.tx_power_w, eta * P_MAX_W / 10.0 ** (sent.snr_db / 10.0))
+
+
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
+        ({"channel.aircomp.average_power_w": 0.1}, "channel.aircomp.average_power_w"),
         ({"algorithm.name": "flexlora"}, "channel.uplink"),
         ({"server.mode": "async"}, "channel.uplink"),
         ({"controller.tx_power_fraction": 0.5}, "controller.tx_power_fraction"),

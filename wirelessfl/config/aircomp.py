@@ -44,6 +44,24 @@ class AirCompConfig:
         applies=uses_aircomp,
     )
 
+    average_power_w: float | None = option(
+        None,
+        gt=0.0,
+        doc="policy truncated with threshold_snr_db: each client's average transmit power over "
+        "Rayleigh fading (Zhu et al.: the received SNR is lowered until every client meets "
+        "it); null: the peak power alone",
+        applies=uses_aircomp,
+    )
+
+    def validate(self, prefix: str) -> None:
+        if self.average_power_w is not None and (
+            self.policy != "truncated" or self.threshold_snr_db is None
+        ):
+            raise ConfigError(
+                f"{prefix}.average_power_w: sets the received SNR of truncated inversion at a "
+                f"fixed threshold; use policy: truncated with threshold_snr_db, or remove it"
+            )
+
     def threshold_snr(self) -> float | None:
         """The linear threshold q_th (None: the per-round rule)."""
         return None if self.threshold_snr_db is None else 10.0 ** (self.threshold_snr_db / 10.0)
@@ -69,6 +87,12 @@ def check_uplink(scenario: Any) -> None:
         raise ConfigError(
             f"channel.uplink: aircomp sums the updates of one synchronous round, and server.mode: "
             f"{scenario.server.mode} adds them one at a time; use server.mode: sync"
+        )
+    fading = scenario.channel.fading.model
+    if scenario.channel.aircomp.average_power_w is not None and fading != "rayleigh":
+        raise ConfigError(
+            "channel.aircomp.average_power_w: the average over fading is Rayleigh's closed "
+            f"form, and channel.fading.model is {fading!r}; use rayleigh, or remove it"
         )
     if scenario.controller.tx_power_fraction is not None:
         raise ConfigError(

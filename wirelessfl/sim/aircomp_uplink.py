@@ -19,23 +19,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channels.aircomp import AirPower, air_power, analog_upload_s
+from channels.aircomp import (
+    AirPower,
+    air_power,
+    analog_upload_s,
+    average_power_denoising,
+    truncated_inversion,
+)
 
 __all__ = ["AirUplink"]
 
 
 @dataclass
 class AirUplink:
-    """The AirComp policy of a run: ``policy`` and ``threshold_snr`` (linear, None: per round)
-    of ``channel.aircomp``, and the band B [Hz]."""
+    """The AirComp policy of a run: ``policy``, ``threshold_snr`` (linear, None: per round) and
+    ``average_power_w`` (None: none) of ``channel.aircomp``, and the band B [Hz]."""
 
     policy: str
     threshold_snr: float | None
     bandwidth_hz: float
+    average_power_w: float | None = None
 
-    def power(self, snr: np.ndarray, peak_power_w: np.ndarray) -> AirPower:
-        """The policy on (k,) SNRs at (k,) peak powers [W]."""
-        return air_power(self.policy, snr, peak_power_w, self.threshold_snr)
+    def power(self, snr: np.ndarray, peak_power_w: np.ndarray, mean_snr: np.ndarray) -> AirPower:
+        """The policy on (k,) SNRs at (k,) peak powers [W], the clients' (k,) mean SNRs at
+        those powers bounding the received SNR by their average power."""
+        if self.average_power_w is None or self.threshold_snr is None:
+            return air_power(self.policy, snr, peak_power_w, self.threshold_snr)
+        eta = average_power_denoising(
+            self.threshold_snr, mean_snr, peak_power_w, self.average_power_w
+        )
+        return truncated_inversion(snr, peak_power_w, self.threshold_snr, eta)
 
     def upload_s(self, n_values: np.ndarray) -> np.ndarray:
         """(m,) analog transmission times [s] of messages of ``n_values`` dense values."""

@@ -487,7 +487,8 @@ class Simulator:
                 f"and controller {self.scenario.controller.name!r} decides them too (under "
                 "these settings); use channel.uplink: fdma, or a controller that does not"
             )
-        return AirUplink(ch.aircomp.policy, ch.aircomp.threshold_snr(), ch.bandwidth_hz)
+        air = ch.aircomp
+        return AirUplink(air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w)
 
     def _exclude(self, r: _Round) -> None:
         """The AirComp policy on the clients not in outage: its powers replace theirs, the
@@ -498,7 +499,8 @@ class Simulator:
         r.excluded = np.zeros(k, bool)
         r.air_gain = np.zeros(k)
         if rows.size:
-            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows])
+            mean_snr = np.asarray(self.cell.mean_snr, dtype=float)[r.scheduled[rows]]
+            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows], mean_snr)
             r.excluded[rows[~r.air.included]] = True
             r.air_gain[rows] = r.air.gain
             r.tx_power_w = r.tx_power_w.copy()
