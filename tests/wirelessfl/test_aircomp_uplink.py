@@ -139,6 +139,23 @@ def test_average_power_lowers_the_received_snr_to_zhu_et_als_level(tmp_path):
     np.testing.assert_allclose(sent.tx_power_w, eta * P_MAX_W / 10.0 ** (sent.snr_db / 10.0))
 
 
+def test_aircomp_resumes_to_the_same_tables(tmp_path):
+    import pandas as pd
+    from scenario_helpers import interrupt_at
+
+    from wirelessfl.sim import resume_run
+    from wirelessfl.sim.runner import Run
+
+    overrides = {"channel.aircomp.policy": "truncated", "channel.mean_snr_db": 0.0}
+    full = _run(tmp_path, "full", **overrides)
+    cut = small_scenario(**{**FIXED, **overrides, "output.checkpoint_every": 1})
+    interrupt_at(Run(cut, tmp_path / "cut"), 3)
+    resumed = resume_run(tmp_path / "cut")
+    pd.testing.assert_frame_equal(full.clients, resumed.clients)
+    wall = ["wall_s"]
+    pd.testing.assert_frame_equal(full.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall))
+
+
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
