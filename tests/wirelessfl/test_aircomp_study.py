@@ -13,8 +13,10 @@ from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
 
 def test_the_reproductions_are_listed_and_pair_with_aircomp():
     names = [name for name in REPRODUCTIONS if name.startswith("aircomp-")]
-    assert names == ["aircomp-latency-k", "aircomp-latency-snr"]
-    for name in names:
+    assert names == ["aircomp-latency-k", "aircomp-latency-snr", "aircomp-digits"]
+    digits = REPRODUCTIONS["aircomp-digits"]
+    assert digits.reference.value == {"channel.uplink": "fdma"} and digits.seeds >= 3
+    for name in names[:2]:
         spec = REPRODUCTIONS[name]
         assert spec.seeds >= 5 and spec.reference.value == {"channel.uplink": "aircomp"}
         assert set(spec.sweeps) == {"aircomp", "fdma_dense", "fdma_topk"}
