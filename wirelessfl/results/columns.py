@@ -102,8 +102,10 @@ CPU_CLOCK_COLUMNS: dict[str, str] = {
 
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` with ``channel.uplink: aircomp``
 #: (docs/simulator.md, "Over-the-air aggregation"); there ``delay_s`` is the analog
-#: transmission time n / B, ``share`` in ``clients.csv`` 1 (the whole band) for a client that
-#: sends and ``tx_power_w`` its policy power p_k.
+#: transmission time n / B, ``bits_up`` and ``bits`` the messages' digital size (what FDMA
+#: would send; the analog transmission carries their n dense values), ``share`` in
+#: ``clients.csv`` 1 (the whole band) for a client that sends and ``tx_power_w`` its policy
+#: power p_k.
 AIRCOMP_ROUND_COLUMNS: dict[str, str] = {
     "aircomp_mse": "the power control's aggregation MSE per value, sum_k (c_k - 1)^2 + 1 / eta, "
     "over the scheduled clients not in outage (an excluded client adds 1), in units of the "

@@ -29,7 +29,10 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    was scheduled. The tables equal those of one SimPy process per client
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
-   (:mod:`wirelessfl.sim.energy`);
+   (:mod:`wirelessfl.sim.energy`). With ``channel.uplink: aircomp`` the power control policy
+   runs after step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes do
+   not train) and the uploads are one analog transmission of n_k / B seconds that starts when
+   the last client has computed (:mod:`wirelessfl.sim.aircomp_uplink`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
