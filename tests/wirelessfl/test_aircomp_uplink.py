@@ -12,14 +12,13 @@ import pytest
 from scenario_helpers import digits_scenario, small_scenario
 
 from wirelessfl.errors import ConfigError
-from wirelessfl.plans import ClientPlan, RoundPlan
+from wirelessfl.plans import AirRound, ClientPlan, RoundPlan
 from wirelessfl.sim import run_scenario
 
 torch = pytest.importorskip("torch")
 
 from wirelessfl.algorithms import Message, make_algorithm  # noqa: E402
 from wirelessfl.algorithms.over_the_air import over_the_air_sum, symbol_scale  # noqa: E402
-from wirelessfl.learners.base import AirRound  # noqa: E402
 from wirelessfl.training.runtime import Runtime  # noqa: E402
 
 B_HZ = 1.0e6

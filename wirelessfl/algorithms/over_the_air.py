@@ -4,7 +4,7 @@ air (``channel.uplink: aircomp``; docs/simulator.md, "Over-the-air aggregation")
 Client k sends its weighted update w_k Delta_k as unit-power symbols x_k = w_k Delta_k / s,
 with s the largest RMS of a client's weighted shared values (one number per client goes up
 digitally, so s is common); the server receives sum_k c_k x_k + z / sqrt(eta) per value,
-z ~ N(0, 1) (:class:`~wirelessfl.learners.base.AirRound`), and de-scales by s:
+z ~ N(0, 1) (:class:`~wirelessfl.plans.AirRound`), and de-scales by s:
 
     theta <- theta + sum_k c_k w_k Delta_k + s z / sqrt(eta).
 
@@ -22,7 +22,7 @@ import torch
 
 from wirelessfl.algorithms.base import FederatedAlgorithm, State
 from wirelessfl.algorithms.message import Message
-from wirelessfl.learners.base import AirRound
+from wirelessfl.plans import AirRound
 
 __all__ = ["add_receiver_noise", "over_the_air_sum", "symbol_scale"]
 

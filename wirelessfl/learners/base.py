@@ -21,7 +21,7 @@ import numpy as np
 
 from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.errors import SimulationError
-from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
+from wirelessfl.plans import AirRound, ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
 
 __all__ = [
     "AirRound",
@@ -32,20 +32,6 @@ __all__ = [
     "RoundPlan",
     "WeightedUpdate",
 ]
-
-
-@dataclass(frozen=True)
-class AirRound:
-    """An over-the-air aggregation (``channel.uplink: aircomp``, :mod:`channels.aircomp`): the
-    server receives sum_k c_k x_k + z / sqrt(eta) for unit-power symbols x_k.
-
-    Attributes:
-        gain: client id -> received coefficient c_k (1: aligned).
-        denoising: eta, the received SNR of a unit coefficient (linear, > 0).
-    """
-
-    gain: dict[int, float]
-    denoising: float
 
 
 @dataclass(frozen=True)
