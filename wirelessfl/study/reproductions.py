@@ -732,7 +732,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="Zhu et al.: at low SNR the aggregation noise of over-the-air aggregation costs "
         "accuracy against digital uploads, which it reaches in far less virtual time",
         target_accuracy=0.3,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=lambda out, runs: accuracy_both_ways(
             out, runs, "aircomp_digits", "AirComp and FDMA on digits (K = 4 of 8)"
