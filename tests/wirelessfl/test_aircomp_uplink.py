@@ -256,3 +256,17 @@ def test_high_snr_aircomp_run_trains_like_fdma(tmp_path):
         tmp_path / "low",
     )
     assert not np.allclose(low.rounds.loss[1:], fdma.rounds.loss[1:], rtol=1e-3)
+
+
+def test_a_controller_that_decides_powers_is_refused_in_one_line(tmp_path):
+    from wirelessfl.config import load_scenario
+    from wirelessfl.config.loader import SCENARIO_DIR
+
+    sc = load_scenario(
+        SCENARIO_DIR / "energy" / "umi_budget_joint.yaml",
+        ["channel.uplink=aircomp", "controller.radio=joint", "rounds=1"],
+    )
+    with pytest.raises(ConfigError) as err:
+        run_scenario(sc, tmp_path / "joint")
+    assert str(err.value).startswith("channel.uplink: aircomp sets the transmit powers")
+    assert "\n" not in str(err.value)
