@@ -1,6 +1,7 @@
 """Wireless physics for federated learning over FDMA uplinks (numpy + scipy only).
 
 Modules (one concern each): :mod:`~channels.units` (dB/dBm/W), :mod:`~channels.noise` (σ²),
+:mod:`~channels.aircomp` (over-the-air aggregation: analog time, power control, MSE),
 :mod:`~channels.streams` (addressable random streams), :mod:`~channels.fading` (small-scale
 fading models and registry), :mod:`~channels.pathloss` (path loss, shadowing),
 :mod:`~channels.pathloss_3gpp` (3GPP TR 38.901 UMi/UMa path loss, LoS probability,

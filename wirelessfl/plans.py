@@ -13,6 +13,7 @@ import numpy as np
 from channels import lora_training_flops
 
 __all__ = [
+    "AirRound",
     "ClientPlan",
     "ModelGeometry",
     "RoundPlan",
@@ -214,3 +215,17 @@ def _tuples(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_tuples(v) for v in value)
     return value
+
+
+@dataclass(frozen=True)
+class AirRound:
+    """An over-the-air aggregation (``channel.uplink: aircomp``, :mod:`channels.aircomp`): the
+    server receives sum_k c_k x_k + z / sqrt(eta) for unit-power symbols x_k.
+
+    Attributes:
+        gain: client id -> received coefficient c_k (1: aligned).
+        denoising: eta, the received SNR of a unit coefficient (linear, > 0).
+    """
+
+    gain: dict[int, float]
+    denoising: float

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
+from wirelessfl.config.aircomp import UPLINKS, AirCompConfig, check_uplink
 from wirelessfl.config.privacy import PrivacyConfig
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
@@ -316,6 +317,13 @@ class ChannelConfig:
         doc="rounds of fading drawn per block (memory/speed); n_clients x block_rounds x 40 B "
         "must stay within 4 GiB",
     )
+    uplink: str = option(
+        "fdma",
+        choices=UPLINKS,
+        doc="fdma (digital uploads on bandwidth shares) | aircomp (analog over-the-air sum of "
+        "the updates on the whole band, channel.aircomp)",
+    )
+    aircomp: AirCompConfig = field(default_factory=AirCompConfig)
 
     def validate(self, prefix: str) -> None:
         if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:
@@ -1141,6 +1149,7 @@ class Scenario:
             )
         self._validate_wireless()
         self._validate_server()
+        check_uplink(self)
         self._validate_fixed_ranks()
         self._validate_privacy()
         for warning in self.constants.resolve(self.learner):

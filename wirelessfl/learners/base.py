@@ -21,9 +21,17 @@ import numpy as np
 
 from wirelessfl.algorithms.cost import CostModel
 from wirelessfl.errors import SimulationError
-from wirelessfl.plans import ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
+from wirelessfl.plans import AirRound, ClientPlan, ModelGeometry, RoundPlan, WeightedUpdate
 
-__all__ = ["ClientPlan", "ClientReport", "Learner", "ModelGeometry", "RoundPlan", "WeightedUpdate"]
+__all__ = [
+    "AirRound",
+    "ClientPlan",
+    "ClientReport",
+    "Learner",
+    "ModelGeometry",
+    "RoundPlan",
+    "WeightedUpdate",
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,12 @@ class Learner(ABC):
         """Forget the pending updates of ``clients``, lost after they trained (unavailable or
         cut by ``faults.deadline_s`` in the event-driven modes, docs/simulator.md); a learner
         that keeps nothing per pending update needs no override."""
+        return None
+
+    def receive_over_the_air(self, air: AirRound) -> None:
+        """The channel of the next :meth:`aggregate` (``channel.uplink: aircomp``): the real
+        learner sums the updates as the server receives them, noise included; default: ignored
+        (a network-only learner's progress model does not see the aggregation error)."""
         return None
 
     def metric_names(self) -> dict[str, str]:

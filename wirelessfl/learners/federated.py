@@ -33,6 +33,7 @@ from wirelessfl.algorithms.quantization import QUANT_METRICS
 from wirelessfl.algorithms.quantize_stage import quant_metrics
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners.base import (
+    AirRound,
     ClientPlan,
     ClientReport,
     Learner,
@@ -116,6 +117,7 @@ class FederatedLearner(Learner):
                 delta=default_delta(scenario),
                 accountant=scenario.privacy.accountant,
             )
+        self._air: AirRound | None = None  # channel.uplink: aircomp, the next aggregation's
 
     # ---- sizes -----------------------------------------------------------------------------
     def geometry(self) -> ModelGeometry:
@@ -227,11 +229,21 @@ class FederatedLearner(Learner):
         ids = [int(c) for c in arrived]
         messages = {c: self._pending[c] for c in ids}
         plans = {c: self._plans[c] for c in ids}
-        if messages:
+        if messages and self._air is not None:  # the received noisy sum, de-scaled
+            from wirelessfl.algorithms.over_the_air import over_the_air_sum
+
+            weights = self.algorithm.client_weights(ids, messages, self._round_plan)
+            noise = self.runtime.generator("aircomp", 0, round_index)
+            self.global_state = over_the_air_sum(
+                self.algorithm, self.global_state, messages, weights, self._air, noise
+            )
+        elif messages:
             self.global_state = self.algorithm.aggregate(
                 self.global_state, messages, plans, self._round_plan
             )
+        if messages:
             self._release_privately(round_index, messages)
+        self._air = None
         losses = self._losses
         self._pending, self._losses, self._plans = {}, {}, {}
         return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
@@ -265,6 +277,11 @@ class FederatedLearner(Learner):
             f"privacy.target_epsilon: the next round would take DP-SGD's epsilon to "
             f"{after:.4g} > {target:g} at delta {ledger.delta:.3g}"
         )
+
+    def receive_over_the_air(self, air: AirRound) -> None:
+        """The next :meth:`aggregate` sums the messages as received over the air
+        (:mod:`wirelessfl.algorithms.over_the_air`)."""
+        self._air = air
 
     # ---- the event-driven modes ------------------------------------------------------------
     def event_driven_refusal(self) -> str | None:

@@ -85,7 +85,8 @@ CLIENT_COLUMNS: dict[str, str] = {
     "compute_s": "local compute duration",
     "upload_s": "upload duration (inf: no bandwidth)",
     "bits": "uplink payload bits (0 for dropped and outage clients)",
-    "status": "arrived | dropped | outage | unavailable | straggler",
+    "status": "arrived | dropped | outage | unavailable | straggler | excluded (channel.uplink: "
+    "aircomp: left out by the power control policy, did not train)",
     "rank": "LoRA rank r_k planned for the client (0: no decision, outage)",
     "ratio": "sparsification O_k planned for the client (NaN: no decision, outage)",
     "bits_down": "downlink bits the server sent the client (0 if it did not train)",
@@ -101,6 +102,21 @@ CLIENT_COLUMNS: dict[str, str] = {
 CPU_CLOCK_COLUMNS: dict[str, str] = {
     "cpu_hz": "CPU clock f_k the client computed at [Hz], in [devices.energy.cpu_freq_min_hz, "
     "cpu_freq_hz] (NaN: outage, no decision)",
+}
+
+#: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` with ``channel.uplink: aircomp``
+#: (docs/simulator.md, "Over-the-air aggregation"); there ``delay_s`` is the analog
+#: transmission time n / B, ``bits_up`` and ``bits`` the messages' digital size (what FDMA
+#: would send; the analog transmission carries their n dense values), ``share`` in
+#: ``clients.csv`` 1 (the whole band) for a client that sends and ``tx_power_w`` its policy
+#: power p_k.
+AIRCOMP_ROUND_COLUMNS: dict[str, str] = {
+    "aircomp_mse": "the power control's aggregation MSE per value, sum_k (c_k - 1)^2 + 1 / eta, "
+    "over the scheduled clients not in outage (an excluded client adds 1), in units of the "
+    "symbol power (NaN: all in outage)",
+    "aircomp_snr_db": "10 log10 eta: the received SNR of an aligned client (the denoising "
+    "factor; NaN: nobody sent)",
+    "aircomp_excluded": "scheduled clients the power control policy excluded (truncation)",
 }
 
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` in the event-driven modes

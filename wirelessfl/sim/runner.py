@@ -33,6 +33,7 @@ from wirelessfl.config.schema import build, to_dict
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
+    AIRCOMP_ROUND_COLUMNS,
     CLIENT_COLUMNS,
     CPU_CLOCK_COLUMNS,
     EVENT_COLUMNS,
@@ -259,6 +260,8 @@ class Run:
         sc = self.scenario
         event_driven = sc.server.event_driven
         extra = EVENT_DRIVEN_ROUND_COLUMNS if event_driven else {}
+        if sc.channel.uplink == "aircomp":
+            extra = AIRCOMP_ROUND_COLUMNS
         algo = algorithm_columns(self.learner.metric_names())
         columns = {"rounds": [*ROUND_COLUMNS, *extra, *algo]}
         if sc.output.events:

@@ -29,7 +29,10 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    was scheduled. The tables equal those of one SimPy process per client
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
-   (:mod:`wirelessfl.sim.energy`);
+   (:mod:`wirelessfl.sim.energy`). With ``channel.uplink: aircomp`` the power control policy
+   runs after step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes do
+   not train) and the uploads are one analog transmission of n_k / B seconds that starts when
+   the last client has computed (:mod:`wirelessfl.sim.aircomp_uplink`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
@@ -62,15 +65,17 @@ import numpy as np
 import simpy
 
 from channels import compute_delay_at_clock_s, rate_bps, snr_at_power
+from channels.aircomp import AirPower
 from channels.streams import round_generator
 from optim import select_clients, update_average_rate
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.controllers import ControllerContext, Decision, make_controller
-from wirelessfl.errors import SimulationError
-from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
+from wirelessfl.errors import ConfigError, SimulationError
+from wirelessfl.learners.base import AirRound, ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import metric_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
+from wirelessfl.sim.aircomp_uplink import AirUplink
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
@@ -150,6 +155,9 @@ class _Round:
     energy: RoundEnergy | None = None
 
     active: np.ndarray | None = None  # (k,) bool: scheduled clients that train and upload
+    air: AirPower | None = None  # channel.uplink aircomp: the round's power control
+    air_gain: np.ndarray | None = None  # (k,) received coefficient c_k (0: not sending)
+    excluded: np.ndarray | None = None  # (k,) bool: excluded by the AirComp policy
 
 
 class Simulator:
@@ -208,6 +216,8 @@ class Simulator:
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
+        #: channel.uplink: aircomp, the over-the-air uplink (else None: FDMA)
+        self.air = self._air_uplink()
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
         self.metric_columns = {name: metric_column(name) for name in learner.metric_names()}
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
@@ -268,6 +278,8 @@ class Simulator:
         r = self._observe(t)
         self._mark_faults(r)
         self._decide(r)
+        if self.air is not None:
+            self._exclude(r)
         self._train(r)
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
@@ -486,6 +498,39 @@ class Simulator:
         """Compute times [s] the server expects (for compute-aware shares)."""
         return self.learner.expected_flops(self.rank) / self.flops_per_s[clients]
 
+    def _air_uplink(self) -> AirUplink | None:
+        """The AirComp uplink of ``channel.uplink: aircomp`` (a controller that decides
+        transmit powers is refused in one line: the policy sets them)."""
+        ch = self.scenario.channel
+        if ch.uplink != "aircomp":
+            return None
+        if self.controller.decides_tx_power:
+            raise ConfigError(
+                f"channel.uplink: aircomp sets the transmit powers by channel.aircomp.policy, "
+                f"and controller {self.scenario.controller.name!r} decides them too (under "
+                "these settings); use channel.uplink: fdma, or a controller that does not"
+            )
+        air = ch.aircomp
+        return AirUplink(air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w)
+
+    def _exclude(self, r: _Round) -> None:
+        """The AirComp policy on the clients not in outage: its powers replace theirs, the
+        clients it excludes do not train, the others send on the whole band."""
+        assert self.air is not None
+        k = len(r.scheduled)
+        rows = np.flatnonzero(~r.outage)
+        r.excluded = np.zeros(k, bool)
+        r.air_gain = np.zeros(k)
+        if rows.size:
+            mean_snr = np.asarray(self.cell.mean_snr, dtype=float)[r.scheduled[rows]]
+            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows], mean_snr)
+            r.excluded[rows[~r.air.included]] = True
+            r.air_gain[rows] = r.air.gain
+            r.tx_power_w = r.tx_power_w.copy()
+            r.tx_power_w[rows] = r.air.tx_power_w
+        r.active = r.active & ~r.excluded
+        r.shares = np.where(r.outage | r.excluded, 0.0, 1.0)
+
     # 4. ------------------------------------------------------------------------------------
     def _train(self, r: _Round) -> None:
         """Local training of the clients that will upload (wall time only)."""
@@ -530,35 +575,42 @@ class Simulator:
             assert self.cpu_hz_max is not None
             speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
             compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
-        rate = rate_bps(
-            r.shares[idx], ch.bandwidth_hz, r.snr[idx], noise_bandwidth=ch.noise_bandwidth
-        )
-        upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
+        if self.air is None:
+            rate = rate_bps(
+                r.shares[idx], ch.bandwidth_hz, r.snr[idx], noise_bandwidth=ch.noise_bandwidth
+            )
+            upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
+        else:  # analog: n_k / B, whatever K
+            upload_s = self.air.upload_s(np.array([rep.n_total for rep in reports], dtype=float))
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
         r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
         t0 = env.now
         compute_start = t0 + downlink_s + np.zeros(idx.size)
         compute_end = compute_start + compute_s
-        upload_end = compute_end + upload_s
+        upload_start = compute_end  # AirComp: together, once the last one has computed
+        if self.air is not None and idx.size:
+            upload_start = np.full(idx.size, compute_end.max())
+        upload_end = upload_start + upload_s
         sends = np.isfinite(upload_s)  # a client without bandwidth never starts
         end_s = float(upload_end[sends].max()) if sends.any() else t0
         if sc.faults.deadline_s is not None:
             end_s = min(end_s, t0 + sc.faults.deadline_s)
         # what happened by the round's end: all of it, unless the deadline cut a client
         started = sends & (compute_start <= end_s)
-        uploading = sends & (compute_end <= end_s)
+        computed = sends & (compute_end <= end_s)
+        uploading = sends & (upload_start <= end_s)
         arrived = sends & (upload_end <= end_s)
         for happened, times, kind in (
             (started, compute_start, Kind.COMPUTE_START),
-            (uploading, compute_end, Kind.COMPUTE_END),
-            (uploading, compute_end, Kind.UPLOAD_START),
+            (computed, compute_end, Kind.COMPUTE_END),
+            (uploading, upload_start, Kind.UPLOAD_START),
         ):
             r.log.add_many(times[happened], kind, clients[happened])
         r.log.add_many(upload_end[arrived], Kind.UPLOAD_END, clients[arrived], bits_up[arrived])
         r.log.add_many(end_s, Kind.STRAGGLER, clients[~arrived])
         # a finished phase counts whole, a cut one up to the deadline
-        computed_s = np.where(uploading, compute_s, np.where(started, end_s - compute_start, 0.0))
-        uploaded_s = np.where(arrived, upload_s, np.where(uploading, end_s - compute_end, 0.0))
+        computed_s = np.where(computed, compute_s, np.where(started, end_s - compute_start, 0.0))
+        uploaded_s = np.where(arrived, upload_s, np.where(uploading, end_s - upload_start, 0.0))
         if r.unavailable.all():  # nobody (available) to schedule: the server waits
             end_s = t0 + sc.availability.empty_round_s
         r.energy = round_energy(
@@ -581,6 +633,14 @@ class Simulator:
         """The learner aggregates the arrivals; the fairness tracker moves on."""
         events = r.log.table()
         arrived = arrived_clients(events)
+        if r.air is not None and arrived.size:
+            row = {int(c): i for i, c in enumerate(r.scheduled)}
+            self.learner.receive_over_the_air(
+                AirRound(
+                    gain={int(c): float(r.air_gain[row[int(c)]]) for c in arrived},
+                    denoising=r.air.denoising,
+                )
+            )
         metrics = self.learner.aggregate(r.t, arrived)
         self._check_metrics(r.t, metrics, len(arrived))
         r.events = events.with_event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived)))
@@ -704,6 +764,9 @@ class Simulator:
             "cov_norm": math.nan,
             "orth_residual": math.nan,
         }
+        if self.air is not None:
+            excluded = int(r.excluded.sum()) if r.excluded is not None else 0
+            record.update(AirUplink.record(r.air, excluded))
         for name, column in self.metric_columns.items():
             record[column] = metrics.get(name, math.nan)
         rows = self._client_rows(r, arrived_set) if sc.output.clients else []
@@ -753,5 +816,7 @@ class Simulator:
             rows.append(row(i, "arrived" if int(r.scheduled[i]) in arrived else "straggler"))
         for i in np.flatnonzero(~r.active):
             status = "outage" if r.outage[i] else "unavailable" if r.unavailable[i] else "dropped"
+            if r.excluded is not None and r.excluded[i] and not r.outage[i]:
+                status = "excluded"
             rows.append(row(i, status))
         return rows

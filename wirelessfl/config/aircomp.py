@@ -1,0 +1,114 @@
+"""``channel.uplink`` and ``channel.aircomp``: the uplink the clients send their updates over
+(docs/simulator.md, "Over-the-air aggregation")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channels.aircomp import AIRCOMP_POLICIES
+from wirelessfl.config.schema import option
+from wirelessfl.errors import ConfigError
+
+__all__ = ["UPLINKS", "AirCompConfig", "check_uplink", "uses_aircomp"]
+
+#: ``channel.uplink``: orthogonal digital uploads (FDMA shares) or over-the-air aggregation
+UPLINKS = ("fdma", "aircomp")
+
+
+def uses_aircomp(config: Mapping[str, Any]) -> bool:
+    """Whether a run's resolved config (plain data) sends over the air."""
+    return (config.get("channel") or {}).get("uplink", "fdma") == "aircomp"
+
+
+@dataclass
+class AirCompConfig:
+    """Over-the-air aggregation: the power control policy of ``channels.aircomp``."""
+
+    policy: str = option(
+        "optimal",
+        choices=AIRCOMP_POLICIES,
+        doc="full_inversion (every client aligned to the weakest at full power) | truncated "
+        "(clients below threshold_snr_db excluded, the others inverted) | optimal (Cao et "
+        "al.'s threshold-based policy: weak clients at full power, the others inverted)",
+        applies=uses_aircomp,
+    )
+    threshold_snr_db: float | None = option(
+        None,
+        ge=-100.0,
+        le=100.0,
+        doc="policy truncated: the SNR at full power below which a client is excluded (the "
+        "others are received at this SNR); null: chosen per round from the channel (the "
+        "exclusion of least MSE)",
+        applies=uses_aircomp,
+    )
+
+    average_power_w: float | None = option(
+        None,
+        gt=0.0,
+        doc="policy truncated with threshold_snr_db: each client's average transmit power over "
+        "Rayleigh fading (Zhu et al.: the received SNR is lowered until every client meets "
+        "it); null: the peak power alone",
+        applies=uses_aircomp,
+    )
+
+    def validate(self, prefix: str) -> None:
+        if self.average_power_w is not None and (
+            self.policy != "truncated" or self.threshold_snr_db is None
+        ):
+            raise ConfigError(
+                f"{prefix}.average_power_w: sets the received SNR of truncated inversion at a "
+                f"fixed threshold; use policy: truncated with threshold_snr_db, or remove it"
+            )
+
+    def threshold_snr(self) -> float | None:
+        """The linear threshold q_th (None: the per-round rule)."""
+        return None if self.threshold_snr_db is None else 10.0 ** (self.threshold_snr_db / 10.0)
+
+
+def check_uplink(scenario: Any) -> None:
+    """A one-line ``ConfigError`` for what over-the-air aggregation cannot run: an algorithm
+    whose aggregate is not a weighted sum of its clients' shared tensors (its cost model's
+    ``SINGLE_UPDATES``), the event-driven server modes (one analog sum per synchronous round),
+    a fixed transmit power per client (the AirComp policy sets the powers), quantisation (a
+    digital stage) and central DP (its sensitivity assumes the digital weights)."""
+    if scenario.channel.uplink != "aircomp":
+        return
+    from wirelessfl.registries import ALGORITHMS
+
+    name = scenario.algorithm.name
+    if not ALGORITHMS.load(name).CostModel.SINGLE_UPDATES:
+        raise ConfigError(
+            f"channel.uplink: aircomp receives a weighted sum of the clients' shared tensors, and "
+            f"algorithm {name!r} does not aggregate one; use channel.uplink: fdma, or an "
+            "algorithm whose CostModel.SINGLE_UPDATES (fedit, fedit_topk, ffa_lora, soft)"
+        )
+    if scenario.server.event_driven:
+        raise ConfigError(
+            f"channel.uplink: aircomp sums the updates of one synchronous round, and server.mode: "
+            f"{scenario.server.mode} adds them one at a time; use server.mode: sync"
+        )
+    fading = scenario.channel.fading.model
+    if scenario.channel.aircomp.average_power_w is not None and fading != "rayleigh":
+        raise ConfigError(
+            "channel.aircomp.average_power_w: the average over fading is Rayleigh's closed "
+            f"form, and channel.fading.model is {fading!r}; use rayleigh, or remove it"
+        )
+    if scenario.controller.tx_power_fraction is not None:
+        raise ConfigError(
+            "controller.tx_power_fraction: with channel.uplink: aircomp the power control "
+            "policy (channel.aircomp.policy) sets every client's power; remove it"
+        )
+    if scenario.quantize.bits is not None or scenario.controller.bits_choices is not None:
+        raise ConfigError(
+            "quantize.bits / controller.bits_choices: channel.uplink: aircomp sends analog "
+            "values, and quantisation is a stage of digital uploads; use channel.uplink: fdma, "
+            "or remove them"
+        )
+    if scenario.privacy.mode == "central":
+        raise ConfigError(
+            "privacy.mode: central adds the server's noise to a digital sum whose sensitivity "
+            "is set by the aggregation weights, which channel.uplink: aircomp rescales per "
+            "client; use privacy.mode: local (noise on the device), or channel.uplink: fdma"
+        )

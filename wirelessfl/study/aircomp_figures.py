@@ -1,0 +1,82 @@
+"""The over-the-air aggregation study's figure and columns (reproduction ``aircomp-latency``,
+docs/results.md, "Over-the-air aggregation: latency against K and SNR").
+
+One line per uplink (FDMA dense, FDMA top-k, AirComp): the mean upload time per round D^t
+(``mean_delay_s`` of ``summary.csv``) against a swept key, the mean over seeds with the
+seeds' spread as error bars.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from wirelessfl.study.figures import save_figure
+
+__all__ = ["aircomp_columns", "draw_latency", "uplink_label"]
+
+
+def uplink_label(run: Any) -> str:
+    """``AirComp``, ``FDMA dense`` or ``FDMA top-k (O = 0.1)`` of a run."""
+    from wirelessfl.results.groups import config_value
+
+    if config_value(run, "channel.uplink") == "aircomp":
+        return "AirComp"
+    if config_value(run, "algorithm.name") == "fedit_topk":
+        return f"FDMA top-k (O = {config_value(run, 'compression.ratio')})"
+    return "FDMA dense"
+
+
+def aircomp_columns(run: Any, target: float | None) -> dict[str, float]:
+    """``summary.csv``'s AirComp columns of one run: the mean aggregation MSE and the mean
+    number of excluded clients per round (NaN for an FDMA run)."""
+    rounds = run.rounds
+    if "aircomp_mse" not in rounds:
+        return {"mean_aircomp_mse": math.nan, "mean_aircomp_excluded": math.nan}
+    return {
+        "mean_aircomp_mse": float(rounds.aircomp_mse.mean()),
+        "mean_aircomp_excluded": float(rounds.aircomp_excluded.mean()),
+    }
+
+
+def draw_latency(
+    stem: str, x_key: str, xlabel: str, title: str
+) -> Callable[[Path, list], list[Path]]:
+    """A reproduction's drawing: the mean upload time per round D^t against ``x_key``, one
+    line per uplink, mean over seeds with min-max shaded (``stem.png``, log scale)."""
+
+    def draw(out: Path, runs: list) -> list[Path]:
+        import pandas as pd
+        from matplotlib.figure import Figure
+
+        from wirelessfl.results.groups import config_value
+
+        points = pd.DataFrame(
+            {
+                "uplink": uplink_label(run),
+                "x": float(config_value(run, x_key)),
+                "delay_s": float(run.rounds.delay_s.mean()),
+            }
+            for run in runs
+        )
+        fig = Figure(figsize=(6.4, 4.0))
+        ax = fig.subplots()
+        for uplink, part in points.groupby("uplink", sort=False):
+            stats = part.groupby("x")["delay_s"].agg(["mean", "min", "max"])
+            (line,) = ax.plot(stats.index, stats["mean"], "o-", label=uplink)
+            ax.fill_between(
+                stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2
+            )
+        n_seeds = int(points.groupby(["uplink", "x"]).size().max())
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("mean upload time per round D^t [s]")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        ax.set_title(f"{title}: mean over {n_seeds} seeds, min-max shaded", fontsize=9)
+        fig.tight_layout()
+        return [save_figure(fig, out / f"{stem}.png")]
+
+    return draw
