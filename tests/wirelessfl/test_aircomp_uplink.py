@@ -162,6 +162,8 @@ def test_aircomp_resumes_to_the_same_tables(tmp_path):
         ({"algorithm.name": "flexlora"}, "channel.uplink"),
         ({"server.mode": "async"}, "channel.uplink"),
         ({"controller.tx_power_fraction": 0.5}, "controller.tx_power_fraction"),
+        ({"quantize.bits": 4}, "quantize.bits / controller.bits_choices"),
+        ({"privacy.mode": "central"}, "privacy.mode"),
     ],
 )
 def test_refusals_are_one_line(overrides, key):
