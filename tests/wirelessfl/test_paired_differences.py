@@ -246,7 +246,13 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
                 rows.append({"sweep": name, "run": f"{name}{len(rows)}", **point, "seed": seed})
     table = pd.DataFrame(rows)
     rng = np.random.default_rng(0)
-    metrics = ("final_accuracy", "time_to_target_s", "total_bits_up", "final_test_loss")
+    metrics = (
+        "final_accuracy",
+        "time_to_target_s",
+        "total_bits_up",
+        "final_test_loss",
+        "mean_delay_s",
+    )
     energy = ("device_energy_j", "max_device_energy_j", "budget_met_share", "virtual_time_s")
     energy += (*STUDY_ENERGY_COLUMNS, *STUDY_ACCURACY_ENERGY_COLUMNS)
     for metric in (*metrics, "bits_to_target", "updates_to_target", *energy):
