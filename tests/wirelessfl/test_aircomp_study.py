@@ -19,13 +19,20 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
     for name in names[:2]:
         spec = REPRODUCTIONS[name]
         assert spec.seeds >= 5 and spec.reference.value == {"channel.uplink": "aircomp"}
-        assert set(spec.sweeps) == {"aircomp", "fdma_dense", "fdma_topk"}
+        assert set(spec.sweeps) == {
+            "aircomp",
+            "fdma_dense",
+            "fdma_dense_4bit",
+            "fdma_soft",
+            "fdma_topk",
+            "fdma_topk_4bit",
+        }
 
 
 def test_latency_study_runs_and_agrees_with_the_tables(tmp_path):
     result = reproduce("aircomp-latency-k", out_dir=tmp_path, overrides=["rounds=2"], seeds=1)
     table = result["summary"]
-    assert len(table) == 12 and table.finished.all()
+    assert len(table) == 24 and table.finished.all()
     air = table[table.sweep == "aircomp"]
     for _, row in table.iterrows():
         run = load(result["folder"] / row["sweep"] / row["run"])
@@ -38,3 +45,28 @@ def test_latency_study_runs_and_agrees_with_the_tables(tmp_path):
             assert row["mean_delay_s"] > air.mean_delay_s.max()
     assert air.mean_delay_s.nunique() == 1
     assert all(p.exists() and p.stat().st_size > 0 for p in result["figures"])
+
+
+def test_compressed_fdma_uploads_take_their_share_of_the_dense_time(tmp_path):
+    """FDMA's equal-delay shares make D^t proportional to the bits sent (same channel draws
+    at the same K and seed): top-k and SOFT send ceil(O n_l) values of 32 bits per adapted
+    module l, the quantised runs b bits per value plus one 32-bit scale per module."""
+    result = reproduce("aircomp-latency-k", out_dir=tmp_path, overrides=["rounds=2"], seeds=1)
+    table = result["summary"].set_index(["sweep", "n_scheduled"])
+    modules, per_module = 24, 8 * (768 + 768)  # rank 8 on 24 modules of 768 x 768
+    sparse = modules * math.ceil(0.1 * per_module)
+    bits = {
+        "fdma_dense": 32 * modules * per_module,
+        "fdma_dense_4bit": 4 * modules * per_module + 32 * modules,
+        "fdma_soft": 32 * sparse,
+        "fdma_topk": 32 * sparse,
+        "fdma_topk_4bit": 4 * sparse + 32 * modules,
+    }
+    for sweep, sent_bits in bits.items():
+        run = load(result["folder"] / sweep / table.loc[(sweep, 5), "run"])
+        assert (run.clients.bits == sent_bits).all(), sweep
+        for k in (5, 10, 20, 50):
+            ratio = (
+                table.loc[(sweep, k), "mean_delay_s"] / table.loc[("fdma_dense", k), "mean_delay_s"]
+            )
+            assert ratio == pytest.approx(sent_bits / bits["fdma_dense"], rel=1e-9), (sweep, k)

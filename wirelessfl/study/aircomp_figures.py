@@ -1,9 +1,9 @@
 """The over-the-air aggregation study's figure and columns (reproduction ``aircomp-latency``,
 docs/results.md, "Over-the-air aggregation: latency against K and SNR").
 
-One line per uplink (FDMA dense, FDMA top-k, AirComp): the mean upload time per round D^t
-(``mean_delay_s`` of ``summary.csv``) against a swept key, the mean over seeds with the
-seeds' spread as error bars.
+One line per uplink (AirComp; FDMA dense, quantised, SOFT, top-k): the mean upload time per
+round D^t (``mean_delay_s`` of ``summary.csv``) against a swept key, the mean over seeds
+with the seeds' spread shaded.
 """
 
 from __future__ import annotations
@@ -19,14 +19,17 @@ __all__ = ["aircomp_columns", "draw_latency", "uplink_label"]
 
 
 def uplink_label(run: Any) -> str:
-    """``AirComp``, ``FDMA dense`` or ``FDMA top-k (O = 0.1)`` of a run."""
+    """``AirComp``, or ``FDMA <algorithm>`` with the run's ratio O when it sparsifies and its
+    b when it quantises: ``FDMA fedit_topk (O = 0.1, b = 4)``."""
     from wirelessfl.results.groups import config_value
 
     if config_value(run, "channel.uplink") == "aircomp":
         return "AirComp"
-    if config_value(run, "algorithm.name") == "fedit_topk":
-        return f"FDMA top-k (O = {config_value(run, 'compression.ratio')})"
-    return "FDMA dense"
+    ratio = float(run.rounds.sparsification.iloc[0])
+    bits = config_value(run, "quantize.bits")
+    settings = [f"O = {ratio:g}"] * (ratio < 1.0) + [f"b = {bits}"] * isinstance(bits, int)
+    details = f" ({', '.join(settings)})" if settings else ""
+    return f"FDMA {config_value(run, 'algorithm.name')}{details}"
 
 
 def aircomp_columns(run: Any, target: float | None) -> dict[str, float]:

@@ -401,24 +401,33 @@ ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9]
 #: the AirComp study: every FDMA uplink against AirComp at the same K (or SNR) and seed
 AIRCOMP_REFERENCE = Reference(
     {"channel.uplink": "aircomp"},
-    keys=("algorithm.name", "compression.ratio"),
+    keys=("algorithm.name", "compression.ratio", "controller.sparsification", "quantize.bits"),
     metrics=("mean_delay_s",),
     label="AirComp",
 )
+#: the digital uploads' compression in the AirComp study: a ratio O = 0.1 fixed for SOFT and
+#: top-k, b = 4 bits per value for the quantised ones
+AIRCOMP_RATIO = 0.1
+AIRCOMP_BITS = 4
 
 
 def uplinks(key: str, values: list) -> dict[str, dict[str, list]]:
-    """The AirComp study's sweeps over ``key``: AirComp, FDMA dense and FDMA top-k (O = 0.1)
-    (quantised digital uploads are another stage's, not in these sweeps yet)."""
+    """The AirComp study's sweeps over ``key``: AirComp, and FDMA dense, dense at b bits,
+    SOFT at O fixed, top-k at O and top-k at O and b bits (labels in
+    :data:`~wirelessfl.study.aircomp_figures.UPLINK_LABELS`)."""
+    fdma = {"channel.uplink": ["fdma"], key: values}
+    topk = {**fdma, "algorithm.name": ["fedit_topk"], "compression.ratio": [AIRCOMP_RATIO]}
     return {
         "aircomp": {"channel.uplink": ["aircomp"], key: values},
-        "fdma_dense": {"channel.uplink": ["fdma"], key: values},
-        "fdma_topk": {
-            "channel.uplink": ["fdma"],
-            "algorithm.name": ["fedit_topk"],
-            "compression.ratio": [0.1],
-            key: values,
+        "fdma_dense": fdma,
+        "fdma_dense_4bit": {**fdma, "quantize.bits": [AIRCOMP_BITS]},
+        "fdma_soft": {
+            **fdma,
+            "algorithm.name": ["soft"],
+            "controller.sparsification": [AIRCOMP_RATIO],
         },
+        "fdma_topk": topk,
+        "fdma_topk_4bit": {**topk, "quantize.bits": [AIRCOMP_BITS]},
     }
 
 
