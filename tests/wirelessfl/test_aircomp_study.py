@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from wirelessfl.results import load
@@ -70,3 +71,31 @@ def test_compressed_fdma_uploads_take_their_share_of_the_dense_time(tmp_path):
                 table.loc[(sweep, k), "mean_delay_s"] / table.loc[("fdma_dense", k), "mean_delay_s"]
             )
             assert ratio == pytest.approx(sent_bits / bits["fdma_dense"], rel=1e-9), (sweep, k)
+
+
+def test_fdma_energy_floor_is_the_vanishing_power_limit(tmp_path):
+    """mean_energy_floor_j against an independent evaluation of each round's energy at a tiny
+    power factor a: client k spends a p_k D^t with D^t = sum_j bits_j / (B log2(1 + a SNR_j)),
+    whose a = 1 value is the simulated upload time and energy."""
+    result = reproduce("aircomp-latency-snr", out_dir=tmp_path, overrides=["rounds=2"], seeds=1)
+    table = result["summary"]
+    for _, row in table.iterrows():
+        run = load(result["folder"] / row["sweep"] / row["run"])
+        energy_j = run.clients.transmit_energy_j.groupby(run.clients["round"]).mean()
+        assert row["mean_client_transmit_energy_j"] == pytest.approx(energy_j.mean())
+        if row["sweep"] == "aircomp":
+            assert math.isnan(row["mean_energy_floor_j"])
+            continue
+        floors = []
+        for _, sent in run.clients.groupby("round"):
+            snr = 10.0 ** (sent.snr_db.to_numpy() / 10.0)
+            power_w, bits = sent.tx_power_w.to_numpy(), sent.bits.to_numpy()
+
+            def delay_s(a, snr=snr, bits=bits):
+                return float(np.sum(bits * np.log(2.0) / (1.0e6 * np.log1p(a * snr))))
+
+            assert delay_s(1.0) == pytest.approx(sent.upload_s.max(), rel=1e-9)
+            assert sent.transmit_energy_j.to_numpy() == pytest.approx(power_w * delay_s(1.0))
+            floors.append(float(np.mean(1e-9 * power_w * delay_s(1e-9))))
+        assert row["mean_energy_floor_j"] == pytest.approx(np.mean(floors), rel=1e-6)
+        assert row["mean_energy_floor_j"] < row["mean_client_transmit_energy_j"]

@@ -218,6 +218,19 @@ STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
     "the target accuracy [J] (0 when the initial evaluation meets it; NaN: never)",
 }
 
+#: ``summary.csv`` columns of the AirComp reproductions (``wirelessfl reproduce aircomp-*``,
+#: ``wirelessfl.study.aircomp_figures.aircomp_columns``), one row per run
+STUDY_AIRCOMP_COLUMNS: dict[str, str] = {
+    "mean_aircomp_mse": "mean over rounds of aircomp_mse (NaN: an FDMA run)",
+    "mean_aircomp_excluded": "mean over rounds of aircomp_excluded (NaN: an FDMA run)",
+    "mean_client_transmit_energy_j": "mean over rounds of the transmit energy of a scheduled "
+    "client, transmit_energy_j / n_scheduled of rounds.csv [J]",
+    "mean_energy_floor_j": "FDMA with equal-delay shares under the band noise rule: mean over "
+    "rounds of the least transmit energy per arrived client that scaling every client's power "
+    "down by one factor reaches, mean_k p_k ln 2 / B * sum_j bits_j / SNR_j [J] (the limit of "
+    "a vanishing power; NaN: AirComp, another share or noise rule, or no clients.csv)",
+}
+
 #: ``rounds.csv``'s columns after the algorithm's when the run has DP (docs/privacy.md): the
 #: first three with client-level DP (``privacy.mode`` central | local), the last with
 #: ``privacy.dp_sgd``.

@@ -15,7 +15,7 @@ from typing import Any
 
 from wirelessfl.study.figures import save_figure
 
-__all__ = ["aircomp_columns", "draw_latency", "uplink_label"]
+__all__ = ["aircomp_columns", "draw_latency", "fdma_energy_floor_j", "uplink_label"]
 
 
 def uplink_label(run: Any) -> str:
@@ -33,15 +33,55 @@ def uplink_label(run: Any) -> str:
 
 
 def aircomp_columns(run: Any, target: float | None) -> dict[str, float]:
-    """``summary.csv``'s AirComp columns of one run: the mean aggregation MSE and the mean
-    number of excluded clients per round (NaN for an FDMA run)."""
+    """``summary.csv``'s AirComp columns of one run (``STUDY_AIRCOMP_COLUMNS`` of
+    ``wirelessfl.results.columns``): the mean aggregation MSE and excluded clients per round
+    (NaN for FDMA), the mean transmit energy of a scheduled client per round, and FDMA's
+    energy floor (NaN for AirComp)."""
     rounds = run.rounds
-    if "aircomp_mse" not in rounds:
-        return {"mean_aircomp_mse": math.nan, "mean_aircomp_excluded": math.nan}
-    return {
-        "mean_aircomp_mse": float(rounds.aircomp_mse.mean()),
-        "mean_aircomp_excluded": float(rounds.aircomp_excluded.mean()),
+    columns = {
+        "mean_client_transmit_energy_j": float(
+            (rounds.transmit_energy_j / rounds.n_scheduled).mean()
+        ),
+        "mean_energy_floor_j": math.nan,
     }
+    if "aircomp_mse" in rounds:
+        return {
+            **columns,
+            "mean_aircomp_mse": float(rounds.aircomp_mse.mean()),
+            "mean_aircomp_excluded": float(rounds.aircomp_excluded.mean()),
+        }
+    return {
+        **columns,
+        "mean_energy_floor_j": fdma_energy_floor_j(run),
+        "mean_aircomp_mse": math.nan,
+        "mean_aircomp_excluded": math.nan,
+    }
+
+
+def fdma_energy_floor_j(run: Any) -> float:
+    """The least transmit energy per arrived client and round [J] that lowering every FDMA
+    client's power by one factor a reaches (a -> 0), mean over rounds; NaN unless the run
+    uses the equal-delay shares under the band noise rule and wrote ``clients.csv``.
+
+    With p_k -> a p_k every SNR_k scales by a, D^t = sum_j bits_j / (B log2(1 + a SNR_j))
+    (eq. (31)'s shares) and client k spends a p_k D^t, which falls as a falls (a / log2(1 +
+    a x) grows with a) towards p_k ln 2 / B * sum_j bits_j / SNR_j."""
+    from wirelessfl.results.groups import config_value
+
+    equal_delay = config_value(run, "controller.bandwidth") == "equal_delay"
+    if not equal_delay or config_value(run, "channel.noise_bandwidth") != "band":
+        return math.nan
+    if run.clients is None or "tx_power_w" not in run.clients:
+        return math.nan
+    sent = run.clients[run.clients.status == "arrived"]
+    bandwidth_hz = float(config_value(run, "channel.bandwidth_hz"))
+    snr = 10.0 ** (sent.snr_db / 10.0)
+    per_round = (
+        sent.assign(bits_per_snr=sent.bits / snr)
+        .groupby("round")
+        .apply(lambda q: q.tx_power_w.mean() * math.log(2) / bandwidth_hz * q.bits_per_snr.sum())
+    )
+    return float(per_round.mean())
 
 
 def draw_latency(

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from wirelessfl.results.columns import (
     STUDY_ACCURACY_ENERGY_COLUMNS,
+    STUDY_AIRCOMP_COLUMNS,
     STUDY_ENERGY_COLUMNS,
     STUDY_UPDATE_COLUMNS,
 )
@@ -77,6 +78,7 @@ NOT_CONFIG = (
     *STUDY_UPDATE_COLUMNS,
     *STUDY_ENERGY_COLUMNS,
     *STUDY_ACCURACY_ENERGY_COLUMNS,
+    *STUDY_AIRCOMP_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [
