@@ -126,11 +126,18 @@ def test_the_budget_scenario_loads(radio):
     assert load_scenario(SCENARIO_DIR / "energy/umi_budget_joint.yaml", sets).n_clients == 10
 
 
-def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_stopping(tmp_path):
-    """Q small against Z: the joint step would search round times up to D_min + W / Q (10^7 s),
-    where the price search breaks down; the round takes the rule of Q = 0 (O = 1, round time
-    D_th, or the least time when that is infeasible) and counts one solver fallback, and the
-    run goes on. D_th just above the round times keeps Q small; omega = 100 makes Z large."""
+def test_a_small_delay_queue_against_large_energy_queues_falls_back_instead_of_stopping(
+    tmp_path, monkeypatch
+):
+    """Q small against Z: the joint step would search round times up to D_min + W / Q (10^7 s
+    and more), where the price search breaks down; the round takes the rule of Q = 0 (O = 1,
+    round time D_th, or the least time when that is infeasible) and counts one solver fallback,
+    and the run goes on. The small Q here is the rounding a round at D_th leaves (about
+    1e-15 s), which the controller counts as empty unless its tolerance is 0, as set here;
+    omega = 100 makes Z large."""
+    import wirelessfl.controllers.joint_radio as joint_radio  # noqa: PLC0415
+
+    monkeypatch.setattr(joint_radio, "EMPTY_QUEUE_RTOL", 0.0)
     sets = {
         **JOINT,
         "n_clients": 4,
@@ -163,3 +170,33 @@ def test_a_round_limit_below_a_devices_compute_is_one_line(tmp_path, caplog):
     caplog.clear()
     Run(small_scenario(**{**sets, "controller.d_th_s": 2.0 * compute_s}), tmp_path / "long")
     assert [r for r in caplog.records if r.name == LOGGER] == []
+
+
+def test_the_rounding_a_round_at_d_th_leaves_in_the_queue_is_no_backlog(tmp_path, monkeypatch):
+    """With Q = 0 and Z > 0 a round takes D = D_th; its compute + upload sums to D_th only up
+    to rounding, leaving Q at about 1e-16 s. That queue counts as empty: no solver fallback
+    (the step at such a Q searches round times up to W / Q and fails), the same decisions as
+    the fallback's rule of Q = 0 (the run with the tolerance at 0, replayed here)."""
+    import wirelessfl.controllers.joint_radio as joint_radio  # noqa: PLC0415
+
+    d_th_s = 1.0
+    sets = {
+        **JOINT,
+        "n_clients": 6,
+        "n_scheduled": 3,
+        "rounds": 10,
+        "controller.d_th_s": d_th_s,
+        "controller.energy_budget_j": 0.01,
+    }
+    rounds = run_scenario(small_scenario(**sets), tmp_path / "run").rounds
+    residue = (rounds.queue > 0.0) & (rounds.queue <= 1.0e-12 * d_th_s)
+    assert residue.sum() >= 3  # the case occurs: rounding above D_th, not a backlog
+    assert (rounds.queue <= 1.0e-12 * d_th_s).all()
+    assert (rounds.solver_fallback == 0).all()
+    assert np.allclose(rounds.completion_s.iloc[1:], d_th_s, rtol=0.0, atol=1.0e-9)
+
+    monkeypatch.setattr(joint_radio, "EMPTY_QUEUE_RTOL", 0.0)
+    exact = run_scenario(small_scenario(**sets), tmp_path / "exact").rounds
+    assert (exact.solver_fallback[residue] == 1).all()  # each residue round fell back
+    for column in ("sparsification", "delay_s", "queue", "energy_queue_mean_j"):
+        assert np.array_equal(rounds[column], exact[column]), column

@@ -21,6 +21,9 @@ least time at the exact bits. The step has no fallback (``solver_fallback`` stay
 With Q = 0 and some Z_k > 0, (J2) has no minimiser (the energy keeps falling as D grows, at no
 delay cost). The round then takes O = 1 (the least penalty) and the least Z-weighted energy
 under D = D_th (``controller.d_th_s``): the longest round time that keeps the queue empty.
+Such a round's compute + upload sums to D_th only up to floating-point rounding, which can
+leave Q at a few 1e-16 s; a queue within ``EMPTY_QUEUE_RTOL`` D_th of 0 counts as empty (the
+step at that Q would search round times up to W / Q, 10^13 s, and fail).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ __all__ = ["JOINT_NOISE_BANDWIDTHS", "check_joint_radio", "decide_joint"]
 
 #: ``radio: joint`` plans with the rate b B log2(1 + SNR / b) (noise over the share)
 JOINT_NOISE_BANDWIDTHS = frozenset({"share"})
+#: a delay queue at or below this fraction of D_th is the rounding a round planned at exactly
+#: D_th leaves (compute + upload summed in floating point), not a backlog
+EMPTY_QUEUE_RTOL = 1.0e-12
 
 
 def check_joint_radio(ctx: ControllerContext) -> None:
@@ -85,7 +91,7 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
     # no minimiser (Q = 0 with Z > 0): O = 1, the round (compute + upload) within D_th
     no_delay_cost = 1.0, float(s.d_th_s)
     fallbacks = 0
-    if q == 0.0 and z.max() > 0.0:
+    if q <= EMPTY_QUEUE_RTOL * float(s.d_th_s) and z.max() > 0.0:
         o, deadline_s = no_delay_cost
     else:
         try:
