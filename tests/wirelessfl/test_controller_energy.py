@@ -199,3 +199,19 @@ def test_the_energy_weight_scales_the_price_not_the_queues(weight):
     ctl.price_energy(IDS, POWER)
     assert ctl.energy_price_jw == pytest.approx(weight * float(np.dot(z_j, POWER)), rel=1e-15)
     np.testing.assert_allclose(ctl.weighted_energy_queues(IDS), weight * z_j)
+
+
+@pytest.mark.parametrize(("weight", "price"), [(1.0, 0.0), (1.0, 0.01), (100.0, 2.0)])
+def test_the_energy_price_adds_mu_to_every_devices_price_per_joule(weight, price):
+    """controller.energy_price: each scheduled device's energy costs omega Z_k + mu per J, so the
+    P3 price is sum_k (omega Z_k + mu) P_k; the queues of (E1) do not see mu."""
+    ctl = make_controller(_ctx("osfa", np.full(N, 0.5), energy_weight=weight, energy_price=price))
+    energy = np.zeros(N)
+    energy[IDS] = [3.0, 0.2, 1.0, 0.0, 2.5]
+    ctl.observe_energy(energy)
+    z_j = np.array([2.5, 0.0, 0.5, 0.0, 2.0])  # max(E - 0.5, 0)
+    np.testing.assert_allclose(ctl.energy_queues.value[IDS], z_j)
+    ctl.price_energy(IDS, POWER)
+    hand = sum((weight * z + price) * p for z, p in zip(z_j, POWER, strict=True))
+    assert ctl.energy_price_jw == pytest.approx(hand, rel=1e-14)
+    np.testing.assert_allclose(ctl.weighted_energy_queues(IDS), weight * z_j + price)

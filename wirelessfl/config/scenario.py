@@ -556,6 +556,14 @@ class ControllerConfig:
         "'The energy queues' weight'); 1: the SI exchange 1 s = 1 J",
         applies=_controller_keeps_budget,
     )
+    energy_price: float = option(
+        0.0,
+        ge=0.0,
+        doc="mu: a price on every scheduled device's energy in the online step besides its "
+        "queue's, (omega Z_k + mu) E_k: the drift-plus-penalty of the penalty gamma(O) + "
+        "(mu / V) sum_k E_k (docs/solvers.md, 'The energy queues' weight'); 0: the queues alone",
+        applies=_controller_keeps_budget,
+    )
     tx_power_fraction: float | None = option(
         None,
         gt=0.0,

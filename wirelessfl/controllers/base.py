@@ -167,8 +167,8 @@ class Controller(ABC):
         SUPPORTS_ENERGY_BUDGET: whether :meth:`decide` uses the energy price (class attribute;
             a budget given to a controller without it is refused with a ``ConfigError``).
         energy_queues: the per-device :class:`optim.EnergyQueues`, or ``None`` without a budget.
-        energy_price_jw: Pi = sum_k Z_k P_k [J·W] stored by :meth:`price_energy` for the next
-            :meth:`decide` (0 without a budget, and after :meth:`observe_energy`).
+        energy_price_jw: Pi = sum_k (omega Z_k + mu) P_k [J·W] stored by :meth:`price_energy`
+            for the next :meth:`decide` (0 without a budget, and after :meth:`observe_energy`).
     """
 
     SUPPORTS_ENERGY_BUDGET: bool = False
@@ -289,7 +289,8 @@ class Controller(ABC):
         """
         if self.energy_queues is None:
             return
-        self.energy_price_jw = self.energy_weight * self.energy_queues.price(client_ids, tx_power_w)
+        queues = self.energy_weight * self.energy_queues.price(client_ids, tx_power_w)
+        self.energy_price_jw = queues + self.energy_price * float(np.sum(tx_power_w))
 
     @property
     def energy_weight(self) -> float:
@@ -297,11 +298,18 @@ class Controller(ABC):
         docs/solvers.md): the online stage prices omega Z_k E_k."""
         return float(self.ctx.settings.energy_weight)
 
+    @property
+    def energy_price(self) -> float:
+        """mu, the price on every scheduled device's energy besides its queue's
+        (``controller.energy_price``; docs/solvers.md)."""
+        return float(getattr(self.ctx.settings, "energy_price", 0.0))
+
     def weighted_energy_queues(self, client_ids: np.ndarray) -> np.ndarray:
-        """(K',) omega Z_k [J] of ``client_ids`` (zeros without a budget)."""
+        """(K',) omega Z_k + mu [J] of ``client_ids``, each device's price per J of its energy
+        (zeros without a budget)."""
         if self.energy_queues is None:
             return np.zeros(len(client_ids))
-        return self.energy_weight * self.energy_queues.value[client_ids]
+        return self.energy_weight * self.energy_queues.value[client_ids] + self.energy_price
 
     def observe_energy(self, energy_j: np.ndarray) -> None:
         """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J].
