@@ -11,6 +11,7 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
+from optim_instances import B_HZ, random_devices
 
 from optim import (
     ENERGY_MIN_METHODS,
@@ -21,20 +22,11 @@ from optim import (
 )
 
 LN2 = math.log(2.0)
-B_HZ = 1e6
 
 
 def instance(rng: np.random.Generator, k: int) -> dict:
-    return dict(
-        bits=rng.uniform(1e4, 4e5, k),
-        cycles=rng.uniform(1e7, 1e9, k),
-        snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
-        f_min_hz=rng.uniform(1e8, 3e8, k),
-        f_max_hz=rng.uniform(1e9, 2e9, k),
-        kappa=1e-28,
-        p_max_w=rng.uniform(0.05, 0.3, k),
-        bandwidth_hz=B_HZ,
-    )
+    bits = rng.uniform(1e4, 4e5, k)
+    return dict(bits=bits, **random_devices(rng, k))
 
 
 def least_deadline(kw: dict) -> float:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from optim_instances import B_HZ, random_devices
 from scipy.optimize import brentq
 
 from optim import client_block, min_feasible_deadline_s, solve_energy_min, solve_joint_step
@@ -15,22 +16,12 @@ from optim.joint_client import upload_slope
 from optim.p3 import p3_objective, solve_p3_exact
 
 LN2 = math.log(2.0)
-B_HZ = 1e6
 
 
 def instance(rng: np.random.Generator, k: int, *, ratio_bits: bool) -> dict:
     per = rng.uniform(1e5, 5e5, k) if ratio_bits else np.zeros(k)
-    return dict(
-        fixed_bits=rng.uniform(1e4, 1e5, k),
-        per_ratio_bits=per,
-        cycles=rng.uniform(1e7, 1e9, k),
-        snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
-        f_min_hz=rng.uniform(1e8, 3e8, k),
-        f_max_hz=rng.uniform(1e9, 2e9, k),
-        kappa=1e-28,
-        p_max_w=rng.uniform(0.05, 0.3, k),
-        bandwidth_hz=B_HZ,
-    )
+    fixed = rng.uniform(1e4, 1e5, k)
+    return dict(fixed_bits=fixed, per_ratio_bits=per, **random_devices(rng, k))
 
 
 def least_shares_round_s(bits: np.ndarray, a: np.ndarray, tau: np.ndarray) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from optim_instances import random_devices
 from scipy.optimize import brentq
 
 from optim import client_block, min_feasible_deadline_s
@@ -63,27 +64,24 @@ def test_increasing_root_is_not_fooled_by_tiny_newton_steps_next_to_a_pole():
         assert np.allclose(roots, r, rtol=1e-9), (guess, roots)
 
 
+def _random_split(rng: np.random.Generator, k: int = 6):
+    """(block, deadline [s], upload times t (K,) [s] inside each client's range, price,
+    weights (K,)) of a random cell of K clients."""
+    bits = rng.uniform(1e4, 4e5, k)
+    block = client_block(bits=bits, **random_devices(rng, k))
+    deadline = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
+    weight = rng.uniform(0.0, 5.0, k)
+    price = 10 ** rng.uniform(-3.0, 2.0)
+    hi = deadline - block.fastest_compute_s()
+    lo = np.maximum(deadline - block.slowest_compute_s(), block.upload_floor_s() * 1.01)
+    return block, deadline, lo + rng.uniform(0.1, 0.9, k) * (hi - lo), price, weight
+
+
 def test_split_slope_is_the_derivative_of_the_split_value():
     """Power free and power at its limit (large prices push y down to t b_min(t))."""
     rng = np.random.default_rng(1)
     for _ in range(30):
-        k = 6
-        block = client_block(
-            bits=rng.uniform(1e4, 4e5, k),
-            cycles=rng.uniform(1e7, 1e9, k),
-            snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
-            f_min_hz=rng.uniform(1e8, 3e8, k),
-            f_max_hz=rng.uniform(1e9, 2e9, k),
-            kappa=1e-28,
-            p_max_w=rng.uniform(0.05, 0.3, k),
-            bandwidth_hz=1e6,
-        )
-        deadline = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
-        weight = rng.uniform(0.0, 5.0, k)
-        price = 10 ** rng.uniform(-3.0, 2.0)
-        hi = deadline - block.fastest_compute_s()
-        lo = np.maximum(deadline - block.slowest_compute_s(), block.upload_floor_s() * 1.01)
-        t = lo + rng.uniform(0.1, 0.9, k) * (hi - lo)
+        block, deadline, t, price, weight = _random_split(rng)
         h = 1e-6 * t
         numeric = (
             split_value(block, deadline, t + h, price, weight)[0]
@@ -96,23 +94,7 @@ def test_split_curvature_is_the_derivative_of_the_split_slope():
     """Both power branches; the curvature is what Newton's method on the split divides by."""
     rng = np.random.default_rng(2)
     for _ in range(30):
-        k = 6
-        block = client_block(
-            bits=rng.uniform(1e4, 4e5, k),
-            cycles=rng.uniform(1e7, 1e9, k),
-            snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
-            f_min_hz=rng.uniform(1e8, 3e8, k),
-            f_max_hz=rng.uniform(1e9, 2e9, k),
-            kappa=1e-28,
-            p_max_w=rng.uniform(0.05, 0.3, k),
-            bandwidth_hz=1e6,
-        )
-        deadline = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
-        weight = rng.uniform(0.0, 5.0, k)
-        price = 10 ** rng.uniform(-3.0, 2.0)
-        hi = deadline - block.fastest_compute_s()
-        lo = np.maximum(deadline - block.slowest_compute_s(), block.upload_floor_s() * 1.01)
-        t = lo + rng.uniform(0.1, 0.9, k) * (hi - lo)
+        block, deadline, t, price, weight = _random_split(rng)
         h = 1e-6 * t
         numeric = (
             split_slope(block, deadline, t + h, price, weight)

@@ -7,27 +7,19 @@ import math
 
 import numpy as np
 import pytest
+from optim_instances import B_HZ, random_devices
 
 from optim import solve_joint_step
 from optim.joint_cvxpy import JointCvxpyProblem, solve_joint_step_cvxpy, truncation_rtol
 
-B_HZ = 1e6
 # Clarabel's "optimal_inaccurate" answers are part of what the tests measure
 pytestmark = pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")
 
 
 def instance(rng: np.random.Generator, k: int, *, ratio_bits: bool) -> dict:
-    return dict(
-        fixed_bits=rng.uniform(1e4, 1e5, k),
-        per_ratio_bits=rng.uniform(1e5, 5e5, k) if ratio_bits else np.zeros(k),
-        cycles=rng.uniform(1e7, 1e9, k),
-        snr_per_w=10 ** rng.uniform(1.0, 4.0, k),
-        f_min_hz=rng.uniform(1e8, 3e8, k),
-        f_max_hz=rng.uniform(1e9, 2e9, k),
-        kappa=1e-28,
-        p_max_w=rng.uniform(0.05, 0.3, k),
-        bandwidth_hz=B_HZ,
-    )
+    fixed = rng.uniform(1e4, 1e5, k)
+    per = rng.uniform(1e5, 5e5, k) if ratio_bits else np.zeros(k)
+    return dict(fixed_bits=fixed, per_ratio_bits=per, **random_devices(rng, k))
 
 
 def weights(rng: np.random.Generator, k: int) -> dict:
