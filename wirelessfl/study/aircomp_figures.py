@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.study.figures import save_figure
+from wirelessfl.study.figures import save_figure, seed_band_figure
 
 __all__ = ["aircomp_columns", "draw_latency", "fdma_energy_floor_j", "uplink_label"]
 
@@ -92,7 +92,6 @@ def draw_latency(
 
     def draw(out: Path, runs: list) -> list[Path]:
         import pandas as pd
-        from matplotlib.figure import Figure
 
         from wirelessfl.results.groups import config_value
 
@@ -104,22 +103,14 @@ def draw_latency(
             }
             for run in runs
         )
-        fig = Figure(figsize=(6.4, 4.0))
-        ax = fig.subplots()
-        for uplink, part in points.groupby("uplink", sort=False):
-            stats = part.groupby("x")["delay_s"].agg(["mean", "min", "max"])
-            (line,) = ax.plot(stats.index, stats["mean"], "o-", label=uplink)
-            ax.fill_between(
-                stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2
-            )
-        n_seeds = int(points.groupby(["uplink", "x"]).size().max())
-        ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("mean upload time per round D^t [s]")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        ax.set_title(f"{title}: mean over {n_seeds} seeds, min-max shaded", fontsize=9)
-        fig.tight_layout()
+        fig = seed_band_figure(
+            points,
+            line="uplink",
+            value="delay_s",
+            xlabel=xlabel,
+            ylabel="mean upload time per round D^t [s]",
+            title=title,
+        )
         return [save_figure(fig, out / f"{stem}.png")]
 
     return draw

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wirelessfl.study.figures import save_figure
+from wirelessfl.study.figures import save_figure, seed_band_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,25 +96,14 @@ def draw_energy(
     on a log scale)."""
 
     def draw(out: Path, runs: list) -> list[Path]:
-        from matplotlib.figure import Figure
-
-        points = _energy_points(runs, x_key)
-        fig = Figure(figsize=(6.4, 4.0))
-        ax = fig.subplots()
-        for scheme, part in points.groupby("scheme", sort=False):
-            stats = part.groupby("x")["round_energy_j"].agg(["mean", "min", "max", "size"])
-            (line,) = ax.plot(stats.index, stats["mean"], "o-", label=scheme)
-            ax.fill_between(
-                stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2
-            )
-        n_seeds = int(points.groupby(["scheme", "x"]).size().max())
-        ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("energy per round, all scheduled devices [J]")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        ax.set_title(f"{title}: mean over {n_seeds} seeds, min–max shaded", fontsize=9)
-        fig.tight_layout()
+        fig = seed_band_figure(
+            _energy_points(runs, x_key),
+            line="scheme",
+            value="round_energy_j",
+            xlabel=xlabel,
+            ylabel="energy per round, all scheduled devices [J]",
+            title=title,
+        )
         return [save_figure(fig, out / f"{stem}.png")]
 
     return draw

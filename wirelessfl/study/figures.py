@@ -21,6 +21,7 @@ __all__ = [
     "draw_ratios",
     "evaluations",
     "save_figure",
+    "seed_band_figure",
 ]
 
 
@@ -28,6 +29,31 @@ def save_figure(fig, path: Path) -> Path:
     """``fig`` written to ``path`` (120 dpi, tight); returns ``path``."""
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def seed_band_figure(
+    points: pd.DataFrame, *, line: str, value: str, xlabel: str, ylabel: str, title: str
+):
+    """A matplotlib Figure of ``points`` (one row per run: columns ``line``, ``x`` and
+    ``value``): one line per ``line`` value, the mean over seeds against x with min–max shaded,
+    ``value`` on a log scale; the title gains the number of seeds."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    for name, part in points.groupby(line, sort=False):
+        stats = part.groupby("x")[value].agg(["mean", "min", "max"])
+        (drawn,) = ax.plot(stats.index, stats["mean"], "o-", label=name)
+        ax.fill_between(stats.index, stats["min"], stats["max"], color=drawn.get_color(), alpha=0.2)
+    n_seeds = int(points.groupby([line, "x"]).size().max())
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{title}: mean over {n_seeds} seeds, min–max shaded", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def evaluations(run, required: str = "accuracy") -> pd.DataFrame:
