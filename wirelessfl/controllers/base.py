@@ -302,7 +302,7 @@ class Controller(ABC):
     def energy_price(self) -> float:
         """mu, the price on every scheduled device's energy besides its queue's
         (``controller.energy_price``; docs/solvers.md)."""
-        return float(getattr(self.ctx.settings, "energy_price", 0.0))
+        return float(self.ctx.settings.energy_price)
 
     def weighted_energy_queues(self, client_ids: np.ndarray) -> np.ndarray:
         """(K',) omega Z_k + mu [J] of ``client_ids``, each device's price per J of its energy
