@@ -202,7 +202,6 @@ def test_central_message_is_clipped_to_c_after_sparsifying():
     [
         ({"algorithm.name": "floral"}, "does not aggregate one"),
         ({"learner.kind": "surrogate"}, "needs learner.kind: lora"),
-        ({"server.mode": "async"}, "accounts synchronous rounds only"),
         ({"privacy.mode": "local", "privacy.adaptive_clipping": True}, "central mode only"),
         ({"privacy.adaptive_clipping": True, "privacy.noise_multiplier": 1.0}, "2 sigma_b > z"),
         ({"privacy.mode": "none", "privacy.target_epsilon": 3.0}, "needs a DP mechanism"),
