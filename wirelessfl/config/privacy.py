@@ -130,6 +130,12 @@ class PrivacyConfig:
         return self.mode != "none"
 
     @property
+    def upload_side_bits(self) -> float:
+        """Bits the DP stage adds to each client's upload [bit]: 1 with adaptive clipping (the
+        clipped-count bit b_k = 1[||Delta_k|| <= C], Andrew et al. Algorithm 1), else 0."""
+        return 1.0 if self.client_level and self.adaptive_clipping else 0.0
+
+    @property
     def active(self) -> bool:
         """Whether any DP mechanism runs (client-level or DP-SGD)."""
         return self.client_level or self.dp_sgd
