@@ -202,7 +202,6 @@ def test_central_message_is_clipped_to_c_after_sparsifying():
     [
         ({"algorithm.name": "floral"}, "does not aggregate one"),
         ({"learner.kind": "surrogate"}, "needs learner.kind: lora"),
-        ({"server.mode": "async"}, "accounts synchronous rounds only"),
         ({"privacy.mode": "local", "privacy.adaptive_clipping": True}, "central mode only"),
         ({"privacy.adaptive_clipping": True, "privacy.noise_multiplier": 1.0}, "2 sigma_b > z"),
         ({"privacy.mode": "none", "privacy.target_epsilon": 3.0}, "needs a DP mechanism"),
@@ -250,3 +249,34 @@ def test_resume_draws_the_same_noise(tmp_path):
         full_result.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall)
     )
     assert full_result.rounds.dp_clip_norm.nunique() > 1  # C moved: its state was restored
+
+
+# ---- the clipped-count bit of adaptive clipping in the upload ----------------------------------
+def test_adaptive_clipping_sends_one_more_bit_per_client(tmp_path):
+    """b_k = 1[||Delta_k|| <= C] rides on each upload: the message, the cost model the
+    controllers plan with, and ``rounds.csv``'s bits_up count one bit more per client."""
+    adaptive = {"privacy.adaptive_clipping": True, "privacy.count_noise": 0.5}
+    clean, sent = _client_message(_dp(**adaptive))
+    values = sum(int(t.numel()) for t in clean.shared.values())  # dense: ratio 1, no stage
+    payload = sent.payload(bits_per_value=32, count_index=False)
+    assert payload.n_values == values
+    assert payload.bits == 32 * values + 1 and payload.side_bits == 1
+
+    plan = ClientPlan(0, 2, 4, 0.5)
+    costs = {}
+    for name, overrides in (("fixed", {}), ("adaptive", adaptive)):
+        runtime = Runtime(_dp(**overrides))
+        runtime.start(rank=4, seed=1)
+        algorithm = make_algorithm(_dp(**overrides))
+        algorithm.bind(runtime)
+        costs[name] = algorithm.cost_or_fail()
+    assert costs["adaptive"].upload_bits(plan) == costs["fixed"].upload_bits(plan) + 1
+    assert costs["adaptive"].affine_upload(plan).side_bits == 1.0
+    assert costs["fixed"].affine_upload(plan).side_bits == 0.0
+
+    rounds = {
+        name: Run(_dp(rounds=2, **overrides), tmp_path / name).execute().rounds
+        for name, overrides in (("fixed", {}), ("adaptive", adaptive))
+    }
+    extra = rounds["adaptive"].bits_up - rounds["fixed"].bits_up
+    assert (extra == rounds["adaptive"].n_arrived).all() and (extra > 0).all()

@@ -299,6 +299,7 @@ class FederatedAlgorithm(ABC):
         if self.privacy is not None:
             clipped = self.privacy.after_compression(message.shared)
             message.diagnostics[NORM] = norm if math.isnan(clipped) else clipped
+            message.side_bits += self.scenario.privacy.upload_side_bits  # adaptive: b_k
         return message
 
     # ---- 5. aggregate ----------------------------------------------------------------------

@@ -297,6 +297,12 @@ class CostModel:
         return self.geometry.layer_shapes
 
     @property
+    def dp_side_bits(self) -> float:
+        """Bits the DP stage adds to every upload: the clipped-count bit of adaptive clipping
+        (``privacy.adaptive_clipping``; docs/privacy.md), else 0."""
+        return self.scenario.privacy.upload_side_bits
+
+    @property
     def dense_values(self) -> int:
         """Values trained in full and sent dense both ways (the task head)."""
         return int(self.geometry.fixed_values)
@@ -329,7 +335,7 @@ class CostModel:
             spaces.append(space)
         if self.dense_values:
             spaces.append(IndexSpace.dense(self.dense_values))
-        return Message(sparse=spaces)
+        return Message(sparse=spaces, side_bits=self.dp_side_bits)
 
     def download(self, plan: ClientPlan) -> Message:
         """The download of ``plan`` as sizes only: the dense LoRA at the ranks r_l of
@@ -346,7 +352,7 @@ class CostModel:
         if self.compression.follows_controller and quantizer.active:
             return self._quantized_split(quantizer, plan, lora)
         if self.compression.follows_controller:
-            return UploadSplit(lora, self.dense_values)
+            return UploadSplit(lora, self.dense_values, self.dp_side_bits)
         sent = self.upload(replace(plan, ratio=self.compression.ratio_for(plan.ratio)))
         if quantizer.active:  # the upload's bits, counted in values of v bits
             v = self.scenario.payload.bits_per_value
@@ -363,10 +369,13 @@ class CostModel:
         per_value = quantizer.bits / v
         if quantizer.block_size is not None:
             return UploadSplit(
-                lora * (per_value + SCALE_BITS / (quantizer.block_size * v)), self.dense_values
+                lora * (per_value + SCALE_BITS / (quantizer.block_size * v)),
+                self.dense_values,
+                self.dp_side_bits,
             )
         layers = sum(self.lora_groups(plan).values())
-        return UploadSplit(lora * per_value, self.dense_values, SCALE_BITS * layers)
+        side = SCALE_BITS * layers + self.dp_side_bits
+        return UploadSplit(lora * per_value, self.dense_values, side)
 
     def upload_bits(self, plan: ClientPlan) -> float:
         """Uplink bits of ``plan`` [bit], counted as the simulator counts a real message."""

@@ -12,11 +12,25 @@ from typing import Any
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-__all__ = ["PRIVACY_MODES", "PrivacyConfig"]
+__all__ = ["PRIVACY_MODES", "PrivacyConfig", "updates_per_aggregation"]
 
 #: ``privacy.mode``: no client-level DP, noise added by the server to the aggregate, or by each
 #: device to its own update.
 PRIVACY_MODES = ("none", "central", "local")
+
+
+def updates_per_aggregation(scenario: Any) -> int:
+    """The updates one aggregation is planned to take: K (``server.mode: sync``), 1 (async),
+    M = ``server.buffer_size`` (buffered), the concurrency (semi_sync, at most). Adaptive
+    clipping divides its noised count by it, and its default sigma_b is it / 20."""
+    server = scenario.server
+    if server.mode == "async":
+        return 1
+    if server.mode == "buffered":
+        return int(server.buffer_size)
+    if server.mode == "semi_sync":
+        return int(server.concurrency or scenario.n_scheduled)
+    return int(scenario.n_scheduled)
 
 
 def _client_level(config: Mapping[str, Any]) -> bool:
@@ -77,7 +91,8 @@ class PrivacyConfig:
         None,
         gt=0.0,
         doc="sigma_b: std of the noise on the count of unclipped clients (null: K / 20, the "
-        "paper's choice)",
+        "paper's choice; event-driven modes: the updates an aggregation takes / 20, i.e. 1 "
+        "async, buffer_size buffered, the concurrency semi_sync)",
         applies=_adaptive,
     )
     dp_sgd: bool = option(
@@ -113,6 +128,12 @@ class PrivacyConfig:
     def client_level(self) -> bool:
         """Whether the shared updates are clipped and noised (``mode`` is not ``none``)."""
         return self.mode != "none"
+
+    @property
+    def upload_side_bits(self) -> float:
+        """Bits the DP stage adds to each client's upload [bit]: 1 with adaptive clipping (the
+        clipped-count bit b_k = 1[||Delta_k|| <= C], Andrew et al. Algorithm 1), else 0."""
+        return 1.0 if self.client_level and self.adaptive_clipping else 0.0
 
     @property
     def active(self) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
 from wirelessfl.config.aircomp import UPLINKS, AirCompConfig, check_uplink
-from wirelessfl.config.privacy import PrivacyConfig
+from wirelessfl.config.privacy import PrivacyConfig, updates_per_aggregation
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
     AvailabilityConfig,
@@ -1181,7 +1181,7 @@ class Scenario:
 
     def _validate_privacy(self) -> None:
         """What the DP mechanisms need (docs/privacy.md): real training; for client-level DP
-        a synchronous server and an aggregate that is a weighted sum of single updates; for
+        an aggregate that is a weighted sum of single updates (any server mode); for
         DP-SGD the sequential trainer. Anything else: its one line, at load."""
         pv, algorithm = self.privacy, self.algorithm.name
         if not pv.active:
@@ -1207,11 +1207,13 @@ class Scenario:
             )
         if not pv.client_level:
             return
-        sigma_b = pv.count_noise if pv.count_noise is not None else self.n_scheduled / 20.0
+        per_aggregation = updates_per_aggregation(self)
+        sigma_b = pv.count_noise if pv.count_noise is not None else per_aggregation / 20.0
         if pv.adaptive_clipping and 2.0 * sigma_b <= pv.noise_multiplier:
             raise ConfigError(
                 f"privacy.count_noise: adaptive clipping spends part of z on the noised count, "
-                f"which needs 2 sigma_b > z; sigma_b = {sigma_b:g} (null: K / 20), z = "
+                f"which needs 2 sigma_b > z; sigma_b = {sigma_b:g} (null: {per_aggregation} / 20, "
+                "the updates an aggregation takes), z = "
                 f"{pv.noise_multiplier:g}; raise privacy.count_noise"
             )
         if pv.mode == "local" and self.compression.importance == "factors":
@@ -1219,11 +1221,6 @@ class Scenario:
                 "compression.importance: factors picks the sparsity mask from the unnoised "
                 "local factors, which privacy.mode: local does not cover; use importance: "
                 "update (the mask then comes from the noised update)"
-            )
-        if self.server.event_driven:
-            raise ConfigError(
-                f"privacy.mode: {pv.mode} accounts synchronous rounds only; server.mode is "
-                f"{self.server.mode!r}; use server.mode: sync"
             )
         if not ALGORITHMS.load(algorithm).CostModel.SINGLE_UPDATES:
             raise ConfigError(

@@ -242,20 +242,22 @@ class FederatedLearner(Learner):
                 self.global_state, messages, plans, self._round_plan
             )
         if messages:
-            self._release_privately(round_index, messages)
+            weights = self.algorithm.client_weights(list(messages), messages, self._round_plan)
+            self._release_privately(round_index, messages, weights)
         self._air = None
         losses = self._losses
         self._pending, self._losses, self._plans = {}, {}, {}
         return self._after_aggregation(round_index, ids, messages, plans, losses, self._round_plan)
 
-    def _release_privately(self, index: int, messages: dict[int, Message]) -> None:
+    def _release_privately(
+        self, index: int, messages: dict[int, Message], weights: Sequence[float]
+    ) -> None:
         """Central DP: the server's noise on every shared tensor of the new global state, at
-        the round's aggregation weights (:mod:`wirelessfl.privacy.stage`)."""
+        the aggregation's weights ``weights`` of ``messages`` (:mod:`wirelessfl.privacy.stage`),
+        drawn from the stream (seed, ``dp_central``, 0, aggregation ``index``)."""
         stage = self.algorithm.privacy
         if stage is None:
             return
-        assert self._round_plan is not None
-        weights = self.algorithm.client_weights(list(messages), messages, self._round_plan)
         names = sorted({n for m in messages.values() for n in m.shared})
         generator = self.runtime.generator("dp_central", 0, index)
         stage.release(self.global_state, names, weights, generator)
@@ -296,7 +298,10 @@ class FederatedLearner(Learner):
             start = {n: v.detach().clone() for n, v in self.global_state.items()}
             for c in plan.clients.tolist():
                 self._starts[int(c)] = start
-        return self._train_clients(plan)
+        reports = self._train_clients(plan)
+        if self.algorithm.privacy is not None:
+            self.algorithm.privacy.dispatched(list(reports))
+        return reports
 
     def discard_updates(self, clients: Sequence[int]) -> None:
         for c in clients:
@@ -326,6 +331,8 @@ class FederatedLearner(Learner):
             [u.mix for u in updates],
             starts,
         )
+        if messages:  # the staleness weights bound the sensitivity (privacy/stage.py)
+            self._release_privately(index, messages, [u.weight for u in updates])
         return self._after_aggregation(index, ids, messages, plans, losses, round_plan)
 
     def _after_aggregation(

@@ -10,6 +10,14 @@ Client-level DP (``privacy.mode``) composes one subsampled Gaussian mechanism pe
 - local: per device, one per round it sent, q = 1 (the server sees who sent: no
   amplification); the reported epsilon is the largest over the devices.
 
+The event-driven server modes (``server.mode: async | buffered | semi_sync``) amplify
+nothing: q = 1. Who arrives at an aggregation follows from the devices' speeds, channels and
+what is already in flight, not from a uniform draw of a fixed-size or Poisson subsample, and
+the dispatch order is visible to the server; no subsampling theorem applies. Central mode
+composes one Gaussian mechanism at z per aggregation that took an update (FedAsync: every
+arrival; FedBuff: every M-th; semi_sync: every deadline with an arrival); local mode counts,
+per device, every update it computed (at its dispatch, whether or not it arrives).
+
 Sample-level DP-SGD (``privacy.dp_sgd``) composes, per device, one step per local batch at
 q = batch / |D_k| (Poisson in Opacus's analysis; the trainer draws shuffled batches, the usual
 stand-in); the reported epsilon is the largest over the devices.
@@ -50,10 +58,11 @@ def epsilon(
 
 
 def sampling_rate(scenario: Any) -> float:
-    """q of client-level central DP: K/N under uniform scheduling of always-available clients,
-    else 1 (see the module docstring)."""
+    """q of client-level central DP: K/N under uniform scheduling of always-available clients
+    in synchronous rounds, else 1 (the event-driven modes among them; module docstring)."""
     uniform = (
-        scenario.selection.method == "uniform"
+        not scenario.server.event_driven
+        and scenario.selection.method == "uniform"
         and scenario.availability.model == "always"
         and not scenario.selection.available_only
     )

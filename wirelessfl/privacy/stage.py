@@ -23,6 +23,15 @@ b_k = 1[||Delta_k|| <= C]; the server estimates b_hat = (sum_k b_k + N(0, sigma_
 sets C <- C exp(-eta_C (b_hat - gamma)); the update noise multiplier is
 z_Delta = (z^-2 - (2 sigma_b)^-2)^-1/2, so that both releases together are worth one Gaussian
 mechanism at z (their Theorem 1): the accountant counts z.
+
+The event-driven server modes (``server.mode``, docs/privacy.md "Asynchronous rounds") add
+updates with the weights of :mod:`wirelessfl.sim.staleness`: FedBuff and semi_sync
+theta + sum_k w_k Delta_k with w_k = eta_g s(tau_k) / n, FedAsync
+theta + w (Delta + theta_start - theta) with w = alpha s(tau), where theta and theta_start are
+models already released. Either way one client's clipped update moves the release by at most
+w_k C, so the server's noise std is z C max_k w_k over the updates the aggregation takes,
+staleness weights included; one release per aggregation that took an update, at q = 1.
+Locally noised updates are counted at their dispatch (:meth:`PrivacyStage.dispatched`).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from wirelessfl.config.privacy import updates_per_aggregation
 from wirelessfl.privacy.accounting import History, default_delta, epsilon, sampling_rate
 from wirelessfl.privacy.mechanism import add_gaussian_noise, clip_to_norm
 
@@ -57,7 +67,7 @@ class PrivacyStage:
         scenario: the whole scenario (its ``privacy`` section, N, K, selection).
 
     Server state (checkpointed, :meth:`state_dict`): the clip norm C, the releases counted
-    (central: aggregations; local: rounds each device sent in).
+    (central: aggregations; local: updates each device sent).
     """
 
     def __init__(self, scenario: Any) -> None:
@@ -65,22 +75,25 @@ class PrivacyStage:
         self.mode: str = pv.mode
         self.z = float(pv.noise_multiplier)
         self.adaptive = bool(pv.adaptive_clipping)
+        #: K of the synchronous round, the updates an event-driven aggregation takes
+        self.per_aggregation = updates_per_aggregation(scenario)
         self.count_noise: float | None = None
         if self.adaptive:
             self.count_noise = (
-                pv.count_noise if pv.count_noise is not None else scenario.n_scheduled / 20.0
+                pv.count_noise if pv.count_noise is not None else self.per_aggregation / 20.0
             )
         self.z_update = update_noise_multiplier(self.z, self.count_noise)
         self.target_quantile = float(pv.target_quantile)
         self.clip_lr = float(pv.clip_lr)
-        self.n_scheduled = int(scenario.n_scheduled)
         self.sample_rate = sampling_rate(scenario)
         self.delta = default_delta(scenario)
         self.accountant = pv.accountant
         self.target_epsilon = pv.target_epsilon
         self.clip_norm = float(pv.clip_norm)
         self.releases = 0  # central: aggregations that released a noised sum
-        self.sent = np.zeros(scenario.n_clients, dtype=np.int64)  # local: rounds each sent in
+        self.sent = np.zeros(scenario.n_clients, dtype=np.int64)  # local: updates each sent
+        #: local mode, event-driven: a device's update is counted at its dispatch
+        self.counts_dispatches = bool(scenario.server.event_driven)
         self._clipped_fraction = math.nan
         self._round_clip_norm = self.clip_norm
 
@@ -102,6 +115,13 @@ class PrivacyStage:
         if self.mode != "central":
             return math.nan
         return clip_to_norm(shared, self.clip_norm)
+
+    def dispatched(self, clients: Sequence[int]) -> None:
+        """Local mode in the event-driven modes: count one release for each of ``clients``,
+        dispatched with a noised update, whether or not it arrives (it may leave the device,
+        wholly or in part, before it is lost)."""
+        if self.mode == "local" and self.counts_dispatches:
+            self.sent[list(clients)] += 1
 
     # ---- server side ---------------------------------------------------------------------
     def noise_std(self, weights: Sequence[float]) -> float:
@@ -134,12 +154,12 @@ class PrivacyStage:
         self._clipped_fraction = 1.0 - unclipped / len(norms)
         if self.mode == "central":
             self.releases += 1
-        else:
+        elif not self.counts_dispatches:
             self.sent[list(norms)] += 1
         if self.adaptive:
             assert generator is not None and self.count_noise is not None
             noise = float(torch.randn((), generator=generator, dtype=torch.float64))
-            b_hat = (unclipped + self.count_noise * noise) / self.n_scheduled
+            b_hat = (unclipped + self.count_noise * noise) / self.per_aggregation
             self.clip_norm *= math.exp(-self.clip_lr * (b_hat - self.target_quantile))
 
     # ---- accounting ----------------------------------------------------------------------

@@ -236,8 +236,9 @@ STUDY_AIRCOMP_COLUMNS: dict[str, str] = {
 #: ``privacy.dp_sgd``.
 PRIVACY_COLUMNS: dict[str, str] = {
     "dp_epsilon": "epsilon of client-level DP after the round, at privacy.delta, by Opacus's "
-    "accountant (central: the aggregations so far at q = K/N or 1; local: the device that sent "
-    "most often, q = 1)",
+    "accountant (central: the aggregations that took an update so far, at q = K/N or 1, and "
+    "q = 1 in the event-driven server modes; local: the device that sent most often, q = 1, "
+    "event-driven: counted at each dispatch)",
     "dp_clip_norm": "C the round clipped each client's shared update to (adaptive clipping: "
     "the current estimate)",
     "dp_clipped_fraction": "fraction of the arrived updates whose norm exceeded C (NaN: none "
