@@ -18,6 +18,7 @@ from wirelessfl.sim import run_scenario
 from wirelessfl.sim.setup import bound_constants
 
 B_HZ = 1.0e6
+LOGGER = "wirelessfl.sim.simulator"
 #: dense values per unit of rank of small_scenario's layers [[64, 64], [64, 32]]: r (d + l)
 VALUES_PER_RANK = (64 + 64) + (64 + 32)
 AIR = {
@@ -143,3 +144,19 @@ def test_a_controller_planning_shares_is_refused_in_one_line(tmp_path):
     message = str(err.value)
     assert message.startswith("channel.uplink: aircomp sends every update at once")
     assert "controller.name: fixed, osfa or tsfa" in message and "\n" not in message
+
+
+def test_a_round_limit_below_the_slowest_compute_warns_in_one_line(tmp_path, caplog):
+    import logging
+
+    from wirelessfl.sim.runner import Run
+
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    sets = {**AIR, "controller.name": "fixed", "controller.rank": 4, "rounds": 1}
+    Run(small_scenario(**{**sets, "controller.d_th_s": 1.0e-9}), tmp_path / "short")
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "with channel.uplink: aircomp (the analog sum waits for the slowest compute)" in lines[0]
+    caplog.clear()
+    Run(small_scenario(**{**sets, "controller.d_th_s": 10.0}), tmp_path / "long")
+    assert [r for r in caplog.records if r.name == LOGGER] == []
