@@ -160,3 +160,10 @@ def test_a_round_limit_below_the_slowest_compute_warns_in_one_line(tmp_path, cap
     caplog.clear()
     Run(small_scenario(**{**sets, "controller.d_th_s": 10.0}), tmp_path / "long")
     assert [r for r in caplog.records if r.name == LOGGER] == []
+
+
+def test_redistributing_shares_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as err:
+        small_scenario(**{**AIR, "faults.redistribute_unused": True})
+    message = str(err.value)
+    assert message.startswith("faults.redistribute_unused:") and "\n" not in message
