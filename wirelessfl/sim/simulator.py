@@ -30,9 +30,11 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
    (:mod:`wirelessfl.sim.energy`). With ``channel.uplink: aircomp`` the power control policy
-   runs after step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes do
-   not train) and the uploads are one analog transmission of n_k / B seconds that starts when
-   the last client has computed (:mod:`wirelessfl.sim.aircomp_uplink`);
+   runs before step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes
+   neither train nor are decided for) and the uploads are one analog transmission of
+   n_k / B seconds that starts when the last client has computed
+   (:mod:`wirelessfl.sim.aircomp_uplink`); the controller plans that round
+   (:mod:`wirelessfl.controllers.air_planning`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
@@ -41,7 +43,9 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
 8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
    queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
    deadline counting up to the deadline (:func:`~wirelessfl.sim.events.round_timing`), so a
-   round whose stragglers were cut reports, and queues, the time it lasted. The energy
+   round whose stragglers were cut reports, and queues, the time it lasted; a controller
+   whose D^t counts compute (``controller.radio: joint``, or any over the air) queues the
+   longest compute + upload (:func:`~wirelessfl.sim.events.compute_upload_s`). The energy
    queues take each device's energy of the round.
 
 Numerical faults stop the run before the round's record exists, with a one-line
