@@ -72,7 +72,8 @@ def check_uplink(scenario: Any) -> None:
     whose aggregate is not a weighted sum of its clients' shared tensors (its cost model's
     ``SINGLE_UPDATES``), the event-driven server modes (one analog sum per synchronous round),
     a fixed transmit power per client (the AirComp policy sets the powers), quantisation (a
-    digital stage) and central DP (its sensitivity assumes the digital weights)."""
+    digital stage), redistributed shares (there are none) and central DP (its sensitivity
+    assumes the digital weights)."""
     if scenario.channel.uplink != "aircomp":
         return
     from wirelessfl.registries import ALGORITHMS
@@ -105,6 +106,11 @@ def check_uplink(scenario: Any) -> None:
             "quantize.bits / controller.bits_choices: channel.uplink: aircomp sends analog "
             "values, and quantisation is a stage of digital uploads; use channel.uplink: fdma, "
             "or remove them"
+        )
+    if scenario.faults.redistribute_unused:
+        raise ConfigError(
+            "faults.redistribute_unused: with channel.uplink: aircomp every client sends on the "
+            "whole band, so no share idles to give away; remove it, or use channel.uplink: fdma"
         )
     if scenario.privacy.mode == "central":
         raise ConfigError(

@@ -96,6 +96,9 @@ class ControllerContext:
     # c seconds at f_max computes for c f_max / f at f and spends c flops_per_s j (f / f_max)^2
     flops_per_s: np.ndarray | None = None
     joules_per_flop_at_fmax: np.ndarray | None = None
+    # channel.uplink: fdma (digital uploads on shares) or aircomp (an analog sum on the whole
+    # band: no shares, D^t = max_k c_k + n / B; wirelessfl.controllers.air_planning)
+    uplink: str = "fdma"
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,11 @@ class Decision:
 
     Attributes:
         sparsification: O^t (the round's ratio; the ``sparsification`` column).
-        shares: (K',) bandwidth shares b_k^t, summing to <= 1.
-        planned_delay_s: D^t the controller expects with these shares [s].
+        shares: (K',) bandwidth shares b_k^t, summing to <= 1 (``channel.uplink: aircomp``:
+            ones, every client on the whole band).
+        planned_delay_s: D^t the controller expects with these shares [s] (AirComp: the
+            slowest compute plus the analog time,
+            :func:`~wirelessfl.controllers.air_planning.air_round_s`).
         bound: gamma^t (NaN: not computed by this controller).
         fell_back: every CVXPY solver failed and the exact solver answered.
         ranks: (K',) per-client LoRA ranks, each <= the controller's ``rank``; ``None``: all
@@ -192,6 +198,10 @@ class Controller(ABC):
     #: rate b B log2(1 + SNR) (``band``) and/or b B log2(1 + SNR / b) (``share``); refused
     #: otherwise in one line.
     NOISE_BANDWIDTHS: frozenset[str] = frozenset({"band"})
+    #: Whether :meth:`decide` plans the over-the-air uplink (``channel.uplink: aircomp``: no
+    #: shares, D^t = max_k c_k + n / B, :mod:`wirelessfl.controllers.air_planning`); refused
+    #: in one line otherwise.
+    PLANS_AIRCOMP: bool = False
 
     @classmethod
     def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
@@ -489,8 +499,22 @@ class Controller(ABC):
     @property
     def queue_counts_compute(self) -> bool:
         """Whether the delay queue takes the round's compute + upload time (the round time its
-        step plans with) instead of the longest upload D^t of eq. (21)."""
-        return False
+        step plans with) instead of the longest upload D^t of eq. (21): over the air, where
+        the analog sum waits for the slowest compute."""
+        return self.over_the_air
+
+    @property
+    def over_the_air(self) -> bool:
+        """Whether the round's uplink is the analog sum (``channel.uplink: aircomp``)."""
+        return self.ctx.uplink == "aircomp"
+
+    def analog_values(self, plans: list[ClientPlan]) -> np.ndarray:
+        """(K',) dense values n_k of ``plans``' uploads, the values an analog sum sends (the
+        simulator's ``n_total``: sparsification does not shorten it)."""
+        return np.array(self._per_size(plans, "_analog_cache", self._dense_count), dtype=float)
+
+    def _dense_count(self, plan: ClientPlan) -> int:
+        return self.ctx.cost.upload(plan).payload(bits_per_value=1, count_index=False).n_total
 
     def _clients(self, n: int) -> np.ndarray:
         clients = self.round_clients

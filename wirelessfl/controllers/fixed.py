@@ -16,6 +16,10 @@ it). Left null, the power is P_max,k and the clock f_max, and the decision carri
 It plans under either noise rule (``channel.noise_bandwidth``): with ``share`` both the
 finish-together and the min-max shares come from ``optim.noise_share`` (no closed form), and
 the planned delay uses the rate b_k B log2(1 + SNR_k / b_k).
+
+Over the air (``channel.uplink: aircomp``) there are no shares (each recorded as 1) and the
+planned delay is the round the simulator charges, the slowest compute plus the analog time
+(:mod:`wirelessfl.controllers.air_planning`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from channels import snr_at_power
 from optim import minmax_bandwidth
+from wirelessfl.controllers.air_planning import air_round_s, air_shares
 from wirelessfl.controllers.base import Controller, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 
@@ -40,6 +45,7 @@ class Fixed(Controller):
     #: the online stage's and the energy-min controller's settings
     IGNORED_SETTINGS = frozenset({"radio", "round_time_s", "energy_scheme"})
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
+    PLANS_AIRCOMP = True
 
     @property
     def decides_tx_power(self) -> bool:
@@ -77,6 +83,14 @@ class Fixed(Controller):
         if cpu_hz is not None and c.cpu_hz_max is not None:  # compute time x f_max / f
             compute_s = np.asarray(compute_s, float) * (c.cpu_hz_max[self._clients(n)] / cpu_hz)
         plans = self.round_plans(snr, self.rank, o)
+        if self.over_the_air:
+            return Decision(
+                c.cost.compression.ratio_for(o),
+                air_shares(n),
+                air_round_s(self.analog_values(plans), compute_s, c.bandwidth_hz),
+                self.penalty(plans),
+                cpu_hz=cpu_hz,
+            )
         bits = self.upload_bits(plans)
         rule = c.noise_bandwidth
         if s.bandwidth == "minmax" and bits.any():

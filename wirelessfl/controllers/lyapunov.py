@@ -30,6 +30,15 @@ round time come from the joint Lyapunov step (J2) instead
 (:mod:`wirelessfl.controllers.joint_radio`; noise over the share, CMOS clocks); the default
 ``fixed`` is P3 at full power and clock.
 
+Over the air (``channel.uplink: aircomp``; :mod:`wirelessfl.controllers.air_planning`) the
+round lasts D = max_k c_k + max_k n_k / B with n_k the dense values, which no ratio shortens:
+P3's delay is then the constant c0 = D (c = 0), so O^t = 1, the penalty's minimum (eq. 14 falls
+in O), and the queue (which takes this D) only moves the rank knob, whose analog time n(r) / B
+grows with r: the enumeration minimises Q D(r) + Pi n(r) / B + V penalty(r) (Pi prices the
+transmit time alone), each client's compute at r^t the server's estimate at r times
+phi(r^t) = 1 - f + f r^t / r (the LoRA share f of a step's FLOPs, as the sketch controller's).
+There are no shares (each recorded as 1).
+
 In the event-driven modes the decision is per dispatch: each dispatched client's ratio O_k
 minimises V gamma_k(O) + Q l_k(O) + Z_k E_k(O) (problem D1, :mod:`optim.dispatch`), its latency
 and energy planned at the share 1/C (:mod:`wirelessfl.controllers.dispatch`), the penalty in a
@@ -48,6 +57,7 @@ from channels.fdma import spectral_efficiency
 from optim.dispatch import DispatchSolution, solve_dispatch
 from optim.online import SLOT_METHODS, solve_affine_slot
 from wirelessfl.algorithms.cost import RANK, RATIO
+from wirelessfl.controllers.air_planning import air_round_s, air_shares
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
@@ -56,6 +66,7 @@ from wirelessfl.controllers.joint_radio import (
     check_joint_radio,
     decide_joint,
 )
+from wirelessfl.controllers.sketch import lora_step_fraction
 from wirelessfl.errors import ConfigError
 
 
@@ -73,6 +84,7 @@ class OnlineLyapunov(Controller):
     #: energy-min controller's settings are never read
     IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth", "round_time_s", "energy_scheme"})
     DISPATCH_OBJECTIVE = True
+    PLANS_AIRCOMP = True
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
@@ -115,15 +127,17 @@ class OnlineLyapunov(Controller):
 
     @property
     def queue_counts_compute(self) -> bool:
-        return self.ctx.settings.radio == "joint"  # (J2) prices Q D with D = compute + upload
+        # (J2) prices Q D with D = compute + upload; so does the over-the-air round
+        return self.ctx.settings.radio == "joint" or self.over_the_air
 
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         snr = np.asarray(snr, dtype=float)
+        compute_s = np.asarray(compute_s, dtype=float)
         if self.ctx.settings.radio == "joint":
-            return decide_joint(self, snr, np.asarray(compute_s, dtype=float))
+            return decide_joint(self, snr, compute_s)
         if self.knob == RATIO:
-            return self._decide_ratio(snr)
-        return self._decide_rank(snr)
+            return self._decide_ratio(snr, compute_s)
+        return self._decide_rank(snr, compute_s)
 
     # ---- the ratio knob: P3 ------------------------------------------------------------------
     @property
@@ -133,23 +147,27 @@ class OnlineLyapunov(Controller):
         choices = getattr(self.ctx.settings, "bits_choices", None)
         return sorted(set(choices), reverse=True) if choices else [None]
 
-    def _decide_ratio(self, snr: np.ndarray) -> Decision:
+    def _decide_ratio(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         """P3 at each b of :attr:`bits_choices` (each exact), the least objective's decision."""
         best = None
         for bits in self.bits_choices:
-            objective, decision = self._decide_ratio_at(snr, bits)
+            objective, decision = self._decide_ratio_at(snr, compute_s, bits)
             if best is None or objective < best[0]:
                 best = (objective, decision)
         return best[1]
 
-    def _decide_ratio_at(self, snr: np.ndarray, bits: int | None) -> tuple[float, Decision]:
+    def _decide_ratio_at(
+        self, snr: np.ndarray, compute_s: np.ndarray, bits: int | None
+    ) -> tuple[float, Decision]:
         """P3's objective and decision with the quantiser at ``bits``."""
         c, s = self.ctx, self.ctx.settings
         dense = self.round_plans(snr, self.rank, 1.0, bits)
         splits = self.affine_uploads(dense)
         v, bw = float(c.bits_per_value), float(c.bandwidth_hz)
         inv = 1.0 / spectral_efficiency(snr)
-        if len(set(splits)) == 1:  # equal payloads: eq. (31) and the paper's D^t = c O
+        if self.over_the_air:  # no ratio shortens the analog sum: D = c0
+            slope, fixed = 0.0, air_round_s(self.analog_values(dense), compute_s, bw)
+        elif len(set(splits)) == 1:  # equal payloads: eq. (31) and the paper's D^t = c O
             n, h, side = splits[0]
             sum_inv = float(inv.sum())
             slope = v * n * sum_inv / bw
@@ -174,12 +192,16 @@ class OnlineLyapunov(Controller):
         )
         o = float(slot.sparsification)
         plans = self.round_plans(snr, self.rank, o, bits)
-        upload = self.upload_bits(plans)
-        shares = finish_together_shares(upload, snr)
+        if self.over_the_air:
+            shares, planned_s = air_shares(len(snr)), float(slot.delay_s)
+        else:
+            upload = self.upload_bits(plans)
+            shares = finish_together_shares(upload, snr)
+            planned_s = planned_upload_s(upload, shares, c.bandwidth_hz, snr)
         return float(slot.objective), Decision(
             sparsification=o,
             shares=shares,
-            planned_delay_s=planned_upload_s(upload, shares, c.bandwidth_hz, snr),
+            planned_delay_s=planned_s,
             bound=float(slot.bound),
             fell_back=bool(slot.fell_back),
             fallbacks=int(slot.fallbacks),
@@ -187,7 +209,7 @@ class OnlineLyapunov(Controller):
         )
 
     # ---- the rank knob: enumeration ----------------------------------------------------------
-    def _decide_rank(self, snr: np.ndarray) -> Decision:
+    def _decide_rank(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         c, s = self.ctx, self.ctx.settings
         inv_band = 1.0 / (c.bandwidth_hz * spectral_efficiency(snr))
         weight = self.queue + self.energy_price_jw
@@ -196,17 +218,30 @@ class OnlineLyapunov(Controller):
             for b in self.bits_choices:
                 plans = self.round_plans(snr, cap, 1.0, b)
                 bits = self.upload_bits(plans)
-                delay = float(np.dot(bits, inv_band))  # everyone finishes together
                 penalty = self.penalty(plans)
-                objective = weight * delay + s.V * penalty
+                if self.over_the_air:  # Q D + Pi n / B: the queue's round, the power's airtime
+                    n = self.analog_values(plans)
+                    f = lora_step_fraction(c.geometry, self.rank)
+                    at_cap_s = compute_s * (1.0 - f + f * cap / self.rank)
+                    delay = air_round_s(n, at_cap_s, c.bandwidth_hz)
+                    airtime_s = air_round_s(n, 0.0, c.bandwidth_hz)
+                    cost = self.queue * delay + self.energy_price_jw * airtime_s
+                    objective = cost + s.V * penalty
+                else:
+                    delay = float(np.dot(bits, inv_band))  # everyone finishes together
+                    objective = weight * delay + s.V * penalty
                 if best is None or objective < best[0]:
-                    best = (objective, cap, b, bits, penalty)
-        _, cap, b, bits, penalty = best
-        shares = finish_together_shares(bits, snr)
+                    best = (objective, cap, b, bits, penalty, delay)
+        _, cap, b, bits, penalty, delay = best
+        if self.over_the_air:
+            shares, planned_s = air_shares(len(snr)), delay
+        else:
+            shares = finish_together_shares(bits, snr)
+            planned_s = planned_upload_s(bits, shares, c.bandwidth_hz, snr)
         return Decision(
             sparsification=c.cost.compression.ratio_for(1.0),
             shares=shares,
-            planned_delay_s=planned_upload_s(bits, shares, c.bandwidth_hz, snr),
+            planned_delay_s=planned_s,
             bound=float(penalty),
             ranks=np.full(len(snr), cap),
             bits=b,

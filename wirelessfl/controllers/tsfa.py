@@ -19,6 +19,12 @@ An algorithm whose penalty does not depend on the rank r (FSLoRA: Theorem 4.4 se
 k_i / r) makes every feasible rank tie; the offline stage then takes the largest feasible one
 (a client's cost is its sketch k_i, not r: a large global rank is what sketching is for; the
 paper's r = 64) instead of the paper's smaller-rank tie rule, which would give r = 1.
+
+Over the air (``channel.uplink: aircomp``) a round's analog sum lasts n(r) / B whatever K and
+the channel (n(r): the dense values of a client's message at rank r, which no ratio
+shortens), so the offline stage keeps the ranks with n(r) / B <= D_th, each at O = 1, and
+takes the one of least penalty; like FDMA's, it leaves the compute time out (the online
+queue counts it; :mod:`wirelessfl.controllers.air_planning`).
 """
 
 from __future__ import annotations
@@ -96,7 +102,7 @@ class TwoStage(OnlineLyapunov):
         """``(P, h)`` when every client sends O r P values plus h dense at rank r (the paper's
         Lemma 2 applies as printed), else ``None``."""
         cost, r_max = self.ctx.cost, self.ctx.constants.r_max
-        if RATIO not in cost.knobs or len(groups) != 1:
+        if RATIO not in cost.knobs or len(groups) != 1 or self.over_the_air:
             return None
         ranks = sorted({1, 2, r_max})
         splits = [cost.affine_upload(self._plans_at(r, 1.0, groups)[0]) for r in ranks]
@@ -161,7 +167,11 @@ class TwoStage(OnlineLyapunov):
         ranks = np.arange(1, c.constants.r_max + 1)
         slope, fixed = np.zeros(ranks.size), np.zeros(ranks.size)
         for i, r in enumerate(ranks):
-            splits = [c.cost.affine_upload(p) for p in self._plans_at(int(r), 1.0, groups)]
+            plans = self._plans_at(int(r), 1.0, groups)
+            if self.over_the_air:  # the analog sum: n(r) / B, O = 1
+                fixed[i] = float(np.max(self.analog_values(plans))) / c.bandwidth_hz
+                continue
+            splits = [c.cost.affine_upload(p) for p in plans]
             n, h, side = (np.array(col, dtype=float) for col in zip(*splits, strict=True))
             slope[i] = scale * v * float(np.dot(n, w_sum))
             fixed[i] = scale * float(np.dot(v * h + side, w_sum))

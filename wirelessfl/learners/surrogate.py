@@ -13,6 +13,12 @@ qualitative behaviour the bound predicts (more sparsification or a rank far from
 the floor; lost uploads slow progress) at a cost of microseconds per round. It is a
 network-study instrument, never a claim about a model's accuracy.
 
+Over the air (``channel.uplink: aircomp``) the round's gamma^t gains the aggregation noise's
+term gamma_air = S MSE eta^2 E^2 G^2 / (2 K^2) (:mod:`optim.aircomp_bound`), MSE the
+aggregation MSE per value of the K arrived clients' received coefficients and the denoising
+factor (:meth:`receive_over_the_air`), so a lower SNR raises the floor as it costs real
+training accuracy (docs/simulator.md, "What the network-only learner sees").
+
 A non-finite value in the model (an infinite gamma^t, or a loss that overflows with extreme
 ``learner.initial_loss`` / ``bound_half``) stops the run with a one-line ``SimulationError``
 naming the round, before the round's record exists; a NaN gamma^t (a controller that does not
@@ -35,9 +41,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from channels.aircomp import aggregation_mse
+from optim import BoundConstants
+from optim.aircomp_bound import aircomp_term
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.algorithms.quantization import QUANT_METRICS
 from wirelessfl.algorithms.spec import cost_model_class
+from wirelessfl.config.bound import bound_constants
 from wirelessfl.errors import SimulationError
 from wirelessfl.learners.base import (
     ClientPlan,
@@ -48,6 +58,7 @@ from wirelessfl.learners.base import (
     WeightedUpdate,
 )
 from wirelessfl.plans import (
+    AirRound,
     client_plan_from_state,
     client_plan_state,
     round_plan_from_state,
@@ -78,6 +89,7 @@ class SurrogateLearner(Learner):
         bound_half: float = 1.0e4,
         n_classes: int = 10,
         local_steps: int = 5,
+        constants: BoundConstants | None = None,
     ):
         self._geometry = geometry
         self.cost = cost
@@ -87,6 +99,9 @@ class SurrogateLearner(Learner):
         self.bound_half = bound_half
         self.n_classes = n_classes
         self.local_steps = local_steps
+        #: Theorem 1's constants of the AirComp term (None: optim's defaults)
+        self.constants = BoundConstants() if constants is None else constants
+        self._air: AirRound | None = None  # the next aggregation's channel (aircomp)
         self.excess = initial_loss
         self._last_plan: RoundPlan | None = None
         self._flops_at: dict[int, float] = {}
@@ -118,6 +133,7 @@ class SurrogateLearner(Learner):
             bound_half=lc.bound_half,
             n_classes=lc.n_classes,
             local_steps=scenario.constants.E,
+            constants=bound_constants(scenario),
         )
 
     def geometry(self) -> ModelGeometry:
@@ -183,13 +199,27 @@ class SurrogateLearner(Learner):
         values = [v if b is None else b for b in bits]
         return {"quant_bits": float(np.mean(values)) if values else math.nan}
 
+    def receive_over_the_air(self, air: AirRound) -> None:
+        """The next :meth:`aggregate`'s received coefficients and denoising factor."""
+        self._air = air
+
+    def air_penalty(self, arrived: np.ndarray) -> float:
+        """gamma_air of the arrived clients' analog sum (0 without one; module docstring)."""
+        air, self._air = self._air, None
+        if air is None or len(arrived) == 0:
+            return 0.0
+        mse = aggregation_mse([air.gain[int(c)] for c in arrived], air.denoising)
+        return aircomp_term(mse=mse, n_aggregated=len(arrived), constants=self.constants)
+
     def aggregate(self, round_index: int, arrived: np.ndarray) -> dict[str, float]:
         self.cost.aggregated(round_index, {int(c): self._arrivals[int(c)] for c in arrived})
         plan = self._last_plan
+        air_gamma = self.air_penalty(arrived)
         if plan is not None and plan.n_scheduled > 0 and len(arrived) > 0:
             if np.isinf(plan.bound):
                 raise SimulationError(self._fault(round_index, f"gamma^t is {plan.bound}"))
             gamma = plan.bound if np.isfinite(plan.bound) else 0.0  # NaN: not computed
+            gamma += air_gamma
             floor = self.initial_loss * gamma / (gamma + self.bound_half)
             frac = len(arrived) / plan.n_scheduled
             excess = self.excess - self.progress_rate * frac * (self.excess - floor)

@@ -20,7 +20,8 @@ ROUND_COLUMNS: dict[str, str] = {
     "completion_s": "t_end_s - t_start_s: downlink + compute + upload (+ waiting for a deadline)",
     "queue": "Q^t: virtual queue at the start of the round, before its update (eq. 21)",
     "queue_after": "Q^{t+1} = max(Q^t + D^t - D_th, 0) (controller.radio: joint: D^t the longest "
-    "compute + upload, the round time its step prices)",
+    "compute + upload, the round time its step prices; channel.uplink: aircomp: the slowest "
+    "compute + the analog time)",
     "sparsification": "O^t: the fraction of their LoRA factors the clients send (the ratio the "
     "controller chose for a compression stage that follows it, a stage's fixed ratio, or 1 "
     "without a stage)",
@@ -46,8 +47,9 @@ ROUND_COLUMNS: dict[str, str] = {
     "(controller.energy_budget_j; NaN without a budget)",
     "planned_delay_s": "D^t the controller planned: the longest upload of the clients' "
     "messages as the algorithm's cost model sizes them, with the decided shares (and powers, "
-    "where the controller decides them; before faults; the sketch controller adds compute); "
-    "on a known channel without faults, D^t",
+    "where the controller decides them; before faults; the sketch controller adds compute; "
+    "channel.uplink: aircomp: the slowest compute + n / B); on a known channel without "
+    "faults, D^t",
     "bound": "the algorithm's convergence penalty of the round: gamma^t of Theorem 1 (SOFT and "
     "the LoRA algorithms without a bound of their own), FSLoRA's mean r^2 / k_i^2 (Theorem "
     "4.4); NaN when none is known (FLoRAL, H2Tune)",
@@ -81,7 +83,7 @@ CLIENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "client": "client id",
     "snr_db": "instantaneous SNR of the upload (at tx_power_w)",
-    "share": "bandwidth share b_k^t",
+    "share": "bandwidth share b_k^t (channel.uplink: aircomp: 1, the whole band)",
     "compute_s": "local compute duration",
     "upload_s": "upload duration (inf: no bandwidth)",
     "bits": "uplink payload bits (0 for dropped and outage clients)",

@@ -6,8 +6,6 @@ section in the one-line error when ``channels`` rejects a value.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from channels import Cell, DeviceProfile, dbm_to_watt, make_fading, noise_power_w
@@ -17,7 +15,7 @@ from channels.mobility import MobilityModel, doppler_hz, make_mobility
 from channels.pathloss_3gpp import make_path_loss
 from channels.power_control import PowerControl, make_power_control
 from channels.traces import read_compute_trace, read_snr_trace
-from optim import BoundConstants
+from wirelessfl.config.bound import bound_constants
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.errors import ConfigError
 from wirelessfl.sim.channel_process import Radio
@@ -197,20 +195,3 @@ def build_devices(scenario: Scenario) -> np.ndarray:
         return _build_devices(scenario)
     except ValueError as err:
         raise ConfigError(f"devices: {err}") from None
-
-
-def bound_constants(scenario: Scenario) -> BoundConstants:
-    """Theorem 1 constants of the scenario (``constants.*`` and ``controller.r_max``).
-
-    ``constants.eta`` and ``constants.E`` are the learner's ``lr`` and ``local_steps`` unless
-    the scenario gives them (``ConstantsConfig.resolve``, run when the scenario is loaded; a
-    scenario built without loading is resolved here, on a copy).
-    """
-    k = scenario.constants
-    if k.eta is None or k.E is None:
-        k = dataclasses.replace(k)
-        k.resolve(scenario.learner)
-    assert k.eta is not None and k.E is not None
-    return BoundConstants(
-        S=k.S, H=k.H, W=k.W, phi=k.phi, G=k.G, eta=k.eta, E=k.E, r_max=scenario.controller.r_max
-    )

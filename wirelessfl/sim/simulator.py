@@ -30,9 +30,11 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
    (:mod:`wirelessfl.sim.energy`). With ``channel.uplink: aircomp`` the power control policy
-   runs after step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes do
-   not train) and the uploads are one analog transmission of n_k / B seconds that starts when
-   the last client has computed (:mod:`wirelessfl.sim.aircomp_uplink`);
+   runs before step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes
+   neither train nor are decided for) and the uploads are one analog transmission of
+   n_k / B seconds that starts when the last client has computed
+   (:mod:`wirelessfl.sim.aircomp_uplink`); the controller plans that round
+   (:mod:`wirelessfl.controllers.air_planning`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
@@ -41,7 +43,9 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
 8. :meth:`~Simulator._record`: the round's record, derived from its events, and the virtual
    queue's update with its D^t (eq. 21). D^t is the longest upload time, an upload cut at the
    deadline counting up to the deadline (:func:`~wirelessfl.sim.events.round_timing`), so a
-   round whose stragglers were cut reports, and queues, the time it lasted. The energy
+   round whose stragglers were cut reports, and queues, the time it lasted; a controller
+   whose D^t counts compute (``controller.radio: joint``, or any over the air) queues the
+   longest compute + upload (:func:`~wirelessfl.sim.events.compute_upload_s`). The energy
    queues take each device's energy of the round.
 
 Numerical faults stop the run before the round's record exists, with a one-line
@@ -204,6 +208,7 @@ class Simulator:
             cpu_hz_min=self.cpu_hz_min,
             cpu_hz_max=self.cpu_hz_max,
             noise_bandwidth=scenario.channel.noise_bandwidth,
+            uplink=scenario.channel.uplink,
             flops_per_s=np.asarray(self.flops_per_s, dtype=float),
             joules_per_flop_at_fmax=(
                 None
@@ -277,9 +282,9 @@ class Simulator:
         """The server's process for round t; returns the round's :class:`RoundOutcome`."""
         r = self._observe(t)
         self._mark_faults(r)
-        self._decide(r)
-        if self.air is not None:
+        if self.air is not None:  # who sends decides the round the controller plans
             self._exclude(r)
+        self._decide(r)
         self._train(r)
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
@@ -344,9 +349,10 @@ class Simulator:
 
     # 3. ------------------------------------------------------------------------------------
     def _decide(self, r: _Round) -> None:
-        """The controller's decision for the clients not in outage."""
+        """The controller's decision for the clients not in outage (nor excluded by the AirComp
+        policy: the controller plans the analog sum of the others, each on the whole band)."""
         k = len(r.scheduled)
-        allocated = ~r.outage
+        allocated = ~r.outage if r.excluded is None else ~r.outage & ~r.excluded
         r.shares, r.ranks, r.ratios = np.zeros(k), np.zeros(k, int), np.full(k, math.nan)
         r.queue_before = self.controller.queue
         if allocated.any():
@@ -372,7 +378,8 @@ class Simulator:
             r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
             self._apply_power_and_clock(r, np.flatnonzero(allocated), decision)
         active, dropped = r.active, r.dropped | r.unavailable
-        if self.scenario.faults.redistribute_unused and dropped.any() and active.any():
+        redistribute = self.scenario.faults.redistribute_unused and self.air is None
+        if redistribute and dropped.any() and active.any():
             spare = r.shares[dropped].sum()
             r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
             r.shares[dropped] = 0.0
@@ -449,7 +456,11 @@ class Simulator:
         if not counted or self.engine is not None:
             return
         compute_s = self._compute_estimate(np.arange(self.scenario.n_clients))
-        line = round_limit_shortfall(float(self.controller.ctx.settings.d_th_s), compute_s)
+        d_th_s = float(self.controller.ctx.settings.d_th_s)
+        why = "with controller.radio: joint"
+        if self.air is not None:
+            why = "with channel.uplink: aircomp (the analog sum waits for the slowest compute)"
+        line = round_limit_shortfall(d_th_s, compute_s, why)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
 
@@ -510,6 +521,12 @@ class Simulator:
                 f"and controller {self.scenario.controller.name!r} decides them too (under "
                 "these settings); use channel.uplink: fdma, or a controller that does not"
             )
+        if not self.controller.PLANS_AIRCOMP:
+            raise ConfigError(
+                f"channel.uplink: aircomp sends every update at once on the whole band, and "
+                f"controller {self.scenario.controller.name!r} plans bandwidth shares; use "
+                "controller.name: fixed, osfa or tsfa, or channel.uplink: fdma"
+            )
         air = ch.aircomp
         return AirUplink(air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w)
 
@@ -529,7 +546,6 @@ class Simulator:
             r.tx_power_w = r.tx_power_w.copy()
             r.tx_power_w[rows] = r.air.tx_power_w
         r.active = r.active & ~r.excluded
-        r.shares = np.where(r.outage | r.excluded, 0.0, 1.0)
 
     # 4. ------------------------------------------------------------------------------------
     def _train(self, r: _Round) -> None:
