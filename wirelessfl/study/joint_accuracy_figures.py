@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "PRICE_KEY",
     "RADIO_KEY",
     "accuracy_curve",
     "accuracy_energy_columns",
@@ -32,6 +33,8 @@ __all__ = [
 
 #: the config key that names the method of these reproductions
 RADIO_KEY = "controller.radio"
+#: the config key of the joint radio's energy price μ [per J] (a variant of its own when > 0)
+PRICE_KEY = "controller.energy_price"
 #: ``summary.csv`` columns of :func:`radio_table`, meaned per radio
 _TABLE_METRICS = (
     "final_accuracy",

@@ -37,6 +37,7 @@ from wirelessfl.study.figures import (
 from wirelessfl.study.floral_figures import draw_adaptors, draw_methods, draw_synthetic
 from wirelessfl.study.h2tune_figures import draw_ablation, draw_comparison
 from wirelessfl.study.joint_accuracy_figures import (
+    PRICE_KEY,
     RADIO_KEY,
     accuracy_energy_columns,
     draw_joint_accuracy,
@@ -191,12 +192,15 @@ JOINT_REFERENCE = Reference(
 )
 
 
-def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
+def radio_sweeps(
+    budgets_j: list[float | None], priced_budget_j: float
+) -> dict[str, dict[str, list]]:
     """The joint and the fixed radio at each energy budget of ``budgets_j`` [J per device per
-    round, time-average; None: no budget, no energy queues]. The fixed radio's online stage
-    plans with noise over the whole band and refuses noise on the share, so its sweep sets
-    ``channel.noise_bandwidth: band``: its rates are b B log2(1 + SNR), the joint radio's
-    b B log2(1 + SNR / b)."""
+    round, time-average; None: no budget, no energy queues], and the joint radio with the
+    energy price ``PRICED_ENERGY_PRICE`` at ``priced_budget_j`` (sweep ``joint-priced``). The
+    fixed radio's online stage plans with noise over the whole band and refuses noise on the
+    share, so its sweep sets ``channel.noise_bandwidth: band``: its rates are
+    b B log2(1 + SNR), the joint radio's b B log2(1 + SNR / b)."""
     return {
         "joint": {RADIO_KEY: ["joint"], "controller.energy_budget_j": budgets_j},
         "fixed": {
@@ -204,13 +208,23 @@ def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
             "channel.noise_bandwidth": ["band"],
             "controller.energy_budget_j": budgets_j,
         },
+        "joint-priced": {
+            RADIO_KEY: ["joint"],
+            PRICE_KEY: [PRICED_ENERGY_PRICE],
+            "controller.energy_budget_j": [priced_budget_j],
+        },
     }
 
 
-#: the joint radio against the fixed one at the same seed and budget
+#: the energy price μ of the priced joint radio [per J] (docs/solvers.md, (E4)): the joint
+#: step prices every scheduled device's energy at ω Z_k + μ
+PRICED_ENERGY_PRICE = 0.01
+
+#: the joint radio, with and without the energy price, against the fixed one at the same seed
+#: and budget
 FIXED_RADIO_REFERENCE = Reference(
     {RADIO_KEY: "fixed"},
-    keys=("channel.noise_bandwidth",),
+    keys=("channel.noise_bandwidth", PRICE_KEY),
     metrics=(
         "final_accuracy",
         "virtual_time_s",
@@ -810,7 +824,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-umi": Reproduction(
         scenario="energy/umi_joint_accuracy.yaml",
-        sweeps=radio_sweeps([UMI_BUDGET_J, None]),  # and without a budget, for contrast
+        # and without a budget, for contrast
+        sweeps=radio_sweeps([UMI_BUDGET_J, None], UMI_BUDGET_J),
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy",
         target_accuracy=0.75,
@@ -823,12 +838,12 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-default": Reproduction(
         scenario="energy/default_joint_accuracy.yaml",
-        sweeps=radio_sweeps([DEFAULT_BUDGET_J]),
+        sweeps=radio_sweeps([DEFAULT_BUDGET_J], DEFAULT_BUDGET_J),
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy, on the default "
         "task",
         target_accuracy=0.7,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=draw_joint_accuracy("joint_accuracy_default", "EfficientNet-Lite0 / MNIST-5k"),
         reference=FIXED_RADIO_REFERENCE,
