@@ -7,7 +7,8 @@ FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/`
 al.'s energy against the completion-time limit and the devices (``energy-min-*``, under
 ``energy/``) and the energy budget with the joint radio (``energy-budget-joint``, under
 ``energy/``) and accuracy against time and energy with the fixed and the joint radio
-(``energy-joint-accuracy-*``, under ``energy/``); docs/results.md has a section per claim.
+(``energy-joint-accuracy-*``, under ``energy/``) and against the joint radio's energy price
+(``energy-price-umi``); docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
@@ -238,6 +239,8 @@ FIXED_RADIO_REFERENCE = Reference(
 #: with the fixed radio and no budget (0.0041-0.0109 J, seed 0), above every floor (compute at
 #: 2 GHz: at most 6e-5 J)
 UMI_BUDGET_J = 0.004
+#: energy-price-umi's energy prices μ [per J]: 0 (the default) and four decades
+ENERGY_PRICES = [0.0, 0.001, 0.01, 0.1, 1.0]
 #: energy-joint-accuracy-default's budget [J per device per round]: under the fixed radio's
 #: mean energy without a budget (0.175 J, seed 0, first 8 rounds), above every device's floor
 #: with it (compute at 2 GHz, 5 of 20 rounds: 0.045 J; 0.0028 J at 0.5 GHz)
@@ -847,6 +850,24 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         full=[],
         draw=draw_joint_accuracy("joint_accuracy_default", "EfficientNet-Lite0 / MNIST-5k"),
         reference=FIXED_RADIO_REFERENCE,
+        run_columns=accuracy_energy_columns,
+        tables=radio_tables,
+    ),
+    "energy-price-umi": Reproduction(
+        scenario="energy/umi_joint_accuracy.yaml",
+        sweeps={
+            "price": {
+                PRICE_KEY: ENERGY_PRICES,
+                "controller.energy_budget_j": [UMI_BUDGET_J],
+            }
+        },
+        claim="the joint radio's energy at the umi budget falls as the energy price grows, at "
+        "the same accuracy",
+        target_accuracy=0.75,
+        seeds=3,
+        full=[],
+        draw=draw_joint_accuracy("energy_price_umi", "umi cell, energy price μ"),
+        reference=Reference({PRICE_KEY: 0.0}, metrics=FIXED_RADIO_REFERENCE.metrics, label="μ = 0"),
         run_columns=accuracy_energy_columns,
         tables=radio_tables,
     ),
