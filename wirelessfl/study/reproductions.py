@@ -857,6 +857,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         scenario="energy/umi_joint_accuracy.yaml",
         sweeps={
             "price": {
+                RADIO_KEY: ["joint"],
                 PRICE_KEY: ENERGY_PRICES,
                 "controller.energy_budget_j": [UMI_BUDGET_J],
             }
