@@ -239,8 +239,9 @@ FIXED_RADIO_REFERENCE = Reference(
 #: with the fixed radio and no budget (0.0041-0.0109 J, seed 0), above every floor (compute at
 #: 2 GHz: at most 6e-5 J)
 UMI_BUDGET_J = 0.004
-#: energy-price-umi's energy prices μ [per J]: 0 (the default) and four decades
-ENERGY_PRICES = [0.0, 0.001, 0.01, 0.1, 1.0]
+#: energy-price-umi's energy prices μ [per J]: 0 (the default) and 1e-6 to 1 (1e-6 and 1e-4
+#: look for the price below which the step stops pricing the devices whose queue is empty)
+ENERGY_PRICES = [0.0, 1.0e-6, 1.0e-4, 0.001, 0.01, 0.1, 1.0]
 #: energy-joint-accuracy-default's budget [J per device per round]: under the fixed radio's
 #: mean energy without a budget (0.175 J, seed 0, first 8 rounds), above every device's floor
 #: with it (compute at 2 GHz, 5 of 20 rounds: 0.045 J; 0.0028 J at 0.5 GHz)
