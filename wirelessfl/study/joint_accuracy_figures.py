@@ -100,14 +100,15 @@ def radio_table(summary: pd.DataFrame) -> pd.DataFrame:
 
     finished = summary[summary["finished"].astype(bool)] if "finished" in summary else summary
     prices = finished[PRICE_KEY] if PRICE_KEY in finished else pd.Series(math.nan, finished.index)
-    labels = [
-        variant_label(str(radio), float(price))
-        for radio, price in zip(finished[RADIO_KEY], prices, strict=True)
-    ]
+    keys = [finished[RADIO_KEY].astype(str), prices.astype(float).fillna(0.0)]
     rows = []
-    groups = finished.groupby([labels, "energy_budget_j"], sort=True, dropna=False)
-    for (variant, budget_j), part in groups:
-        row = {"variant": variant, "energy_budget_j": budget_j, "runs": len(part)}
+    groups = finished.groupby([*keys, "energy_budget_j"], sort=True, dropna=False)
+    for (radio, price, budget_j), part in groups:  # radio, then price by size, then budget
+        row = {
+            "variant": variant_label(radio, price),
+            "energy_budget_j": budget_j,
+            "runs": len(part),
+        }
         for metric in _TABLE_METRICS:
             values = part[metric].astype(float) if metric in part else pd.Series(dtype=float)
             row[metric] = float(values.mean())
