@@ -145,16 +145,18 @@ def draw_joint_accuracy(stem: str, task: str) -> Callable[[Path, list], list[Pat
 
         fig = Figure(figsize=(10, 3.6))
         axes = fig.subplots(1, 2, sharey=True)
-        curves: dict[tuple[str, str], list[pd.DataFrame]] = {}
+        # (radio, price [per J], budget label) -> the runs' curves; sorted, the prices by size
+        curves: dict[tuple[str, float, str], list[pd.DataFrame]] = {}
         for run in runs:
             price = config_value(run, PRICE_KEY)
-            variant = variant_label(str(config_value(run, RADIO_KEY)), price)
-            key = (variant, _budget_label(budget_of(run.config)))
+            price = 0.0 if price is None or math.isnan(price) else float(price)
+            key = (str(config_value(run, RADIO_KEY)), price, _budget_label(budget_of(run.config)))
             curves.setdefault(key, []).append(accuracy_curve(run))
-        variants = sorted({variant for variant, _ in curves})
-        budgets = sorted({budget for _, budget in curves})
-        for (variant, budget), frames in sorted(curves.items()):
-            color = f"C{variants.index(variant)}"
+        variants = sorted({(radio, price) for radio, price, _ in curves})
+        budgets = sorted({budget for *_, budget in curves})
+        for (radio, price, budget), frames in sorted(curves.items()):
+            variant = variant_label(radio, price)
+            color = f"C{variants.index((radio, price)) % 10}"
             style = ("-", "--", ":", "-.")[budgets.index(budget) % 4]
             for frame in frames:
                 axes[0].plot(frame.t_end_s, frame.accuracy, color=color, lw=0.6, alpha=0.35)
