@@ -232,3 +232,24 @@ def test_the_priced_joint_radio_pairs_with_the_fixed_one_as_a_method_of_its_own(
     assert priced.verdict == "below"
     unpriced = paired.loc[[m for m in paired.index if PRICE_KEY not in m][0]]
     assert unpriced.mean_diff == pytest.approx(np.mean([-2.0 - 0.1 * s for s in range(5)]))
+
+
+def test_the_price_study_sweeps_mu_at_the_umi_budget_against_mu_zero():
+    """energy-price-umi: the joint radio at energy-joint-accuracy-umi's budget, one run per
+    price, the unpriced one the reference of every other."""
+    from wirelessfl.study.reproductions import ENERGY_PRICES, UMI_BUDGET_J
+
+    spec = REPRODUCTIONS["energy-price-umi"]
+    assert spec.scenario == REPRODUCTIONS["energy-joint-accuracy-umi"].scenario
+    (grid,) = spec.sweeps.values()
+    assert grid == {
+        RADIO_KEY: ["joint"],
+        PRICE_KEY: ENERGY_PRICES,
+        "controller.energy_budget_j": [UMI_BUDGET_J],
+    }
+    assert ENERGY_PRICES[0] == 0.0 and sorted(ENERGY_PRICES) == ENERGY_PRICES
+    assert dict(spec.reference.value) == {PRICE_KEY: 0.0}
+    for price in ENERGY_PRICES:
+        sets = [f"{k}={format_value(v[0] if k != PRICE_KEY else price)}" for k, v in grid.items()]
+        ctl = load_scenario(SCENARIO_DIR / spec.scenario, sets).controller
+        assert (ctl.radio, ctl.energy_price, ctl.energy_budget_j) == ("joint", price, UMI_BUDGET_J)
