@@ -152,3 +152,19 @@ def test_compute_energy_and_time_follow_each_class_clock(two_class_run):
     flops_from_time = rows.compute_s * speed * rows.cpu_hz / f_max
     assert flops_from_energy.to_numpy() == pytest.approx(flops_from_time.to_numpy(), rel=1e-9)
     assert np.ptp(flops_from_energy) == pytest.approx(0.0, abs=1e-9 * flops_from_energy.max())
+
+
+def test_the_energy_min_controller_keeps_each_clock_in_its_class_range(tmp_path):
+    """Yang et al.'s cell (controller energy_min) on the two classes: at its loose round-time
+    limit the least energy runs every device at its own class's f_min."""
+    from wirelessfl.sim import run_scenario
+
+    sets = ["rounds=2", "devices.kind=classes", *PER_CLASS]
+    sc = load_scenario(SCENARIO_DIR / "energy/yang_cell.yaml", sets)
+    run = run_scenario(sc, tmp_path / "yang")
+    classes = client_classes(sc)
+    rows = run.clients[run.clients.cpu_hz.notna()]
+    assert len(rows) > 0
+    for client, cpu_hz in zip(rows.client, rows.cpu_hz, strict=True):
+        low_hz, high_hz = RANGES_HZ[classes[client]]
+        assert low_hz * (1 - 1e-9) <= cpu_hz <= high_hz * (1 + 1e-9)
