@@ -20,7 +20,7 @@ warm-started from the previous ratio, and certified by a price search at its D; 
 the slope with a price search per D is the fallback. W is not jointly convex in (O, D) (docs),
 so the outer search over O is a grid followed by bounded Brent around the best grid point: a
 local refinement, checked against brute force in the tests. With ``ratio_rtol`` a branch and
-bound on the monotone bound (J6) of :mod:`optim.joint_certificate` certifies it globally.
+bound on the monotone bound (J5) of :mod:`optim.joint_certificate` certifies it globally.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class JointSolution:
             power_w, frequency_hz, share, times and energies, each (K,)).
         gap: duality gap of the inner bandwidth-price bisection [J-weighted units].
         ratio_gap: with ``ratio_rtol``, the objective minus a lower bound on (J2) over every
-            O in [O_min, 1] (:func:`optim.joint_certificate.certify_ratio`, (J6)); NaN
+            O in [O_min, 1] (:func:`optim.joint_certificate.certify_ratio`, (J5)); NaN
             without it.
     """
 
@@ -118,7 +118,7 @@ def solve_joint_step(
         f_min_hz, f_max_hz: (K,) CPU range [Hz]. kappa: (K,) [J/(cycle Hz^2)].
         p_max_w: (K,) [W]. bandwidth_hz: B [Hz].
         ratio_rtol: None (default): the ratio search alone. A number > 0: then certify the
-            ratio globally by branch and bound on (J6) until the gap is at most ratio_rtol
+            ratio globally by branch and bound on (J5) until the gap is at most ratio_rtol
             times the objective (or 200 ratios are solved), and take its best ratio
             (``JointSolution.ratio_gap``).
 

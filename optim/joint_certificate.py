@@ -12,7 +12,7 @@ from its end points alone, without a Lipschitz constant:
 
 Hence for every O in [o, o'] within [O_min, 1]
 
-    J(O) >= V gamma(o') + G(o)                                                        (J6)
+    J(O) >= V gamma(o') + G(o)                                                        (J5)
 
 and the least bound over intervals that cover [O_min, 1] is a lower bound on min J. Branch and
 bound splits the interval of least bound at its middle until the incumbent (the least J seen)
@@ -39,7 +39,7 @@ class RatioCertificate:
     Attributes:
         ratio: the O of least J among those evaluated.
         objective: J there.
-        lower_bound: a lower bound on min J over [O_min, 1] by (J6).
+        lower_bound: a lower bound on min J over [O_min, 1] by (J5).
         gap: objective - lower_bound (>= 0).
         evaluations: values of G computed, the given ones included.
     """
@@ -59,7 +59,7 @@ def certify_ratio(
     rtol: float,
     max_evaluations: int = MAX_EVALUATIONS,
 ) -> RatioCertificate:
-    """Branch and bound on (J6) over [min(ratios), max(ratios)].
+    """Branch and bound on (J5) over [min(ratios), max(ratios)].
 
     Args:
         rest_of: O -> G(O), nondecreasing in O (J2's value at O without V gamma(O)).
@@ -77,7 +77,7 @@ def certify_ratio(
         return v * penalty_of(o) + rest[o]
 
     def bound(lo: float, hi: float) -> float:
-        return v * penalty_of(hi) + rest[lo]  # (J6)
+        return v * penalty_of(hi) + rest[lo]  # (J5)
 
     best = min(points, key=total)
     heap = [(bound(lo, hi), lo, hi) for lo, hi in zip(points, points[1:], strict=False)]

@@ -1,4 +1,4 @@
-"""The global certificate of the joint step's ratio (optim.joint_certificate, (J6)): on closed
+"""The global certificate of the joint step's ratio (optim.joint_certificate, (J5)): on closed
 forms whose minimum is known, and on the joint step against brute force over O (the step at
 each fixed ratio of a fine grid)."""
 
