@@ -19,7 +19,8 @@ is found with the price by Newton's method on (log lambda, D) (:mod:`optim.joint
 warm-started from the previous ratio, and certified by a price search at its D; Brent's root of
 the slope with a price search per D is the fallback. W is not jointly convex in (O, D) (docs),
 so the outer search over O is a grid followed by bounded Brent around the best grid point: a
-local refinement, checked against brute force in the tests, not a global certificate.
+local refinement, checked against brute force in the tests. With ``ratio_rtol`` a branch and
+bound on the monotone bound (J5) of :mod:`optim.joint_certificate` certifies it globally.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from optim.energy_min import (
     round_slope,
     solve_block,
 )
+from optim.joint_certificate import certify_ratio
 from optim.joint_newton import newton_round
 
 __all__ = ["JointSolution", "search_ratio", "solve_joint_step"]
@@ -70,6 +72,9 @@ class JointSolution:
         clients: the per-client decisions and costs at (O, D) (:class:`EnergyMinSolution`:
             power_w, frequency_hz, share, times and energies, each (K,)).
         gap: duality gap of the inner bandwidth-price bisection [J-weighted units].
+        ratio_gap: with ``ratio_rtol``, the objective minus a lower bound on (J2) over every
+            O in [O_min, 1] (:func:`optim.joint_certificate.certify_ratio`, (J5)); NaN
+            without it.
     """
 
     ratio: float
@@ -78,6 +83,7 @@ class JointSolution:
     objective: float
     clients: EnergyMinSolution
     gap: float
+    ratio_gap: float = math.nan
 
 
 def solve_joint_step(
@@ -97,6 +103,7 @@ def solve_joint_step(
     kappa: ArrayLike,
     p_max_w: ArrayLike,
     bandwidth_hz: float,
+    ratio_rtol: float | None = None,
 ) -> JointSolution:
     """Solve (J2) (module docstring) for one round.
 
@@ -110,6 +117,10 @@ def solve_joint_step(
         cycles: (K,) C_k [cycle]. snr_per_w: (K,) g_k / (N0 B) [1/W].
         f_min_hz, f_max_hz: (K,) CPU range [Hz]. kappa: (K,) [J/(cycle Hz^2)].
         p_max_w: (K,) [W]. bandwidth_hz: B [Hz].
+        ratio_rtol: None (default): the ratio search alone. A number > 0: then certify the
+            ratio globally by branch and bound on (J5) until the gap is at most ratio_rtol
+            times the objective (or 200 ratios are solved), and take its best ratio
+            (``JointSolution.ratio_gap``).
 
     Returns:
         :class:`JointSolution`.
@@ -228,7 +239,16 @@ def solve_joint_step(
         best = tried[d_best]
         return fixed_part + q * d_best + best.objective, d_best, best
 
-    o_best = search_ratio(lambda o: at_ratio(o)[0], omin if per.max() > 0.0 else 1.0)
+    o_low = omin if per.max() > 0.0 else 1.0
+    o_best = search_ratio(lambda o: at_ratio(o)[0], o_low)
+    ratio_gap = math.nan
+    if ratio_rtol is not None:
+        rtol = check_real("ratio_rtol", ratio_rtol, low=0.0, low_open=True)
+        grid = [float(o) for o in np.linspace(o_low, 1.0, _RATIO_GRID)] if o_low < 1.0 else []
+        found = certify_ratio(
+            lambda o: at_ratio(o)[0] - v * penalty(o), penalty, v, [*grid, o_best, 1.0], rtol
+        )
+        o_best, ratio_gap = found.ratio, found.gap
     objective, d_best, clients = at_ratio(o_best)
     return JointSolution(
         ratio=o_best,
@@ -237,6 +257,7 @@ def solve_joint_step(
         objective=objective,
         clients=clients,
         gap=clients.gap if math.isfinite(clients.gap) else 0.0,
+        ratio_gap=ratio_gap,
     )
 
 

@@ -18,6 +18,7 @@ from wirelessfl.config.aircomp import UPLINKS, AirCompConfig, check_uplink
 from wirelessfl.config.privacy import PrivacyConfig, updates_per_aggregation
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
+    CLOCK_KEYS,
     AvailabilityConfig,
     EnergyConfig,
     MobilityConfig,
@@ -1336,17 +1337,20 @@ class Scenario:
             )
         if ctl.cpu_freq_hz is None:
             return
-        span = self.devices.energy.cpu_hz_range()
-        if span is None:
+        named = list(self.devices.classes) if self.devices.kind == "classes" else []
+        spans = [self.devices.energy.cpu_hz_range(c) for c in named or [None]]
+        if spans[0] is None:
             raise ConfigError(
                 "controller.cpu_freq_hz: a clock needs devices.energy.model: cmos (the energy "
                 f"of a clock), got {self.devices.energy.model}; set it, or remove cpu_freq_hz"
             )
-        low, high = span
+        # every device's range must hold the one clock: [the highest f_min, the lowest f_max]
+        low, high = max(s[0] for s in spans), min(s[1] for s in spans)  # type: ignore[index]
         if not low <= ctl.cpu_freq_hz <= high:
             raise ConfigError(
                 f"controller.cpu_freq_hz: must be in [{low:g}, {high:g}] "
-                "(devices.energy.cpu_freq_min_hz, cpu_freq_hz), got "
+                "(devices.energy.cpu_freq_min_hz, cpu_freq_hz: the range every device class "
+                "shares), got "
                 f"{ctl.cpu_freq_hz:g}"
             )
 
@@ -1397,6 +1401,10 @@ class Scenario:
             and self.availability.per_class,
             "devices.energy.joules_per_flop": self.devices.energy.model == "per_flop"
             and isinstance(self.devices.energy.joules_per_flop, dict),
+            **{
+                f"devices.energy.{key}": isinstance(getattr(self.devices.energy, key), dict)
+                for key in CLOCK_KEYS
+            },
         }
         for key, needed in needs_classes.items():
             if needed and not classes:
@@ -1410,6 +1418,15 @@ class Scenario:
                 raise ConfigError(
                     f"channel.tx_power_dbm_by_class: no power for device class {missing[0]!r} "
                     f"of devices.classes; give every class a dBm value"
+                )
+        for key in CLOCK_KEYS:
+            value = getattr(self.devices.energy, key)
+            per_class = isinstance(value, dict) and classes
+            missing = sorted(set(self.devices.classes) - set(value)) if per_class else []
+            if missing:
+                raise ConfigError(
+                    f"devices.energy.{key}: no clock for device class {missing[0]!r} of "
+                    "devices.classes; give every class one, or one number"
                 )
         for key in ("p_on_to_off", "p_off_to_on"):
             value = getattr(self.availability, key)

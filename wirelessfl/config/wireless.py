@@ -24,12 +24,35 @@ from wirelessfl.errors import ConfigError
 DEFAULT_JOULES_PER_FLOP = 1.0e-10
 
 __all__ = [
+    "CLOCK_KEYS",
     "DEFAULT_JOULES_PER_FLOP",
     "AvailabilityConfig",
     "EnergyConfig",
     "MobilityConfig",
     "PathLossConfig",
 ]
+
+
+#: the keys of ``devices.energy`` that give a clock [Hz], one number or one per device class
+CLOCK_KEYS = ("cpu_freq_hz", "cpu_freq_min_hz")
+#: the clocks they may take [Hz]: above 0 (1 Hz) and below any CPU (1 THz)
+_LOWEST_CLOCK_HZ, _HIGHEST_CLOCK_HZ = 1.0, 1.0e12
+
+
+def _class_value(value: float | dict[str, float], device_class: str | None) -> float:
+    """``value`` for one device class: the number itself, or the table's entry (a table read
+    without a class, or without the class, is a KeyError: the scenario's checks prevent it)."""
+    if isinstance(value, dict):
+        if device_class is None:
+            raise KeyError("a value per device class needs the device class")
+        return float(value[device_class])
+    return float(value)
+
+
+def _classes_of(*values: float | dict[str, float] | None) -> list[str | None]:
+    """The device classes the tables among ``values`` name ([None]: every one is a number)."""
+    named = [c for v in values if isinstance(v, dict) for c in v]
+    return list(dict.fromkeys(named)) or [None]
 
 
 def _check_params(prefix: str, params: dict, model: str, own: dict[str, str]) -> None:
@@ -253,17 +276,16 @@ class EnergyConfig:
         "defaults of channels.energy with devices.kind: classes, else 1e-10)",
     )
     kappa: float = option(1.0e-28, gt=0.0, doc="cmos: effective switched capacitance")
-    cpu_freq_hz: float = option(
+    cpu_freq_hz: float | dict[str, float] = option(
         2.0e9,
-        gt=0.0,
-        doc="cmos: clock frequency f; the device computes at its flops_per_s at this clock, "
-        "the highest a controller may choose (f_max)",
+        doc="cmos: clock frequency f [Hz], > 0, a number or {device class: Hz}; the device "
+        "computes at its flops_per_s at this clock, the highest a controller may choose (f_max)",
     )
-    cpu_freq_min_hz: float | None = option(
+    cpu_freq_min_hz: float | dict[str, float] | None = option(
         None,
-        gt=0.0,
-        doc="cmos: the lowest clock a controller may choose (f_min <= cpu_freq_hz); at f the "
-        "device computes at flops_per_s f / cpu_freq_hz; null: cpu_freq_hz (no choice)",
+        doc="cmos: the lowest clock a controller may choose [Hz] (0 < f_min <= f_max), a number "
+        "or {device class: Hz}; at f the device computes at flops_per_s f / f_max; null: "
+        "cpu_freq_hz (no choice)",
     )
     flops_per_cycle: float = option(8.0, gt=0.0, doc="cmos: FLOPs per clock cycle")
     params: dict[str, object] = option(
@@ -274,6 +296,10 @@ class EnergyConfig:
         _check_params(prefix, self.params, self.model, self.OWN_KEYS)
         if self.joules_per_flop is not None:
             check_per_class(f"{prefix}.joules_per_flop", self.joules_per_flop, 1.0e-30, 1.0)
+        for key in CLOCK_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                check_per_class(f"{prefix}.{key}", value, _LOWEST_CLOCK_HZ, _HIGHEST_CLOCK_HZ)
         if self.cpu_freq_min_hz is None:
             return
         if self.model != "cmos":
@@ -281,18 +307,26 @@ class EnergyConfig:
                 f"{prefix}.cpu_freq_min_hz: a clock range needs model: cmos (the energy of a "
                 f"clock), got model: {self.model}; use model: cmos or remove cpu_freq_min_hz"
             )
-        if self.cpu_freq_min_hz > self.cpu_freq_hz:
-            raise ConfigError(
-                f"{prefix}.cpu_freq_min_hz: must be <= cpu_freq_hz ({self.cpu_freq_hz:g}), got "
-                f"{self.cpu_freq_min_hz:g}"
-            )
+        bounds = (self.cpu_freq_hz, self.cpu_freq_min_hz)
+        for device_class in _classes_of(*bounds):
+            if any(isinstance(v, dict) and device_class not in v for v in bounds):
+                continue  # a class one table lacks: the scenario names it (devices.classes)
+            low, high = self.cpu_hz_range(device_class)  # type: ignore[misc]
+            if low > high:
+                where = f" of {device_class}" if device_class else ""
+                raise ConfigError(
+                    f"{prefix}.cpu_freq_min_hz: must be <= cpu_freq_hz{where} ({high:g}), got "
+                    f"{low:g}"
+                )
 
-    def cpu_hz_range(self) -> tuple[float, float] | None:
-        """(f_min, f_max) [Hz] a controller may choose the clock in (model ``cmos``), else None."""
+    def cpu_hz_range(self, device_class: str | None = None) -> tuple[float, float] | None:
+        """(f_min, f_max) [Hz] a controller may choose the clock of a ``device_class`` device in
+        (model ``cmos``; None: the numbers given for every class), else None."""
         if self.model != "cmos":
             return None
+        high = _class_value(self.cpu_freq_hz, device_class)
         low = self.cpu_freq_hz if self.cpu_freq_min_hz is None else self.cpu_freq_min_hz
-        return float(low), float(self.cpu_freq_hz)
+        return _class_value(low, device_class), high
 
     def model_kwargs(self) -> dict:
         """Keyword arguments of ``channels.make_compute_energy``."""

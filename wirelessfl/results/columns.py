@@ -103,7 +103,7 @@ CLIENT_COLUMNS: dict[str, str] = {
 #: "Transmit power and CPU frequency as decisions").
 CPU_CLOCK_COLUMNS: dict[str, str] = {
     "cpu_hz": "CPU clock f_k the client computed at [Hz], in [devices.energy.cpu_freq_min_hz, "
-    "cpu_freq_hz] (NaN: outage, no decision)",
+    "cpu_freq_hz] of its device class (NaN: outage, no decision)",
 }
 
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` with ``channel.uplink: aircomp``

@@ -53,6 +53,22 @@ def client_classes(scenario: Scenario) -> list[str] | None:
     return profile.draw_classes(scenario.seed, scenario.n_clients)
 
 
+def clock_ranges_hz(
+    scenario: Scenario, client_class: list[str] | None
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """(N,) f_min and (N,) f_max [Hz] each client may run its CPU at: its device class's
+    ``devices.energy.cpu_freq_min_hz`` and ``cpu_freq_hz`` (``devices.energy.model: cmos``;
+    ``client_class`` from :func:`client_classes`, None: the numbers given); (None, None)
+    under another energy model."""
+    energy = scenario.devices.energy
+    classes = client_class if client_class is not None else [None] * scenario.n_clients
+    spans = [energy.cpu_hz_range(c) for c in classes]
+    if not spans or spans[0] is None:
+        return None, None
+    low_hz, high_hz = np.asarray(spans, dtype=float).T
+    return low_hz, high_hz
+
+
 def _fading(scenario: Scenario, mobility: MobilityModel | None):
     """The fading model; Gauss-Markov without rho or Doppler takes the clients' Doppler."""
     ch = scenario.channel

@@ -101,6 +101,7 @@ from wirelessfl.sim.setup import (
     build_devices,
     build_radio,
     client_classes,
+    clock_ranges_hz,
 )
 
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
@@ -177,10 +178,9 @@ class Simulator:
         self.client_class = client_classes(scenario)
         self.availability = build_availability(scenario, self.client_class)
         self.compute_energy = build_compute_energy(scenario)
-        span = scenario.devices.energy.cpu_hz_range()
-        #: (N,) f_min and f_max [Hz] (devices.energy.model: cmos), else None
-        self.cpu_hz_min = None if span is None else np.full(scenario.n_clients, span[0])
-        self.cpu_hz_max = None if span is None else np.full(scenario.n_clients, span[1])
+        #: (N,) f_min and f_max [Hz] of each client's device class (devices.energy.model:
+        #: cmos), else None
+        self.cpu_hz_min, self.cpu_hz_max = clock_ranges_hz(scenario, self.client_class)
         geometry = learner.geometry()
         self.params_per_rank = geometry.params_per_rank
         ctx = ControllerContext(
@@ -212,7 +212,7 @@ class Simulator:
             flops_per_s=np.asarray(self.flops_per_s, dtype=float),
             joules_per_flop_at_fmax=(
                 None
-                if span is None
+                if self.cpu_hz_max is None
                 else np.asarray(
                     self.compute_energy.energy_j(np.ones(scenario.n_clients), self.client_class),
                     dtype=float,

@@ -2,6 +2,10 @@
 fixed and the joint radio (reproductions ``energy-joint-accuracy-*``, docs/results.md, "Fixed
 against joint radio control: accuracy, time and energy").
 
+A run's variant is its radio, and for a positive energy price μ (``controller.energy_price``)
+the radio and the price: "fixed", "joint", "joint, μ = 0.01" (:func:`variant_label`); the
+table and the figure have one group per variant and budget.
+
 The energy of a run is every device's compute + transmit energy summed over its rounds
 (``compute_energy_j + transmit_energy_j`` of ``rounds.csv``) [J]; its energy to a target
 accuracy is that sum up to and including the first evaluated round at or above the target, the
@@ -22,16 +26,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "PRICE_KEY",
     "RADIO_KEY",
     "accuracy_curve",
     "accuracy_energy_columns",
     "draw_joint_accuracy",
     "radio_table",
     "radio_tables",
+    "variant_label",
 ]
 
 #: the config key that names the method of these reproductions
 RADIO_KEY = "controller.radio"
+#: the config key of the joint radio's energy price μ [per J] (a variant of its own when > 0)
+PRICE_KEY = "controller.energy_price"
 #: ``summary.csv`` columns of :func:`radio_table`, meaned per radio
 _TABLE_METRICS = (
     "final_accuracy",
@@ -74,18 +82,33 @@ def accuracy_curve(run) -> pd.DataFrame:
     return rows[["round", "t_end_s", "energy_j", "accuracy"]].reset_index(drop=True)
 
 
+def variant_label(radio: str, energy_price: float | None) -> str:
+    """A run's variant: ``radio``, followed by ", μ = <price>" when ``energy_price`` [per J] is
+    positive (None or NaN: not set, as 0)."""
+    if energy_price is None or math.isnan(energy_price) or energy_price == 0.0:
+        return radio
+    return f"{radio}, μ = {energy_price:g}"
+
+
 def radio_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per radio and budget (``energy_budget_j`` [J per device per round]; NaN: none): the
-    finished runs, and the mean and the min–max over seeds of final accuracy, virtual time [s],
-    total energy [J] and time [s] and energy [J] to the target accuracy (the seeds that reach
-    it in ``reached``). ``summary``: a reproduction's ``summary.csv``."""
+    """Per variant (:func:`variant_label`) and budget (``energy_budget_j`` [J per device per
+    round]; NaN: none): the finished runs, and the mean and the min–max over seeds of final
+    accuracy, virtual time [s], total energy [J] and time [s] and energy [J] to the target
+    accuracy (the seeds that reach it in ``reached``). ``summary``: a reproduction's
+    ``summary.csv``."""
     import pandas as pd
 
     finished = summary[summary["finished"].astype(bool)] if "finished" in summary else summary
+    prices = finished[PRICE_KEY] if PRICE_KEY in finished else pd.Series(math.nan, finished.index)
+    keys = [finished[RADIO_KEY].astype(str), prices.astype(float).fillna(0.0)]
     rows = []
-    groups = finished.groupby([RADIO_KEY, "energy_budget_j"], sort=True, dropna=False)
-    for (radio, budget_j), part in groups:
-        row = {"radio": radio, "energy_budget_j": budget_j, "runs": len(part)}
+    groups = finished.groupby([*keys, "energy_budget_j"], sort=True, dropna=False)
+    for (radio, price, budget_j), part in groups:  # radio, then price by size, then budget
+        row = {
+            "variant": variant_label(radio, price),
+            "energy_budget_j": budget_j,
+            "runs": len(part),
+        }
         for metric in _TABLE_METRICS:
             values = part[metric].astype(float) if metric in part else pd.Series(dtype=float)
             row[metric] = float(values.mean())
@@ -98,7 +121,8 @@ def radio_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def radio_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The reproductions' ``tables``: ``radio_means`` (:func:`radio_table`)."""
+    """The reproductions' ``tables``: ``radio_means`` (:func:`radio_table`, one row per variant
+    and budget)."""
     return {"radio_means": radio_table(summary)}
 
 
@@ -108,7 +132,7 @@ def _budget_label(budget_j: float) -> str:
 
 def draw_joint_accuracy(stem: str, task: str) -> Callable[[Path, list], list[Path]]:
     """The drawing of one reproduction: ``<stem>.png``, accuracy against virtual time and against
-    every device's cumulative energy, one colour per radio and one line style per energy
+    every device's cumulative energy, one colour per variant and one line style per energy
     budget: each seed a thin line, the mean over seeds (of time, energy and accuracy at each
     evaluation) a thick one. ``task`` names the scenario in the title."""
 
@@ -121,20 +145,24 @@ def draw_joint_accuracy(stem: str, task: str) -> Callable[[Path, list], list[Pat
 
         fig = Figure(figsize=(10, 3.6))
         axes = fig.subplots(1, 2, sharey=True)
-        curves: dict[tuple[str, str], list[pd.DataFrame]] = {}
+        # (radio, price [per J], budget label) -> the runs' curves; sorted, the prices by size
+        curves: dict[tuple[str, float, str], list[pd.DataFrame]] = {}
         for run in runs:
-            key = (str(config_value(run, RADIO_KEY)), _budget_label(budget_of(run.config)))
+            price = config_value(run, PRICE_KEY)
+            price = 0.0 if price is None or math.isnan(price) else float(price)
+            key = (str(config_value(run, RADIO_KEY)), price, _budget_label(budget_of(run.config)))
             curves.setdefault(key, []).append(accuracy_curve(run))
-        radios = sorted({radio for radio, _ in curves})
-        budgets = sorted({budget for _, budget in curves})
-        for (radio, budget), frames in sorted(curves.items()):
-            color = f"C{radios.index(radio)}"
+        variants = sorted({(radio, price) for radio, price, _ in curves})
+        budgets = sorted({budget for *_, budget in curves})
+        for (radio, price, budget), frames in sorted(curves.items()):
+            variant = variant_label(radio, price)
+            color = f"C{variants.index((radio, price)) % 10}"
             style = ("-", "--", ":", "-.")[budgets.index(budget) % 4]
             for frame in frames:
                 axes[0].plot(frame.t_end_s, frame.accuracy, color=color, lw=0.6, alpha=0.35)
                 axes[1].plot(frame.energy_j, frame.accuracy, color=color, lw=0.6, alpha=0.35)
             mean = pd.concat(frames).groupby("round")[["t_end_s", "energy_j", "accuracy"]].mean()
-            label = f"{radio} radio, {budget} ({len(frames)} seeds)"
+            label = f"{variant}, {budget} ({len(frames)} seeds)"
             for ax, x in zip(axes, (mean.t_end_s, mean.energy_j), strict=True):
                 ax.plot(x, mean.accuracy, "o", ls=style, color=color, ms=3, label=label)
         axes[0].set_xscale("symlog", linthresh=1.0)

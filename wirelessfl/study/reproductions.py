@@ -7,7 +7,8 @@ FedBuff's and FedScale's claim on the server modes (``async-*``, under ``async/`
 al.'s energy against the completion-time limit and the devices (``energy-min-*``, under
 ``energy/``) and the energy budget with the joint radio (``energy-budget-joint``, under
 ``energy/``) and accuracy against time and energy with the fixed and the joint radio
-(``energy-joint-accuracy-*``, under ``energy/``); docs/results.md has a section per claim.
+(``energy-joint-accuracy-*``, under ``energy/``) and against the joint radio's energy price
+(``energy-price-umi``); docs/results.md has a section per claim.
 
 Every accuracy figure is drawn twice, against the round index (``<stem>.png``, as the paper
 draws it) and against cumulative virtual time (``<stem>_time.png``, the latency–accuracy view:
@@ -37,6 +38,7 @@ from wirelessfl.study.figures import (
 from wirelessfl.study.floral_figures import draw_adaptors, draw_methods, draw_synthetic
 from wirelessfl.study.h2tune_figures import draw_ablation, draw_comparison
 from wirelessfl.study.joint_accuracy_figures import (
+    PRICE_KEY,
     RADIO_KEY,
     accuracy_energy_columns,
     draw_joint_accuracy,
@@ -191,12 +193,15 @@ JOINT_REFERENCE = Reference(
 )
 
 
-def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
+def radio_sweeps(
+    budgets_j: list[float | None], priced_budget_j: float
+) -> dict[str, dict[str, list]]:
     """The joint and the fixed radio at each energy budget of ``budgets_j`` [J per device per
-    round, time-average; None: no budget, no energy queues]. The fixed radio's online stage
-    plans with noise over the whole band and refuses noise on the share, so its sweep sets
-    ``channel.noise_bandwidth: band``: its rates are b B log2(1 + SNR), the joint radio's
-    b B log2(1 + SNR / b)."""
+    round, time-average; None: no budget, no energy queues], and the joint radio with the
+    energy price ``PRICED_ENERGY_PRICE`` at ``priced_budget_j`` (sweep ``joint-priced``). The
+    fixed radio's online stage plans with noise over the whole band and refuses noise on the
+    share, so its sweep sets ``channel.noise_bandwidth: band``: its rates are
+    b B log2(1 + SNR), the joint radio's b B log2(1 + SNR / b)."""
     return {
         "joint": {RADIO_KEY: ["joint"], "controller.energy_budget_j": budgets_j},
         "fixed": {
@@ -204,13 +209,23 @@ def radio_sweeps(budgets_j: list[float | None]) -> dict[str, dict[str, list]]:
             "channel.noise_bandwidth": ["band"],
             "controller.energy_budget_j": budgets_j,
         },
+        "joint-priced": {
+            RADIO_KEY: ["joint"],
+            PRICE_KEY: [PRICED_ENERGY_PRICE],
+            "controller.energy_budget_j": [priced_budget_j],
+        },
     }
 
 
-#: the joint radio against the fixed one at the same seed and budget
+#: the energy price μ of the priced joint radio [per J] (docs/solvers.md, (E4)): the joint
+#: step prices every scheduled device's energy at ω Z_k + μ
+PRICED_ENERGY_PRICE = 0.01
+
+#: the joint radio, with and without the energy price, against the fixed one at the same seed
+#: and budget
 FIXED_RADIO_REFERENCE = Reference(
     {RADIO_KEY: "fixed"},
-    keys=("channel.noise_bandwidth",),
+    keys=("channel.noise_bandwidth", PRICE_KEY),
     metrics=(
         "final_accuracy",
         "virtual_time_s",
@@ -224,6 +239,9 @@ FIXED_RADIO_REFERENCE = Reference(
 #: with the fixed radio and no budget (0.0041-0.0109 J, seed 0), above every floor (compute at
 #: 2 GHz: at most 6e-5 J)
 UMI_BUDGET_J = 0.004
+#: energy-price-umi's energy prices μ [per J]: 0 (the default) and 1e-6 to 1 (1e-6 and 1e-4
+#: look for the price below which the step stops pricing the devices whose queue is empty)
+ENERGY_PRICES = [0.0, 1.0e-6, 1.0e-4, 0.001, 0.01, 0.1, 1.0]
 #: energy-joint-accuracy-default's budget [J per device per round]: under the fixed radio's
 #: mean energy without a budget (0.175 J, seed 0, first 8 rounds), above every device's floor
 #: with it (compute at 2 GHz, 5 of 20 rounds: 0.045 J; 0.0028 J at 0.5 GHz)
@@ -810,7 +828,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-umi": Reproduction(
         scenario="energy/umi_joint_accuracy.yaml",
-        sweeps=radio_sweeps([UMI_BUDGET_J, None]),  # and without a budget, for contrast
+        # and without a budget, for contrast
+        sweeps=radio_sweeps([UMI_BUDGET_J, None], UMI_BUDGET_J),
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy",
         target_accuracy=0.75,
@@ -823,15 +842,34 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "energy-joint-accuracy-default": Reproduction(
         scenario="energy/default_joint_accuracy.yaml",
-        sweeps=radio_sweeps([DEFAULT_BUDGET_J]),
+        sweeps=radio_sweeps([DEFAULT_BUDGET_J], DEFAULT_BUDGET_J),
         claim="at the same energy budget, deciding power and clock (joint radio) reaches the "
         "same accuracy as full power and clock (fixed radio) with less energy, on the default "
         "task",
         target_accuracy=0.7,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=draw_joint_accuracy("joint_accuracy_default", "EfficientNet-Lite0 / MNIST-5k"),
         reference=FIXED_RADIO_REFERENCE,
+        run_columns=accuracy_energy_columns,
+        tables=radio_tables,
+    ),
+    "energy-price-umi": Reproduction(
+        scenario="energy/umi_joint_accuracy.yaml",
+        sweeps={
+            "price": {
+                RADIO_KEY: ["joint"],
+                PRICE_KEY: ENERGY_PRICES,
+                "controller.energy_budget_j": [UMI_BUDGET_J],
+            }
+        },
+        claim="the joint radio's energy at the umi budget falls as the energy price grows, at "
+        "the same accuracy",
+        target_accuracy=0.75,
+        seeds=3,
+        full=[],
+        draw=draw_joint_accuracy("energy_price_umi", "umi cell, energy price μ"),
+        reference=Reference({PRICE_KEY: 0.0}, metrics=FIXED_RADIO_REFERENCE.metrics, label="μ = 0"),
         run_columns=accuracy_energy_columns,
         tables=radio_tables,
     ),
