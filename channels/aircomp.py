@@ -64,8 +64,9 @@ __all__ = [
     "truncated_inversion",
 ]
 
-#: ``channel.aircomp.policy``: the power control policies of the module docstring
-AIRCOMP_POLICIES = ("full_inversion", "truncated", "optimal")
+#: ``channel.aircomp.policy``: the power control policies of the module docstring, and
+#: ``optimal_fading`` (:mod:`channels.aircomp_fading`: it needs the run's multipliers)
+AIRCOMP_POLICIES = ("full_inversion", "truncated", "optimal", "optimal_fading")
 
 
 @dataclass(frozen=True)
@@ -257,4 +258,9 @@ def air_power(
         return truncated_inversion(snr, peak_power_w, threshold_snr)
     if policy == "optimal":
         return optimal_power(snr, peak_power_w)
+    if policy == "optimal_fading":
+        raise ValueError(
+            "policy optimal_fading needs the run's multipliers: "
+            "channels.aircomp_fading.fading_power"
+        )
     raise ValueError(f"policy must be one of {', '.join(AIRCOMP_POLICIES)}, got {policy!r}")

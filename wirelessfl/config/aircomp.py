@@ -22,6 +22,12 @@ def uses_aircomp(config: Mapping[str, Any]) -> bool:
     return (config.get("channel") or {}).get("uplink", "fdma") == "aircomp"
 
 
+def uses_fading_policy(config: Mapping[str, Any]) -> bool:
+    """Whether a run's resolved config (plain data) runs policy optimal_fading over the air."""
+    air = (config.get("channel") or {}).get("aircomp") or {}
+    return uses_aircomp(config) and air.get("policy") == "optimal_fading"
+
+
 @dataclass
 class AirCompConfig:
     """Over-the-air aggregation: the power control policy of ``channels.aircomp``."""
@@ -31,7 +37,9 @@ class AirCompConfig:
         choices=AIRCOMP_POLICIES,
         doc="full_inversion (every client aligned to the weakest at full power) | truncated "
         "(clients below threshold_snr_db excluded, the others inverted) | optimal (Cao et "
-        "al.'s threshold-based policy: weak clients at full power, the others inverted)",
+        "al.'s threshold-based policy: weak clients at full power, the others inverted) | "
+        "optimal_fading (regularized channel inversion whose per-device multipliers keep the "
+        "average power within average_power_w)",
         applies=uses_aircomp,
     )
     threshold_snr_db: float | None = option(
@@ -49,17 +57,36 @@ class AirCompConfig:
         gt=0.0,
         doc="policy truncated with threshold_snr_db: each client's average transmit power over "
         "Rayleigh fading (Zhu et al.: the received SNR is lowered until every client meets "
-        "it); null: the peak power alone",
+        "it); policy optimal_fading (required): the average its multipliers enforce; null: "
+        "the peak power alone",
         applies=uses_aircomp,
+    )
+    dual_step: float = option(
+        0.05,
+        gt=0.0,
+        le=10.0,
+        doc="policy optimal_fading: the step of the multipliers' dual ascent, in the "
+        "dimensionless price nu_k = lambda_k average_power_w (nu_k += step (p_k / "
+        "average_power_w - 1), floored at 0)",
+        applies=uses_fading_policy,
     )
 
     def validate(self, prefix: str) -> None:
+        if self.policy == "optimal_fading":
+            if self.average_power_w is None:
+                raise ConfigError(
+                    f"{prefix}.average_power_w: policy optimal_fading prices each client's "
+                    "average transmit power, and none is set; set average_power_w [W], or use "
+                    "policy optimal"
+                )
+            return
         if self.average_power_w is not None and (
             self.policy != "truncated" or self.threshold_snr_db is None
         ):
             raise ConfigError(
                 f"{prefix}.average_power_w: sets the received SNR of truncated inversion at a "
-                f"fixed threshold; use policy: truncated with threshold_snr_db, or remove it"
+                f"fixed threshold, or the multipliers of optimal_fading; use policy: truncated "
+                f"with threshold_snr_db, or optimal_fading, or remove it"
             )
 
     def threshold_snr(self) -> float | None:
@@ -91,7 +118,8 @@ def check_uplink(scenario: Any) -> None:
             f"{scenario.server.mode} adds them one at a time; use server.mode: sync"
         )
     fading = scenario.channel.fading.model
-    if scenario.channel.aircomp.average_power_w is not None and fading != "rayleigh":
+    air = scenario.channel.aircomp
+    if air.average_power_w is not None and air.policy == "truncated" and fading != "rayleigh":
         raise ConfigError(
             "channel.aircomp.average_power_w: the average over fading is Rayleigh's closed "
             f"form, and channel.fading.model is {fading!r}; use rayleigh, or remove it"

@@ -121,6 +121,14 @@ AIRCOMP_ROUND_COLUMNS: dict[str, str] = {
     "aircomp_excluded": "scheduled clients the power control policy excluded (truncation)",
 }
 
+#: ``rounds.csv``'s column after :data:`AIRCOMP_ROUND_COLUMNS` with
+#: ``channel.aircomp.policy: optimal_fading`` (docs/simulator.md, "Fading with an average power")
+AIRCOMP_FADING_ROUND_COLUMNS: dict[str, str] = {
+    "aircomp_mean_price": "mean over the clients in the round's power control of the price "
+    "nu_k = lambda_k average_power_w of their average power constraint, as the round used it "
+    "(dimensionless; 0: no constraint binds yet; NaN: all in outage)",
+}
+
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` in the event-driven modes
 #: (``server.mode`` async | buffered | semi_sync), where a row is one aggregation: ``round`` is
 #: its index, ``t_start_s`` the previous aggregation's time (0 for the first), ``t_end_s`` its

@@ -33,6 +33,7 @@ from wirelessfl.config.schema import build, to_dict
 from wirelessfl.errors import SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
+    AIRCOMP_FADING_ROUND_COLUMNS,
     AIRCOMP_ROUND_COLUMNS,
     CLIENT_COLUMNS,
     CPU_CLOCK_COLUMNS,
@@ -262,6 +263,8 @@ class Run:
         extra = EVENT_DRIVEN_ROUND_COLUMNS if event_driven else {}
         if sc.channel.uplink == "aircomp":
             extra = AIRCOMP_ROUND_COLUMNS
+            if sc.channel.aircomp.policy == "optimal_fading":
+                extra = {**AIRCOMP_ROUND_COLUMNS, **AIRCOMP_FADING_ROUND_COLUMNS}
         algo = algorithm_columns(self.learner.metric_names())
         columns = {"rounds": [*ROUND_COLUMNS, *extra, *algo]}
         if sc.output.events:

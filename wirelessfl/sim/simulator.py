@@ -223,6 +223,8 @@ class Simulator:
         self.rank = self.controller.rank
         #: channel.uplink: aircomp, the over-the-air uplink (else None: FDMA)
         self.air = self._air_uplink()
+        if self.air is not None:
+            self.air.start(scenario.n_clients)
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
         self.metric_columns = {name: metric_column(name) for name in learner.metric_names()}
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
@@ -249,6 +251,8 @@ class Simulator:
             state["initial_evaluation"] = json_evaluation(self.initial_evaluation)
         if self.engine is not None:  # event-driven: the uploads in flight, the buffer, ...
             state["engine"] = self.engine.state()
+        if self.air is not None:  # optimal_fading's multipliers (none: old states unchanged)
+            state.update(self.air.state())
         return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
@@ -259,6 +263,8 @@ class Simulator:
         self.next_round = int(state["next_round"])
         self.env = simpy.Environment(initial_time=float(state["now_s"]))
         self.controller.load_state_dict(state["controller"])
+        if self.air is not None:
+            self.air.restore(state)
         self.initial_evaluation = read_evaluation(state.get("initial_evaluation"))
         if average_rate is not None:
             self.average_rate = average_rate
@@ -528,7 +534,9 @@ class Simulator:
                 "controller.name: fixed, osfa or tsfa, or channel.uplink: fdma"
             )
         air = ch.aircomp
-        return AirUplink(air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w)
+        return AirUplink(
+            air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w, air.dual_step
+        )
 
     def _exclude(self, r: _Round) -> None:
         """The AirComp policy on the clients not in outage: its powers replace theirs, the
@@ -540,7 +548,7 @@ class Simulator:
         r.air_gain = np.zeros(k)
         if rows.size:
             mean_snr = np.asarray(self.cell.mean_snr, dtype=float)[r.scheduled[rows]]
-            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows], mean_snr)
+            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows], mean_snr, r.scheduled[rows])
             r.excluded[rows[~r.air.included]] = True
             r.air_gain[rows] = r.air.gain
             r.tx_power_w = r.tx_power_w.copy()
@@ -782,7 +790,7 @@ class Simulator:
         }
         if self.air is not None:
             excluded = int(r.excluded.sum()) if r.excluded is not None else 0
-            record.update(AirUplink.record(r.air, excluded))
+            record.update(self.air.record(r.air, excluded))
         for name, column in self.metric_columns.items():
             record[column] = metrics.get(name, math.nan)
         rows = self._client_rows(r, arrived_set) if sc.output.clients else []
