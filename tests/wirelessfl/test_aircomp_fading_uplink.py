@@ -61,6 +61,20 @@ def test_resume_reproduces_the_tables(tmp_path):
     assert (full.rounds.aircomp_mean_price.iloc[4:] > 0).all()  # the resumed rounds priced
 
 
+def test_it_runs_under_rician_fading_where_truncations_e1_rule_is_refused(tmp_path):
+    run = _run(tmp_path, "rician", rounds=30, **{"channel.fading.model": "rician"})
+    assert run.rounds.aircomp_mean_price.iloc[-1] > 0
+    with pytest.raises(ConfigError, match=r"^channel.aircomp.average_power_w: .*rayleigh"):
+        small_scenario(
+            **{
+                **FADING,
+                "channel.fading.model": "rician",
+                "channel.aircomp.policy": "truncated",
+                "channel.aircomp.threshold_snr_db": 3.0,
+            }
+        )
+
+
 def test_the_missing_average_power_is_refused_in_one_line():
     with pytest.raises(ConfigError) as err:
         small_scenario(**{**FADING, "channel.aircomp.average_power_w": None})
