@@ -81,6 +81,17 @@ def test_without_multipliers_the_denoising_is_cao_et_als_static_optimum():
     assert air.denoising == pytest.approx(eta, rel=1e-6)
 
 
+def test_the_mse_of_shrunk_coefficients_matches_a_monte_carlo_of_the_symbols():
+    rng = np.random.default_rng(5)
+    air = fading_power(Q, PEAK_W, LAMBDA_PER_W)
+    assert (air.gain < 1.0 - 1e-3).any()  # misaligned: the (c_k - 1)^2 terms count
+    amplitude = np.sqrt(air.tx_power_w * Q / PEAK_W)  # sqrt(p_k) |h_k| / sigma
+    x = rng.choice([-1.0, 1.0], size=(Q.size, 400_000))  # unit-power, uncorrelated
+    y = amplitude @ x + rng.standard_normal(x.shape[1])
+    measured = float(np.mean((y / np.sqrt(air.denoising) - x.sum(axis=0)) ** 2))
+    assert air.mse == pytest.approx(measured, rel=0.02)
+
+
 def test_dual_step_by_hand():
     lam = dual_update([2.0, 0.1, 0.0], [0.05, 0.0, 0.02], average_power_w=0.02, step=0.5)
     # ν = λ P̄ = 0.04, 0.002, 0; + 0.5 (p / P̄ - 1) = +0.75, -0.5, 0 -> floored at 0
