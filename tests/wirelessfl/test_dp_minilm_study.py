@@ -1,7 +1,7 @@
 """``wirelessfl reproduce dp-minilm``: FedIT and FFA-LoRA on MiniLM / Rotten Tomatoes without DP
 and under DP-SGD. The declaration (iid split, sequential trainer, fixed controller, no-DP
-reference) and its two noise multipliers against the epsilon they are documented to give
-(about 8 and about 2 at delta 1e-5), from Opacus's accountant stepped here per device over
+reference) and its noise multipliers against the epsilon they are documented to give
+(about 26, 8 and 2 at delta 1e-5), from Opacus's accountant stepped here per device over
 the schedule of a network-only run of the same scenario and seed."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _largest_epsilon(sigma: float, q: float, steps: list[int], delta: float) -> 
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_noise_multipliers_give_epsilon_about_8_and_2(tmp_path, seed):
+def test_the_noise_multipliers_give_epsilon_about_26_8_and_2(tmp_path, seed):
     from wirelessfl.data.rotten_tomatoes import load_rotten_tomatoes
     from wirelessfl.sim.runner import Run
 
@@ -57,6 +57,7 @@ def test_the_noise_multipliers_give_epsilon_about_8_and_2(tmp_path, seed):
     )
     q = real.learner.batch_size / (n_train // real.n_clients)  # the smallest iid share
     steps = [real.learner.local_steps * n for n in rounds_sent.values()]
-    low, high = DP_SGD_SIGMAS_MINILM
-    assert 7.0 < _largest_epsilon(low, q, steps, real.privacy.delta) < 9.0
-    assert 1.8 < _largest_epsilon(high, q, steps, real.privacy.delta) < 2.3
+    weak, eight, two = (
+        _largest_epsilon(sigma, q, steps, real.privacy.delta) for sigma in DP_SGD_SIGMAS_MINILM
+    )
+    assert 20.0 < weak < 32.0 and 7.0 < eight < 9.0 and 1.8 < two < 2.3
