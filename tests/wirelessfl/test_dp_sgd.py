@@ -167,3 +167,45 @@ def test_drop_tables_by_hand():
     assert pair["mean_diff"] == pytest.approx(0.23)
     assert pair["verdict"] == "not established"  # 3 seeds: below the page's 5
     assert "fewer than 5 seeds" in pair["reason"]
+    level = tables["ffa_above_fedit"].set_index("sigma")
+    assert list(level.index) == [0.0, 2.0]
+    assert level.loc[0.0, "diffs"] == pytest.approx((-0.05, -0.02, -0.07))
+    assert level.loc[2.0, "diffs"] == pytest.approx((0.20, 0.20, 0.15))
+    assert level.loc[2.0, "mean_epsilon"] == 3.0 and math.isinf(level.loc[0.0, "mean_epsilon"])
+    assert level.loc[2.0, "verdict"] == "not established"
+
+
+def test_five_seeds_give_verdicts_both_ways():
+    """With the page's five seeds a consistent gap is a verdict: FFA-LoRA above FedIT under DP
+    (its drop smaller), below without it."""
+    import pandas as pd
+
+    from wirelessfl.study.privacy_figures import drop_table
+
+    acc = {
+        ("fedit", 0.0): [0.90, 0.88, 0.91, 0.89, 0.90],
+        ("fedit", 1.0): [0.60, 0.62, 0.58, 0.61, 0.59],
+        ("ffa_lora", 0.0): [0.85, 0.84, 0.86, 0.85, 0.83],
+        ("ffa_lora", 1.0): [0.80, 0.79, 0.81, 0.78, 0.80],
+    }
+    rows = [
+        {
+            "algorithm.name": name,
+            "privacy.dp_sgd": sigma > 0,
+            "privacy.sample_noise_multiplier": sigma if sigma > 0 else float("nan"),
+            "seed": seed,
+            "final_accuracy": a,
+            "final_dp_sgd_epsilon": 8.0 if sigma > 0 else math.inf,
+        }
+        for (name, sigma), values in acc.items()
+        for seed, a in enumerate(values)
+    ]
+    tables = drop_table(pd.DataFrame(rows))
+    (pair,) = tables["ffa_vs_fedit"].to_dict("records")
+    # FedIT's drop - FFA-LoRA's: (0.30-0.05, 0.26-0.05, 0.33-0.05, 0.28-0.07, 0.31-0.03)
+    assert pair["diffs"] == pytest.approx((0.25, 0.21, 0.28, 0.21, 0.28))
+    assert pair["verdict"] == "above"
+    level = tables["ffa_above_fedit"].set_index("sigma")
+    assert level.loc[1.0, "diffs"] == pytest.approx((0.20, 0.17, 0.23, 0.17, 0.21))
+    assert level.loc[1.0, "verdict"] == "above"
+    assert level.loc[0.0, "verdict"] == "below"

@@ -1,11 +1,13 @@
 """The privacy reproductions' columns, tables and figures (``wirelessfl reproduce dp-*``,
 docs/results.md "Differential privacy").
 
-``dp-ffa``: final accuracy against the epsilon each run reached, per algorithm, and the
-per-seed accuracy drop of each DP run from the same algorithm's run without DP; FFA-LoRA's
-claim (Sun et al., arXiv:2403.12313, Table 1) is that its drop is smaller than FedIT's (LoRA's)
-at the same noise. ``dp-sparsifiers``: accuracy against virtual time of the sparsifiers at one
-noise level (:func:`~wirelessfl.study.figures.accuracy_both_ways`).
+``dp-ffa`` (digits) and ``dp-minilm`` (MiniLM / Rotten Tomatoes): final accuracy against the
+epsilon each run reached, per algorithm, the per-seed accuracy drop of each DP run from the
+same algorithm's run without DP, and FFA-LoRA's accuracy minus FedIT's at each noise level;
+FFA-LoRA's claim (Sun et al., arXiv:2403.12313, Table 1) is that its drop is smaller than
+FedIT's (LoRA's) at the same noise, and its accuracy above. ``dp-sparsifiers``: accuracy
+against virtual time of the sparsifiers at one noise level
+(:func:`~wirelessfl.study.figures.accuracy_both_ways`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ def drop_table(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """``dp_drops``: per algorithm and noise multiplier sigma, the per-seed drop of final
     accuracy from the same algorithm's no-DP run (positive: DP lowered it) with its verdict;
     ``ffa_vs_fedit``: per sigma, the per-seed difference FedIT's drop - FFA-LoRA's drop
-    ("above": FFA-LoRA degrades less, the claim). Verdicts by
+    ("above": FFA-LoRA degrades less, the claim); ``ffa_above_fedit``: per sigma (0 too),
+    FFA-LoRA's final accuracy - FedIT's ("above": FFA-LoRA ends higher). Verdicts by
     :func:`wirelessfl.study.paired.verdict`; ``diffs`` in seed order."""
     import pandas as pd
 
@@ -91,13 +94,45 @@ def drop_table(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
                     "diffs": tuple(float(x) for x in d),
                 }
             )
-    return {"dp_drops": pd.DataFrame(drop_rows), "ffa_vs_fedit": pd.DataFrame(pair_rows)}
+    return {
+        "dp_drops": pd.DataFrame(drop_rows),
+        "ffa_vs_fedit": pd.DataFrame(pair_rows),
+        "ffa_above_fedit": _level_table(rows),
+    }
 
 
-def draw_dp_ffa(out: Path, runs: list) -> list[Path]:
+def _level_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per sigma (0: no DP), the per-seed final accuracy of FFA-LoRA - FedIT ("above":
+    FFA-LoRA ends higher) with its verdict; ``diffs`` in seed order."""
+    import pandas as pd
+
+    from wirelessfl.study.paired import verdict
+
+    better, other = FFA_PAIR
+    out = []
+    for sigma, part in rows.groupby("sigma", sort=True):
+        acc = {
+            name: part[part[ALGORITHM] == name].set_index("seed")["final_accuracy"]
+            for name in FFA_PAIR
+        }
+        d = (acc[better] - acc[other]).dropna()
+        if d.empty:
+            continue
+        out.append(
+            {
+                "sigma": sigma,
+                "mean_epsilon": float(part["final_dp_sgd_epsilon"].mean()),
+                **verdict(d.tolist()),
+                "diffs": tuple(float(x) for x in d),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def draw_dp_ffa(out: Path, runs: list, stem: str = "dp") -> list[Path]:
     """Final accuracy against the epsilon reached (log x; the runs without DP at the right,
-    "no DP"), per algorithm: mean over seeds, min-max bars; then accuracy against rounds and
-    virtual time."""
+    "no DP"), per algorithm: mean over seeds, min-max bars (``<stem>_accuracy_vs_epsilon.png``);
+    then accuracy against rounds and virtual time (``<stem>_accuracy*.png``)."""
     import numpy as np
     import pandas as pd
     from matplotlib.figure import Figure
@@ -150,6 +185,6 @@ def draw_dp_ffa(out: Path, runs: list) -> list[Path]:
     ax.legend(fontsize=8)
     fig.tight_layout()
     return [
-        save_figure(fig, out / "dp_accuracy_vs_epsilon.png"),
-        *accuracy_both_ways(out, runs, "dp_accuracy", "DP-SGD: FedIT and FFA-LoRA"),
+        save_figure(fig, out / f"{stem}_accuracy_vs_epsilon.png"),
+        *accuracy_both_ways(out, runs, f"{stem}_accuracy", "DP-SGD: FedIT and FFA-LoRA"),
     ]
