@@ -515,7 +515,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         claim="FFA-LoRA (Sun et al., Table 1) on the default task: under DP-SGD, FFA-LoRA's "
         "accuracy degrades less than LoRA's (FedIT) as epsilon shrinks, and stays above it",
         target_accuracy=0.5,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=partial(draw_dp_ffa, stem="dp_default"),
         reference=NO_DP_REFERENCE,
