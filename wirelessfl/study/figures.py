@@ -73,9 +73,8 @@ def accuracy_both_ways(out: Path, runs: list, stem: str, title: str) -> list[Pat
     """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``)."""
     from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
 
-    by_round, by_time = accuracy_vs_round(runs), accuracy_vs_time(runs)
-    by_round.axes[0].set_title(title)
-    by_time.axes[0].set_title(f"{title} (latency–accuracy)")
+    by_round = accuracy_vs_round(runs, title=title)
+    by_time = accuracy_vs_time(runs, title=f"{title} (latency–accuracy)")
     return [
         save_figure(by_round, out / f"{stem}.png"),
         save_figure(by_time, out / f"{stem}_time.png"),
