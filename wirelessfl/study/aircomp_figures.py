@@ -13,9 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.study.figures import save_figure, seed_band_figure
+from wirelessfl.study.figures import accuracy_both_ways, save_figure, seed_band_figure
 
-__all__ = ["aircomp_columns", "draw_latency", "fdma_energy_floor_j", "uplink_label"]
+__all__ = [
+    "aircomp_columns",
+    "draw_default_study",
+    "draw_latency",
+    "fdma_energy_floor_j",
+    "uplink_label",
+]
 
 
 def uplink_label(run: Any) -> str:
@@ -114,3 +120,22 @@ def draw_latency(
         return [save_figure(fig, out / f"{stem}.png")]
 
     return draw
+
+
+def draw_default_study(out: Path, runs: list) -> list[Path]:
+    """``aircomp-default``'s drawing: the upload time per round against K
+    (``aircomp_default_latency_vs_k.png``) and, at each K, accuracy against the round and
+    against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``)."""
+    from wirelessfl.results.groups import config_value
+
+    paths = draw_latency(
+        "aircomp_default_latency_vs_k",
+        "n_scheduled",
+        "scheduled clients K (of 60)",
+        "Upload time per round against K, default task (10 dB mean SNR)",
+    )(out, runs)
+    for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
+        chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
+        title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
+        paths += accuracy_both_ways(out, chosen, f"aircomp_default_k{k}", title)
+    return paths
