@@ -168,6 +168,14 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     dense = paired[paired.method == "channel.uplink=fdma"]
     assert set(dense.metric) >= {"mean_delay_s", "final_accuracy"}
     assert sorted(dense.context.unique()) == sorted(f"n_scheduled={k}" for k in (5, 10, 20, 50))
+    growth = result["tables"]["growth"].set_index("sweep")
+    for sweep, k_large in (("aircomp", 50), ("fdma_dense", 50), ("fdma_topk", 20)):
+        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
+        assert growth.loc[sweep, "k_large"] == k_large
+        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
+    assert growth.loc["aircomp", "delay_ratio"] == 1.0
+    by_k = result["tables"]["by_k"]
+    assert len(by_k) == 18 and (by_k.seeds == 1).all()
     names = {p.name for p in result["figures"]}
     assert "aircomp_default_latency_vs_k.png" in names
     for k in (5, 10, 20, 50):

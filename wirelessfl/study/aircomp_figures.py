@@ -17,6 +17,7 @@ from wirelessfl.study.figures import accuracy_both_ways, save_figure, seed_band_
 
 __all__ = [
     "aircomp_columns",
+    "default_study_tables",
     "draw_default_study",
     "draw_latency",
     "fdma_energy_floor_j",
@@ -139,3 +140,38 @@ def draw_default_study(out: Path, runs: list) -> list[Path]:
         title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
         paths += accuracy_both_ways(out, chosen, f"aircomp_default_k{k}", title)
     return paths
+
+
+def default_study_tables(table: Any) -> dict[str, Any]:
+    """``aircomp-default``'s tables from ``summary.csv``: ``by_k`` (per sweep and K, over
+    seeds: the upload time per round, final accuracy, time to target, a client's transmit
+    energy per round and AirComp's MSE, mean with min and max, and how many seeds reached the
+    target) and ``growth`` (per sweep and seed: D^t at the largest K over D^t at the smallest)."""
+    import pandas as pd
+
+    values = [
+        "mean_delay_s",
+        "final_accuracy",
+        "time_to_target_s",
+        "mean_client_transmit_energy_j",
+        "mean_aircomp_mse",
+    ]
+    grouped = table.groupby(["sweep", "n_scheduled"], sort=False)
+    by_k = grouped[values].agg(["mean", "min", "max"])
+    by_k.columns = [f"{value}_{stat}" for value, stat in by_k.columns]
+    by_k["seeds"] = grouped.seed.count()
+    by_k["seeds_at_target"] = grouped.time_to_target_s.count()
+    rows = []
+    for (sweep, seed), runs in table.groupby(["sweep", "seed"], sort=False):
+        runs = runs.sort_values("n_scheduled")
+        first, last = runs.iloc[0], runs.iloc[-1]
+        rows.append(
+            {
+                "sweep": sweep,
+                "seed": seed,
+                "k_small": int(first.n_scheduled),
+                "k_large": int(last.n_scheduled),
+                "delay_ratio": last.mean_delay_s / first.mean_delay_s,
+            }
+        )
+    return {"by_k": by_k.reset_index(), "growth": pd.DataFrame(rows)}

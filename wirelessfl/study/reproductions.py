@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.study.aircomp_figures import aircomp_columns, draw_default_study, draw_latency
+from wirelessfl.study.aircomp_figures import (
+    aircomp_columns,
+    default_study_tables,
+    draw_default_study,
+    draw_latency,
+)
 from wirelessfl.study.async_figures import draw_modes, update_columns
 from wirelessfl.study.budget_figures import draw_budget
 from wirelessfl.study.energy_figures import SCHEME_KEY, draw_energy, energy_columns, trend_table
@@ -925,5 +930,6 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         draw=draw_default_study,
         reference=AIRCOMP_ACCURACY_REFERENCE,
         run_columns=aircomp_columns,
+        tables=default_study_tables,
     ),
 }
