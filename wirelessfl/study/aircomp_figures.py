@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.study.figures import accuracy_both_ways, save_figure, seed_band_figure
+from wirelessfl.study.figures import save_figure, seed_band_figure
 
 __all__ = [
     "aircomp_columns",
@@ -126,7 +126,9 @@ def draw_latency(
 def draw_default_study(out: Path, runs: list) -> list[Path]:
     """``aircomp-default``'s drawing: the upload time per round against K
     (``aircomp_default_latency_vs_k.png``) and, at each K, accuracy against the round and
-    against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``)."""
+    against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``, a
+    symmetric-log time axis, linear below 10 ms)."""
+    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
     from wirelessfl.results.groups import config_value
 
     paths = draw_latency(
@@ -138,7 +140,13 @@ def draw_default_study(out: Path, runs: list) -> list[Path]:
     for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
         chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
         title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
-        paths += accuracy_both_ways(out, chosen, f"aircomp_default_k{k}", title)
+        by_round = accuracy_vs_round(chosen, title=title)
+        by_time = accuracy_vs_time(chosen, title=f"{title}, latency–accuracy")
+        by_time.axes[0].set_xscale("symlog", linthresh=0.01)  # AirComp's rounds are ms long
+        paths += [
+            save_figure(by_round, out / f"aircomp_default_k{k}.png"),
+            save_figure(by_time, out / f"aircomp_default_k{k}_time.png"),
+        ]
     return paths
 
 
