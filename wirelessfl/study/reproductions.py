@@ -925,7 +925,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         "does not grow with K while FDMA's does, it reaches a target accuracy in less virtual "
         "time, and its aggregation noise costs final accuracy",
         target_accuracy=0.4,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=draw_default_study,
         reference=AIRCOMP_ACCURACY_REFERENCE,
