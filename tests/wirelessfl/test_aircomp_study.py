@@ -25,6 +25,7 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
         "aircomp-latency-snr",
         "aircomp-digits",
         "aircomp-default",
+        "aircomp-minilm",
     ]
     digits = REPRODUCTIONS["aircomp-digits"]
     assert digits.reference.value == {"channel.uplink": "fdma"} and digits.seeds >= 3
@@ -181,3 +182,19 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     for k in (5, 10, 20, 50):
         assert {f"aircomp_default_k{k}.png", f"aircomp_default_k{k}_time.png"} <= names
     assert all(p.stat().st_size > 0 for p in result["figures"])
+
+
+def test_minilm_study_pairs_fdma_dense_with_aircomp_on_the_fslora_task():
+    """AirComp and FDMA dense on MiniLM / Rotten Tomatoes, the FSLoRA scenario's task and split."""
+    spec = REPRODUCTIONS["aircomp-minilm"]
+    assert spec.sweeps == {
+        "aircomp": {"channel.uplink": ["aircomp"]},
+        "fdma_dense": {"channel.uplink": ["fdma"]},
+    }
+    assert spec.seeds >= 3 and spec.reference.value == {"channel.uplink": "aircomp"}
+    air = load_scenario(SCENARIO_DIR / spec.scenario, [])
+    fslora = load_scenario(SCENARIO_DIR / "fslora/minilm_rotten_tomatoes.yaml", [])
+    assert (air.learner.model, air.learner.dataset) == ("minilm", "rotten_tomatoes")
+    assert air.n_clients == fslora.n_clients and air.learner.partition == fslora.learner.partition
+    assert air.learner.dataset_options == fslora.learner.dataset_options
+    assert air.algorithm.name == "fedit" and air.channel.aircomp.policy == "optimal"

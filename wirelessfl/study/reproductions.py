@@ -932,4 +932,26 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         run_columns=aircomp_columns,
         tables=default_study_tables,
     ),
+    "aircomp-minilm": Reproduction(
+        scenario="aircomp/minilm.yaml",
+        sweeps={
+            "aircomp": {"channel.uplink": ["aircomp"]},
+            "fdma_dense": {"channel.uplink": ["fdma"]},
+        },
+        claim="Zhu et al.: on MiniLM / Rotten Tomatoes over-the-air aggregation reaches a target "
+        "accuracy in less virtual time than FDMA dense, and its aggregation noise costs final "
+        "accuracy",
+        target_accuracy=0.6,
+        seeds=3,
+        full=[],
+        draw=lambda out, runs: accuracy_both_ways(
+            out, runs, "aircomp_minilm", "AirComp and FDMA dense, MiniLM / Rotten Tomatoes (K = 5)"
+        ),
+        reference=Reference(
+            {"channel.uplink": "aircomp"},
+            metrics=AIRCOMP_ACCURACY_REFERENCE.metrics,
+            label="AirComp",
+        ),
+        run_columns=aircomp_columns,
+    ),
 }
