@@ -16,6 +16,7 @@ from typing import Any
 from wirelessfl.study.figures import save_figure, seed_band_figure
 
 __all__ = [
+    "accuracy_figures",
     "aircomp_columns",
     "default_study_tables",
     "draw_default_study",
@@ -128,7 +129,6 @@ def draw_default_study(out: Path, runs: list) -> list[Path]:
     (``aircomp_default_latency_vs_k.png``) and, at each K, accuracy against the round and
     against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``, a
     symmetric-log time axis, linear below 10 ms)."""
-    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
     from wirelessfl.results.groups import config_value
 
     paths = draw_latency(
@@ -140,14 +140,22 @@ def draw_default_study(out: Path, runs: list) -> list[Path]:
     for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
         chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
         title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
-        by_round = accuracy_vs_round(chosen, title=title)
-        by_time = accuracy_vs_time(chosen, title=f"{title}, latency–accuracy")
-        by_time.axes[0].set_xscale("symlog", linthresh=0.01)  # AirComp's rounds are ms long
-        paths += [
-            save_figure(by_round, out / f"aircomp_default_k{k}.png"),
-            save_figure(by_time, out / f"aircomp_default_k{k}_time.png"),
-        ]
+        paths += accuracy_figures(out, chosen, f"aircomp_default_k{k}", title)
     return paths
+
+
+def accuracy_figures(out: Path, runs: list, stem: str, title: str) -> list[Path]:
+    """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``,
+    a symmetric-log time axis, linear below 10 ms: AirComp's rounds are milliseconds long)."""
+    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
+
+    by_round = accuracy_vs_round(runs, title=title)
+    by_time = accuracy_vs_time(runs, title=f"{title}, latency–accuracy")
+    by_time.axes[0].set_xscale("symlog", linthresh=0.01)
+    return [
+        save_figure(by_round, out / f"{stem}.png"),
+        save_figure(by_time, out / f"{stem}_time.png"),
+    ]
 
 
 def default_study_tables(table: Any) -> dict[str, Any]:

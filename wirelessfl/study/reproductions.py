@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.study.aircomp_figures import (
+    accuracy_figures,
     aircomp_columns,
     default_study_tables,
     draw_default_study,
@@ -944,7 +945,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         target_accuracy=0.6,
         seeds=3,
         full=[],
-        draw=lambda out, runs: accuracy_both_ways(
+        draw=lambda out, runs: accuracy_figures(
             out, runs, "aircomp_minilm", "AirComp and FDMA dense, MiniLM / Rotten Tomatoes (K = 5)"
         ),
         reference=Reference(
