@@ -1,5 +1,6 @@
-"""The AirComp reproductions (``wirelessfl reproduce aircomp-latency-*``): every grid point
-valid, and a short network-only run whose summary agrees with n / B and with the run tables."""
+"""The AirComp reproductions (``wirelessfl reproduce aircomp-*``): every grid point valid, and
+short network-only runs whose summaries agree with n / B, with FDMA's equal-delay time and with
+the run tables."""
 
 from __future__ import annotations
 
@@ -8,13 +9,24 @@ import math
 import numpy as np
 import pytest
 
+from wirelessfl.config import load_scenario
+from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.results import load
 from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
+
+#: a network-only learner for the default study's end-to-end check (its scenario trains for real)
+SURROGATE = 'learner={"kind":"surrogate","shape":{"layer_shapes":[[64,64],[64,32]]}}'
 
 
 def test_the_reproductions_are_listed_and_pair_with_aircomp():
     names = [name for name in REPRODUCTIONS if name.startswith("aircomp-")]
-    assert names == ["aircomp-latency-k", "aircomp-latency-snr", "aircomp-digits"]
+    assert names == [
+        "aircomp-latency-k",
+        "aircomp-latency-snr",
+        "aircomp-digits",
+        "aircomp-default",
+        "aircomp-minilm",
+    ]
     digits = REPRODUCTIONS["aircomp-digits"]
     assert digits.reference.value == {"channel.uplink": "fdma"} and digits.seeds >= 3
     for name in names[:2]:
@@ -99,3 +111,90 @@ def test_fdma_energy_floor_is_the_vanishing_power_limit(tmp_path):
             floors.append(float(np.mean(1e-9 * power_w * delay_s(1e-9))))
         assert row["mean_energy_floor_j"] == pytest.approx(np.mean(floors), rel=1e-6)
         assert row["mean_energy_floor_j"] < row["mean_client_transmit_energy_j"]
+
+
+def test_default_study_cuts_only_the_compressed_uploads_at_k_50():
+    """AirComp, FDMA dense and SOFT at every K; dense 4-bit and top-k without K = 50; each FDMA
+    run paired with AirComp on time, final accuracy and time to target; the real default task
+    with room for K = 50 and one Dirichlet split per seed (the uplink does not enter it)."""
+    spec = REPRODUCTIONS["aircomp-default"]
+    ks = {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()}
+    assert ks == {
+        "aircomp": [5, 10, 20, 50],
+        "fdma_dense": [5, 10, 20, 50],
+        "fdma_soft": [5, 10, 20, 50],
+        "fdma_dense_4bit": [5, 10, 20],
+        "fdma_topk": [5, 10, 20],
+    }
+    assert spec.seeds >= 3 and spec.target_accuracy is not None
+    assert spec.reference.value == {"channel.uplink": "aircomp"}
+    assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
+    air = load_scenario(SCENARIO_DIR / spec.scenario, ["n_scheduled=50"])
+    fdma = load_scenario(SCENARIO_DIR / spec.scenario, ["n_scheduled=50", "channel.uplink=fdma"])
+    assert air.n_clients >= 50 and air.channel.mean_snr_db == 10.0
+    assert (air.learner.model, air.learner.dataset) == ("efficientnet_lite0", "mnist5k")
+    assert air.learner.partition == fdma.learner.partition == "dirichlet"
+    assert air.learner.partition_options == fdma.learner.partition_options
+    assert air.controller.name == "fixed" and air.channel.aircomp.policy == "optimal"
+
+
+def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: AirComp's D^t is n / B at every K,
+    FDMA's is sum_k bits_k / (B log2(1 + SNR_k)) (equal-delay shares, band noise) from each
+    round's clients; every K gets its accuracy figures."""
+    result = reproduce(
+        "aircomp-default",
+        out_dir=tmp_path,
+        overrides=[SURROGATE, "rounds=2", "eval_every=1"],
+        seeds=1,
+    )
+    table = result["summary"]
+    assert len(table) == 18 and table.finished.all()
+    bandwidth_hz = 10.0e6
+    for _, row in table.iterrows():
+        run = load(result["folder"] / row["sweep"] / row["run"])
+        sent = run.clients[run.clients.status == "arrived"]
+        assert len(sent) == 2 * row["n_scheduled"]
+        if row["sweep"] == "aircomp":
+            assert row["mean_delay_s"] == pytest.approx((sent.bits / 32 / bandwidth_hz).max())
+            continue
+        per_round_s = [
+            float(np.sum(q.bits / (bandwidth_hz * np.log2(1.0 + 10.0 ** (q.snr_db / 10.0)))))
+            for _, q in sent.groupby("round")
+        ]
+        assert row["mean_delay_s"] == pytest.approx(np.mean(per_round_s), rel=1e-9)
+    air = table[table.sweep == "aircomp"]
+    assert air.mean_delay_s.nunique() == 1
+    paired = result["paired"]
+    dense = paired[paired.method == "channel.uplink=fdma"]
+    assert set(dense.metric) >= {"mean_delay_s", "final_accuracy"}
+    assert sorted(dense.context.unique()) == sorted(f"n_scheduled={k}" for k in (5, 10, 20, 50))
+    growth = result["tables"]["growth"].set_index("sweep")
+    for sweep, k_large in (("aircomp", 50), ("fdma_dense", 50), ("fdma_topk", 20)):
+        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
+        assert growth.loc[sweep, "k_large"] == k_large
+        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
+    assert growth.loc["aircomp", "delay_ratio"] == 1.0
+    by_k = result["tables"]["by_k"]
+    assert len(by_k) == 18 and (by_k.seeds == 1).all()
+    names = {p.name for p in result["figures"]}
+    assert "aircomp_default_latency_vs_k.png" in names
+    for k in (5, 10, 20, 50):
+        assert {f"aircomp_default_k{k}.png", f"aircomp_default_k{k}_time.png"} <= names
+    assert all(p.stat().st_size > 0 for p in result["figures"])
+
+
+def test_minilm_study_pairs_fdma_dense_with_aircomp_on_the_fslora_task():
+    """AirComp and FDMA dense on MiniLM / Rotten Tomatoes, the FSLoRA scenario's task and split."""
+    spec = REPRODUCTIONS["aircomp-minilm"]
+    assert spec.sweeps == {
+        "aircomp": {"channel.uplink": ["aircomp"]},
+        "fdma_dense": {"channel.uplink": ["fdma"]},
+    }
+    assert spec.seeds >= 3 and spec.reference.value == {"channel.uplink": "aircomp"}
+    air = load_scenario(SCENARIO_DIR / spec.scenario, [])
+    fslora = load_scenario(SCENARIO_DIR / "fslora/minilm_rotten_tomatoes.yaml", [])
+    assert (air.learner.model, air.learner.dataset) == ("minilm", "rotten_tomatoes")
+    assert air.n_clients == fslora.n_clients and air.learner.partition == fslora.learner.partition
+    assert air.learner.dataset_options == fslora.learner.dataset_options
+    assert air.algorithm.name == "fedit" and air.channel.aircomp.policy == "optimal"

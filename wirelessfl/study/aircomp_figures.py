@@ -15,7 +15,15 @@ from typing import Any
 
 from wirelessfl.study.figures import save_figure, seed_band_figure
 
-__all__ = ["aircomp_columns", "draw_latency", "fdma_energy_floor_j", "uplink_label"]
+__all__ = [
+    "accuracy_figures",
+    "aircomp_columns",
+    "default_study_tables",
+    "draw_default_study",
+    "draw_latency",
+    "fdma_energy_floor_j",
+    "uplink_label",
+]
 
 
 def uplink_label(run: Any) -> str:
@@ -114,3 +122,72 @@ def draw_latency(
         return [save_figure(fig, out / f"{stem}.png")]
 
     return draw
+
+
+def draw_default_study(out: Path, runs: list) -> list[Path]:
+    """``aircomp-default``'s drawing: the upload time per round against K
+    (``aircomp_default_latency_vs_k.png``) and, at each K, accuracy against the round and
+    against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``, a
+    symmetric-log time axis, linear below 10 ms)."""
+    from wirelessfl.results.groups import config_value
+
+    paths = draw_latency(
+        "aircomp_default_latency_vs_k",
+        "n_scheduled",
+        "scheduled clients K (of 60)",
+        "Upload time per round against K, default task (10 dB mean SNR)",
+    )(out, runs)
+    for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
+        chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
+        title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
+        paths += accuracy_figures(out, chosen, f"aircomp_default_k{k}", title)
+    return paths
+
+
+def accuracy_figures(out: Path, runs: list, stem: str, title: str) -> list[Path]:
+    """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``,
+    a symmetric-log time axis, linear below 10 ms: AirComp's rounds are milliseconds long)."""
+    from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
+
+    by_round = accuracy_vs_round(runs, title=title)
+    by_time = accuracy_vs_time(runs, title=f"{title}, latency–accuracy")
+    by_time.axes[0].set_xscale("symlog", linthresh=0.01)
+    return [
+        save_figure(by_round, out / f"{stem}.png"),
+        save_figure(by_time, out / f"{stem}_time.png"),
+    ]
+
+
+def default_study_tables(table: Any) -> dict[str, Any]:
+    """``aircomp-default``'s tables from ``summary.csv``: ``by_k`` (per sweep and K, over
+    seeds: the upload time per round, final accuracy, time to target, a client's transmit
+    energy per round and AirComp's MSE, mean with min and max, and how many seeds reached the
+    target) and ``growth`` (per sweep and seed: D^t at the largest K over D^t at the smallest)."""
+    import pandas as pd
+
+    values = [
+        "mean_delay_s",
+        "final_accuracy",
+        "time_to_target_s",
+        "mean_client_transmit_energy_j",
+        "mean_aircomp_mse",
+    ]
+    grouped = table.groupby(["sweep", "n_scheduled"], sort=False)
+    by_k = grouped[values].agg(["mean", "min", "max"])
+    by_k.columns = [f"{value}_{stat}" for value, stat in by_k.columns]
+    by_k["seeds"] = grouped.seed.count()
+    by_k["seeds_at_target"] = grouped.time_to_target_s.count()
+    rows = []
+    for (sweep, seed), runs in table.groupby(["sweep", "seed"], sort=False):
+        runs = runs.sort_values("n_scheduled")
+        first, last = runs.iloc[0], runs.iloc[-1]
+        rows.append(
+            {
+                "sweep": sweep,
+                "seed": seed,
+                "k_small": int(first.n_scheduled),
+                "k_large": int(last.n_scheduled),
+                "delay_ratio": last.mean_delay_s / first.mean_delay_s,
+            }
+        )
+    return {"by_k": by_k.reset_index(), "growth": pd.DataFrame(rows)}
