@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 
 import pytest
+from dp_study_helpers import SURROGATE, check_ffa_declaration, largest_epsilon
 
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
@@ -17,11 +18,7 @@ from wirelessfl.study.reproductions import DP_SGD_SIGMAS_DEFAULT, REPRODUCTIONS
 
 pytest.importorskip("opacus")
 
-from opacus.accountants import RDPAccountant  # noqa: E402
-
 SPEC = REPRODUCTIONS["dp-default"]
-#: the same schedule without training (the schedule is drawn from the seed, not the learner)
-SURROGATE = 'learner={"kind":"surrogate","shape":{"layer_shapes":[[64,64],[64,32]]}}'
 
 
 def test_declaration():
@@ -32,21 +29,10 @@ def test_declaration():
     assert (sc.n_clients, sc.n_scheduled) == (default.n_clients, default.n_scheduled)
     assert (sc.controller.name, sc.controller.rank) == ("fixed", 8)  # one rank for both
     assert sc.learner.partition == "iid" and sc.learner.trainer == "sequential"
-    assert SPEC.seeds >= 3
-    assert {a for g in SPEC.sweeps.values() for a in g["algorithm.name"]} == {"fedit", "ffa_lora"}
-    assert SPEC.sweeps["dp_sgd"]["privacy.sample_noise_multiplier"] == DP_SGD_SIGMAS_DEFAULT
-    assert SPEC.reference.value == {"privacy.dp_sgd": False}
+    check_ffa_declaration(SPEC, DP_SGD_SIGMAS_DEFAULT)
 
 
-def _largest_epsilon(sigma: float, q: float, steps: list[int], delta: float) -> float:
-    """Epsilon of the device that trained most: one RDP step per local batch."""
-    acc = RDPAccountant()
-    for _ in range(max(steps)):
-        acc.step(noise_multiplier=sigma, sample_rate=q)
-    return acc.get_epsilon(delta)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
 def test_the_noise_multipliers_give_epsilon_about_8_and_2(tmp_path, seed):
     from wirelessfl.data.mnist5k import load_mnist5k
     from wirelessfl.sim.runner import Run
@@ -59,6 +45,6 @@ def test_the_noise_multipliers_give_epsilon_about_8_and_2(tmp_path, seed):
     q = real.learner.batch_size / (n_train // real.n_clients)  # iid: 4,000 // 20 = 200 each
     steps = [real.learner.local_steps * n for n in trained.values()]
     eight, two = (
-        _largest_epsilon(sigma, q, steps, real.privacy.delta) for sigma in DP_SGD_SIGMAS_DEFAULT
+        largest_epsilon(sigma, q, steps, real.privacy.delta) for sigma in DP_SGD_SIGMAS_DEFAULT
     )
     assert 7.0 < eight < 9.0 and 1.8 < two < 2.3

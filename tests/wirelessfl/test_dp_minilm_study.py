@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 
 import pytest
+from dp_study_helpers import SURROGATE, check_ffa_declaration, largest_epsilon
 
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
@@ -16,11 +17,7 @@ from wirelessfl.study.reproductions import DP_SGD_SIGMAS_MINILM, REPRODUCTIONS
 
 pytest.importorskip("opacus")
 
-from opacus.accountants import RDPAccountant  # noqa: E402
-
 SPEC = REPRODUCTIONS["dp-minilm"]
-#: the same schedule without training (the schedule is drawn from the seed, not the learner)
-SURROGATE = 'learner={"kind":"surrogate","shape":{"layer_shapes":[[64,64],[64,32]]}}'
 
 
 def test_declaration():
@@ -28,18 +25,7 @@ def test_declaration():
     assert (sc.learner.model, sc.learner.dataset) == ("minilm", "rotten_tomatoes")
     assert sc.learner.partition == "iid" and sc.learner.trainer == "sequential"
     assert sc.controller.name == "fixed"
-    assert SPEC.seeds >= 3
-    assert {a for g in SPEC.sweeps.values() for a in g["algorithm.name"]} == {"fedit", "ffa_lora"}
-    assert SPEC.sweeps["dp_sgd"]["privacy.sample_noise_multiplier"] == DP_SGD_SIGMAS_MINILM
-    assert SPEC.reference.value == {"privacy.dp_sgd": False}
-
-
-def _largest_epsilon(sigma: float, q: float, steps: list[int], delta: float) -> float:
-    """Epsilon of the device that trained most: one RDP step per local batch."""
-    acc = RDPAccountant()
-    for _ in range(max(steps)):
-        acc.step(noise_multiplier=sigma, sample_rate=q)
-    return acc.get_epsilon(delta)
+    check_ffa_declaration(SPEC, DP_SGD_SIGMAS_MINILM)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -58,6 +44,6 @@ def test_the_noise_multipliers_give_epsilon_about_26_8_and_2(tmp_path, seed):
     q = real.learner.batch_size / (n_train // real.n_clients)  # the smallest iid share
     steps = [real.learner.local_steps * n for n in rounds_sent.values()]
     weak, eight, two = (
-        _largest_epsilon(sigma, q, steps, real.privacy.delta) for sigma in DP_SGD_SIGMAS_MINILM
+        largest_epsilon(sigma, q, steps, real.privacy.delta) for sigma in DP_SGD_SIGMAS_MINILM
     )
     assert 20.0 < weak < 32.0 and 7.0 < eight < 9.0 and 1.8 < two < 2.3

@@ -492,17 +492,37 @@ def aircomp_default_sweeps() -> dict[str, dict[str, list]]:
     }
 
 
+def dp_ffa_sweeps(sigmas: list[float]) -> dict[str, dict[str, list]]:
+    """FedIT and FFA-LoRA without DP and under DP-SGD at each noise multiplier in ``sigmas``."""
+    return {
+        "no_dp": {"algorithm.name": ["fedit", "ffa_lora"], "privacy.dp_sgd": [False]},
+        "dp_sgd": {
+            "algorithm.name": ["fedit", "ffa_lora"],
+            "privacy.dp_sgd": [True],
+            "privacy.sample_noise_multiplier": sigmas,
+        },
+    }
+
+
+def dp_sparsifier_sweeps(sigma: float) -> dict[str, dict[str, list]]:
+    """SOFT's importance sparsifier and top-k at O = 0.25 with error feedback, and the dense
+    upload, all under DP-SGD at noise multiplier ``sigma``."""
+    dp_sgd = {"privacy.dp_sgd": [True], "privacy.sample_noise_multiplier": [sigma]}
+    return {
+        "sparsified": {
+            "algorithm.name": ["soft"],
+            "compression.sparsifier": ["soft", "topk"],
+            "controller.sparsification": [0.25],
+            **dp_sgd,
+        },
+        "dense": {"algorithm.name": ["soft"], "compression.sparsifier": ["none"], **dp_sgd},
+    }
+
+
 REPRODUCTIONS: dict[str, Reproduction] = {
     "dp-ffa": Reproduction(
         scenario="privacy/dp_digits.yaml",
-        sweeps={
-            "no_dp": {"algorithm.name": ["fedit", "ffa_lora"], "privacy.dp_sgd": [False]},
-            "dp_sgd": {
-                "algorithm.name": ["fedit", "ffa_lora"],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": DP_SGD_SIGMAS,
-            },
-        },
+        sweeps=dp_ffa_sweeps(DP_SGD_SIGMAS),
         claim="FFA-LoRA (Sun et al., Table 1): under DP-SGD, FFA-LoRA's accuracy degrades less "
         "than LoRA's (FedIT) as epsilon shrinks",
         target_accuracy=0.8,
@@ -515,14 +535,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "dp-minilm": Reproduction(
         scenario="privacy/dp_minilm.yaml",
-        sweeps={
-            "no_dp": {"algorithm.name": ["fedit", "ffa_lora"], "privacy.dp_sgd": [False]},
-            "dp_sgd": {
-                "algorithm.name": ["fedit", "ffa_lora"],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": DP_SGD_SIGMAS_MINILM,
-            },
-        },
+        sweeps=dp_ffa_sweeps(DP_SGD_SIGMAS_MINILM),
         claim="FFA-LoRA (Sun et al., Table 1) on a pretrained model: under DP-SGD, FFA-LoRA's "
         "accuracy degrades less than LoRA's (FedIT) as epsilon shrinks, and stays above it",
         target_accuracy=0.65,
@@ -535,14 +548,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "dp-default": Reproduction(
         scenario="privacy/dp_default.yaml",
-        sweeps={
-            "no_dp": {"algorithm.name": ["fedit", "ffa_lora"], "privacy.dp_sgd": [False]},
-            "dp_sgd": {
-                "algorithm.name": ["fedit", "ffa_lora"],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": DP_SGD_SIGMAS_DEFAULT,
-            },
-        },
+        sweeps=dp_ffa_sweeps(DP_SGD_SIGMAS_DEFAULT),
         claim="FFA-LoRA (Sun et al., Table 1) on the default task: under DP-SGD, FFA-LoRA's "
         "accuracy degrades less than LoRA's (FedIT) as epsilon shrinks, and stays above it",
         target_accuracy=0.5,
@@ -555,23 +561,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "dp-sparsifiers": Reproduction(
         scenario="privacy/dp_digits.yaml",
-        # SOFT's importance sparsifier and top-k at O = 0.25 with error feedback, and dense,
-        # at one DP-SGD noise level: accuracy against virtual time
-        sweeps={
-            "sparsified": {
-                "algorithm.name": ["soft"],
-                "compression.sparsifier": ["soft", "topk"],
-                "controller.sparsification": [0.25],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": [DP_SGD_SIGMAS[0]],
-            },
-            "dense": {
-                "algorithm.name": ["soft"],
-                "compression.sparsifier": ["none"],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": [DP_SGD_SIGMAS[0]],
-            },
-        },
+        sweeps=dp_sparsifier_sweeps(DP_SGD_SIGMAS[0]),
         claim="at a fixed DP-SGD noise (epsilon about 7), SOFT's importance sparsifier reaches "
         "the accuracy of top-k in no more virtual time, and both before the dense upload",
         target_accuracy=0.8,
@@ -585,23 +575,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     ),
     "dp-sparsifiers-default": Reproduction(
         scenario="privacy/dp_default.yaml",
-        # dp-sparsifiers' question on the default task, at dp-default's weaker noise (epsilon
-        # about 8): SOFT's sparsifier and top-k at O = 0.25 with error feedback, and dense
-        sweeps={
-            "sparsified": {
-                "algorithm.name": ["soft"],
-                "compression.sparsifier": ["soft", "topk"],
-                "controller.sparsification": [0.25],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": [DP_SGD_SIGMAS_DEFAULT[0]],
-            },
-            "dense": {
-                "algorithm.name": ["soft"],
-                "compression.sparsifier": ["none"],
-                "privacy.dp_sgd": [True],
-                "privacy.sample_noise_multiplier": [DP_SGD_SIGMAS_DEFAULT[0]],
-            },
-        },
+        sweeps=dp_sparsifier_sweeps(DP_SGD_SIGMAS_DEFAULT[0]),
         claim="on the default task at a fixed DP-SGD noise (epsilon about 8), SOFT's importance "
         "sparsifier reaches the accuracy of top-k in no more virtual time, and both before the "
         "dense upload",
