@@ -1,0 +1,183 @@
+"""Power and clock of a dispatched client (docs/solvers.md, "Power and clock per dispatch").
+Pure numpy/scipy, vectorised over candidates.
+
+A client k dispatched at share b of the band B, with whole-band SNR per watt g_k / (N0 B)
+(``snr_per_w``), computes at clock f in [f_min,k, f_max,k] for c_k f_max,k / f seconds
+(:func:`channels.radio_decisions.compute_delay_at_clock_s`) at the CMOS energy
+kappa_k C_k f^2 [J], and uploads s_k(O) bits at power p in (0, P_max,k] and the rate
+b B log2(1 + p snr_per_w / b) (noise over the share, :func:`channels.fdma.rate_bps`). With the
+energy weight w_k = omega Z_k + mu [J/J] the per-dispatch step is
+
+    min_{O, p, f}  V gamma_k(O) + Q (c_k f_max / f + u_k(O, p)) + w_k (kappa C f^2 + p u_k(O, p))
+
+and u_k(O, p) = s_k(O) / rate(p) factors into bits times seconds per bit, so the power's part
+(Q + w p) s_k(O) / rate(p) is minimised by the same p for every O, and the clock's part does not
+involve O at all:
+
+    f_k = clip((Q c_k f_max / (2 w kappa C_k))^(1/3), f_min, f_max)     (f_max where w = 0)  (D2)
+    p_k = min(P_max, (x* - 1) / a),  a = snr_per_w / b,
+          x* (ln x* - 1) = Q a / w - 1,  x* = exp(1 + W_0((Q a / w - 1) / e))  (P_max at w = 0) (D3)
+
+after which (D1) of :mod:`optim.dispatch` at power p_k, compute time and energy at f_k, and
+energy queue w_k is the problem left in O (:func:`solve_dispatch_radio`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from channels.fdma import rate_bps
+from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
+from optim._validation import check_real
+from optim.dispatch import DispatchSolution, solve_dispatch
+
+__all__ = ["DispatchRadioSolution", "dispatch_clock_hz", "dispatch_power_w", "solve_dispatch_radio"]
+
+_FloatArray = NDArray[np.float64]
+
+
+def _nonneg(name: str, value: ArrayLike, *, positive: bool = False) -> _FloatArray:
+    arr = np.asarray(value, dtype=float)
+    ok = np.isfinite(arr) & ((arr > 0.0) if positive else (arr >= 0.0))
+    if not ok.all():
+        raise ValueError(f"{name} must hold finite values {'>' if positive else '>='} 0")
+    return arr
+
+
+def dispatch_clock_hz(
+    queue_s: float,
+    weight: ArrayLike,
+    compute_s: ArrayLike,
+    cycles: ArrayLike,
+    kappa: ArrayLike,
+    f_min_hz: ArrayLike,
+    f_max_hz: ArrayLike,
+) -> _FloatArray:
+    """(n,) clocks f_k of (D2) [Hz]: argmin over [f_min, f_max] of
+    Q c_k f_max / f + w_k kappa_k C_k f^2 (convex in f > 0).
+
+    Args:
+        queue_s: Q >= 0 [s]. weight: w_k >= 0 (energy weight, omega Z_k + mu).
+        compute_s: c_k >= 0, the compute time at f_max [s]. cycles: C_k >= 0 [cycle].
+        kappa: kappa_k > 0 [J/(cycle Hz^2)]. f_min_hz, f_max_hz: 0 < f_min <= f_max [Hz].
+    """
+    q = check_real("queue_s", queue_s, low=0.0)
+    w, c, cyc = (
+        _nonneg(n, x) for n, x in (("weight", weight), ("compute_s", compute_s), ("cycles", cycles))
+    )
+    k = _nonneg("kappa", kappa, positive=True)
+    lo, hi = (
+        _nonneg("f_min_hz", f_min_hz, positive=True),
+        _nonneg("f_max_hz", f_max_hz, positive=True),
+    )
+    w, c, cyc, k, lo, hi = np.broadcast_arrays(w, c, cyc, k, lo, hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        free = np.cbrt(q * c * hi / (2.0 * w * k * cyc))  # Q T_c'(f) + w E_c'(f) = 0
+    costless = (w <= 0.0) | (cyc <= 0.0)  # energy free: the fastest clock
+    return np.where(costless, hi, np.clip(np.nan_to_num(free, nan=0.0), lo, hi))
+
+
+def dispatch_power_w(
+    queue_s: float,
+    weight: ArrayLike,
+    snr_per_w: ArrayLike,
+    share: float,
+    p_max_w: ArrayLike,
+) -> _FloatArray:
+    """(n,) powers p_k of (D3) [W]: argmin over (0, P_max] of (Q + w_k p) / log2(1 + a_k p),
+    a_k = snr_per_w_k / b (quasi-convex: a positive affine over a positive concave function).
+
+    Args:
+        queue_s: Q >= 0 [s]; Q = 0 with w_k > 0 has no minimiser (p -> 0): a ValueError.
+        weight: w_k >= 0. snr_per_w: g_k / (N0 B) > 0 [1/W]. share: b in (0, 1].
+        p_max_w: P_max,k > 0 [W].
+    """
+    q = check_real("queue_s", queue_s, low=0.0)
+    b = check_real("share", share, low=0.0, high=1.0, low_open=True)
+    w = _nonneg("weight", weight)
+    a = _nonneg("snr_per_w", snr_per_w, positive=True) / b
+    p_max = _nonneg("p_max_w", p_max_w, positive=True)
+    w, a, p_max = np.broadcast_arrays(w, a, p_max)
+    if q == 0.0 and (w > 0.0).any():
+        raise ValueError("queue_s = 0 with an energy weight > 0: (D3) has no minimiser (p -> 0)")
+    from scipy.special import lambertw  # noqa: PLC0415 (0.15 s at start-up)
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rhs = q * a / w - 1.0  # x (ln x - 1) = rhs, x = 1 + a p
+        lw = lambertw(rhs / math.e, 0).real
+        x = np.where(np.abs(rhs) < 1.0, np.exp(1.0 + lw), rhs / lw)  # e^(1+W) = rhs / W
+        p = (x - 1.0) / a
+    return np.where(w <= 0.0, p_max, np.minimum(np.nan_to_num(p, nan=np.inf), p_max))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DispatchRadioSolution:
+    """(D1)-(D3) solved for n candidates (arrays of shape (n,)).
+
+    Attributes:
+        tx_power_w: p_k of (D3) [W]. cpu_hz: f_k of (D2) [Hz].
+        compute_s: c_k f_max / f_k [s]. compute_energy_j: kappa_k C_k f_k^2 [J].
+        dispatch: (D1) in O at p_k and f_k (:class:`optim.dispatch.DispatchSolution`; its
+            objective is the whole per-dispatch objective, energy weight w_k).
+    """
+
+    tx_power_w: _FloatArray
+    cpu_hz: _FloatArray
+    compute_s: _FloatArray
+    compute_energy_j: _FloatArray
+    dispatch: DispatchSolution
+
+
+def solve_dispatch_radio(
+    *,
+    queue: float,
+    V: float,
+    o_min: float,
+    offset: ArrayLike,
+    a: ArrayLike,
+    per_ratio_bits: ArrayLike,
+    fixed_bits: ArrayLike,
+    snr_per_w: ArrayLike,
+    share: float,
+    bandwidth_hz: float,
+    p_max_w: ArrayLike,
+    compute_s: ArrayLike,
+    cycles: ArrayLike,
+    kappa: ArrayLike,
+    f_min_hz: ArrayLike,
+    f_max_hz: ArrayLike,
+    weight: ArrayLike,
+) -> DispatchRadioSolution:
+    """The per-dispatch step over O, p_k and f_k (module docstring) for n candidates.
+
+    Args:
+        queue, V, o_min, offset, a: as :func:`optim.dispatch.solve_dispatch`.
+        per_ratio_bits, fixed_bits: s_k(O) = fixed_k + per_ratio_k O [bit].
+        snr_per_w, share, p_max_w: as :func:`dispatch_power_w`; bandwidth_hz: B > 0 [Hz].
+        compute_s, cycles, kappa, f_min_hz, f_max_hz: as :func:`dispatch_clock_hz`.
+        weight: w_k = omega Z_k + mu >= 0.
+    """
+    p = dispatch_power_w(queue, weight, snr_per_w, share, p_max_w)
+    f = dispatch_clock_hz(queue, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz)
+    snr = snr_at_power(snr_per_w, p, 1.0)  # the whole-band SNR at p
+    rate = np.asarray(rate_bps(share, bandwidth_hz, snr, noise_bandwidth="share"), dtype=float)
+    c = np.asarray(compute_delay_at_clock_s(compute_s, 1.0, f, f_max_hz), dtype=float)
+    e_comp = np.asarray(kappa, dtype=float) * np.asarray(cycles, dtype=float) * f**2
+    solution = solve_dispatch(
+        queue=queue,
+        V=V,
+        o_min=o_min,
+        offset=offset,
+        a=a,
+        upload_per_ratio_s=np.asarray(per_ratio_bits, dtype=float) / rate,
+        fixed_upload_s=np.asarray(fixed_bits, dtype=float) / rate,
+        compute_s=c,
+        energy_queue_j=weight,
+        tx_power_w=p,
+        compute_energy_j=e_comp,
+    )
+    return DispatchRadioSolution(p, f, c, e_comp, solution)
