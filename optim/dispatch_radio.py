@@ -77,8 +77,9 @@ def dispatch_clock_hz(
     w, c, cyc, k, lo, hi = np.broadcast_arrays(w, c, cyc, k, lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         free = np.cbrt(q * c * hi / (2.0 * w * k * cyc))  # Q T_c'(f) + w E_c'(f) = 0
-    costless = (w <= 0.0) | (cyc <= 0.0)  # energy free: the fastest clock
-    return np.where(costless, hi, np.clip(np.nan_to_num(free, nan=0.0), lo, hi))
+    clipped = np.clip(np.nan_to_num(free, nan=0.0), lo, hi)
+    # energy free: the fastest clock; no cycles: the clock changes no time, the least energy
+    return np.where(w <= 0.0, hi, np.where(cyc <= 0.0, lo, clipped))
 
 
 def dispatch_power_w(
@@ -87,6 +88,7 @@ def dispatch_power_w(
     snr_per_w: ArrayLike,
     share: float,
     p_max_w: ArrayLike,
+    noise_bandwidth: str = "share",
 ) -> _FloatArray:
     """(n,) powers p_k of (D3) [W]: argmin over (0, P_max] of (Q + w_k p) / log2(1 + a_k p),
     a_k = snr_per_w_k / b (quasi-convex: a positive affine over a positive concave function).
@@ -95,11 +97,13 @@ def dispatch_power_w(
         queue_s: Q >= 0 [s]; Q = 0 with w_k > 0 has no minimiser (p -> 0): a ValueError.
         weight: w_k >= 0. snr_per_w: g_k / (N0 B) > 0 [1/W]. share: b in (0, 1].
         p_max_w: P_max,k > 0 [W].
+        noise_bandwidth: ``share`` (a_k = snr_per_w / b) or ``band`` (rate b B log2(1 + p
+            snr_per_w): a_k = snr_per_w, the same problem).
     """
     q = check_real("queue_s", queue_s, low=0.0)
     b = check_real("share", share, low=0.0, high=1.0, low_open=True)
     w = _nonneg("weight", weight)
-    a = _nonneg("snr_per_w", snr_per_w, positive=True) / b
+    a = _nonneg("snr_per_w", snr_per_w, positive=True) / (b if noise_bandwidth == "share" else 1.0)
     p_max = _nonneg("p_max_w", p_max_w, positive=True)
     w, a, p_max = np.broadcast_arrays(w, a, p_max)
     if q == 0.0 and (w > 0.0).any():
@@ -151,6 +155,8 @@ def solve_dispatch_radio(
     f_min_hz: ArrayLike,
     f_max_hz: ArrayLike,
     weight: ArrayLike,
+    noise_bandwidth: str = "share",
+    empty_queue_budget_s: float | None = None,
 ) -> DispatchRadioSolution:
     """The per-dispatch step over O, p_k and f_k (module docstring) for n candidates.
 
@@ -160,11 +166,102 @@ def solve_dispatch_radio(
         snr_per_w, share, p_max_w: as :func:`dispatch_power_w`; bandwidth_hz: B > 0 [Hz].
         compute_s, cycles, kappa, f_min_hz, f_max_hz: as :func:`dispatch_clock_hz`.
         weight: w_k = omega Z_k + mu >= 0.
+        noise_bandwidth: ``share`` or ``band`` (:func:`dispatch_power_w`).
+        empty_queue_budget_s: D_th [s]; at Q = 0 with a weight > 0 (no minimiser) each
+            candidate is planned at the price lambda_k > 0 of delay that makes its planned
+            latency D_th (full power and clock where even they take longer): (D4).
     """
-    p = dispatch_power_w(queue, weight, snr_per_w, share, p_max_w)
+    args = {k: v for k, v in locals().items() if k not in ("queue", "empty_queue_budget_s")}
+    w = np.asarray(weight, dtype=float)
+    if queue > 0.0 or not (w > 0.0).any():
+        return _solve_at(queue, **args)
+    if empty_queue_budget_s is None:
+        raise ValueError("queue = 0 with an energy weight > 0 needs empty_queue_budget_s (D4)")
+    n = _shape(args)
+    price = np.array([_price_for_latency(i, args, empty_queue_budget_s) for i in np.ndindex(n)])
+    parts = [
+        _solve_at(float(lam), **_row(args, i)) for lam, i in zip(price, np.ndindex(n), strict=True)
+    ]
+    return _stack(parts, n)
+
+
+_PRICE_STEPS = 200  # bisection halvings on log lambda: the bracket [1e-30, 1e30] to 1e-13
+
+
+def _row(args: dict, index: tuple) -> dict:
+    """Candidate ``index``'s scalar arguments."""
+    out = {}
+    for key, value in args.items():
+        if isinstance(value, str) or key in ("V", "o_min", "share", "bandwidth_hz"):
+            out[key] = value
+        else:
+            out[key] = np.broadcast_to(np.asarray(value, dtype=float), _shape(args))[index]
+    return out
+
+
+def _shape(args: dict) -> tuple:
+    """The candidates' broadcast shape."""
+    arrays = (np.asarray(v) for k, v in args.items() if not isinstance(v, str))
+    return np.broadcast(*arrays).shape
+
+
+def _price_for_latency(index: tuple, args: dict, budget_s: float) -> float:
+    """(D4): the lambda > 0 whose planned latency is ``budget_s`` (latency falls as lambda
+    grows; the largest bracket end where none reaches it)."""
+    row = _row(args, index)
+    if float(row["weight"]) <= 0.0:
+        return 1.0  # energy free: full power and clock at any positive price
+    lo, hi = math.log(1.0e-30), math.log(1.0e30)
+    for _ in range(_PRICE_STEPS):
+        mid = 0.5 * (lo + hi)
+        if float(_solve_at(math.exp(mid), **row).dispatch.latency_s) > budget_s:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(hi)
+
+
+def _stack(parts: list[DispatchRadioSolution], shape: tuple) -> DispatchRadioSolution:
+    """The candidates' solutions as one of arrays of ``shape``."""
+
+    def col(get: object) -> _FloatArray:
+        return np.array([float(get(s)) for s in parts]).reshape(shape)  # type: ignore[operator]
+
+    d = DispatchSolution(
+        *(col(lambda s, f=f: getattr(s.dispatch, f)) for f in DispatchSolution.__slots__)
+    )
+    fields = ("tx_power_w", "cpu_hz", "compute_s", "compute_energy_j")
+    return DispatchRadioSolution(*(col(lambda s, f=f: getattr(s, f)) for f in fields), d)
+
+
+def _solve_at(
+    queue: float,
+    *,
+    V: float,
+    o_min: float,
+    offset: ArrayLike,
+    a: ArrayLike,
+    per_ratio_bits: ArrayLike,
+    fixed_bits: ArrayLike,
+    snr_per_w: ArrayLike,
+    share: float,
+    bandwidth_hz: float,
+    p_max_w: ArrayLike,
+    compute_s: ArrayLike,
+    cycles: ArrayLike,
+    kappa: ArrayLike,
+    f_min_hz: ArrayLike,
+    f_max_hz: ArrayLike,
+    weight: ArrayLike,
+    noise_bandwidth: str,
+) -> DispatchRadioSolution:
+    """(D1)-(D3) at the delay price ``queue`` > 0, or at Q = 0 without energy weight."""
+    p = dispatch_power_w(queue, weight, snr_per_w, share, p_max_w, noise_bandwidth)
     f = dispatch_clock_hz(queue, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz)
     snr = snr_at_power(snr_per_w, p, 1.0)  # the whole-band SNR at p
-    rate = np.asarray(rate_bps(share, bandwidth_hz, snr, noise_bandwidth="share"), dtype=float)
+    rate = np.asarray(
+        rate_bps(share, bandwidth_hz, snr, noise_bandwidth=noise_bandwidth), dtype=float
+    )
     c = np.asarray(compute_delay_at_clock_s(compute_s, 1.0, f, f_max_hz), dtype=float)
     e_comp = np.asarray(kappa, dtype=float) * np.asarray(cycles, dtype=float) * f**2
     solution = solve_dispatch(

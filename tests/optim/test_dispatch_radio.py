@@ -28,6 +28,7 @@ def _instance(rng: np.random.Generator) -> dict:
         "f_min_hz": f_max * rng.uniform(0.1, 0.9),
         "f_max_hz": f_max,
         "bits": float(rng.uniform(1.0e4, 1.0e7)),
+        "noise_bandwidth": str(rng.choice(["share", "band"])),
     }
 
 
@@ -35,10 +36,18 @@ def _objective(x: dict, p: np.ndarray, f: np.ndarray, bits: np.ndarray) -> np.nd
     """Q (c f_max / f + u) + w (kappa C f^2 + p u), u = bits / (b B log2(1 + p g / (N0 b B))):
     the per-dispatch objective without the penalty, written from the problem statement."""
     b = x["share"]
-    upload_s = bits / (b * B_HZ * np.log2(1.0 + p * x["snr_per_w"] / b))
+    snr = p * x["snr_per_w"] / (b if x["noise_bandwidth"] == "share" else 1.0)
+    upload_s = bits / (b * B_HZ * np.log2(1.0 + snr))
     compute_s = x["compute_s"] * x["f_max_hz"] / f
     energy_j = x["kappa"] * x["cycles"] * f**2 + p * upload_s
     return x["queue"] * (compute_s + upload_s) + x["weight"] * energy_j
+
+
+def _latency_energy(x: dict, p: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency [s], weighted energy) of the whole upload at (p, f), from the two parts above."""
+    latency = _objective({**x, "queue": 1.0, "weight": 0.0}, p, f, np.array(x["bits"]))
+    energy = _objective({**x, "queue": 0.0, "weight": 1.0}, p, f, np.array(x["bits"]))
+    return latency, energy
 
 
 def _solve(x: dict) -> object:
@@ -136,3 +145,32 @@ def test_large_queue_without_price_is_full_power_and_clock():
 def test_empty_queue_with_energy_price_is_refused():
     with pytest.raises(ValueError, match="no minimiser"):
         dispatch_power_w(0.0, 1.0, 100.0, 0.5, 1.0)
+
+
+def test_empty_queue_plans_least_energy_within_the_budget():
+    """(D4): Q = 0 with an energy weight: the least energy whose latency is within D_th."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        x = {**_instance(rng), "queue": 0.0, "weight": float(rng.uniform(0.1, 5.0))}
+        p = np.geomspace(x["p_max_w"] * 1.0e-5, x["p_max_w"], 1200)[:, None]
+        f = np.linspace(x["f_min_hz"], x["f_max_hz"], 1200)[None, :]
+        latency, energy = _latency_energy(x, p, f)
+        budget_s = float(rng.uniform(latency.min(), latency.max()))
+        args = {k: v for k, v in x.items() if k != "bits"}
+        sol = solve_dispatch_radio(
+            V=1.0,
+            bandwidth_hz=B_HZ,
+            o_min=0.5,
+            offset=0.0,
+            a=0.0,
+            fixed_bits=x["bits"],
+            per_ratio_bits=0.0,
+            empty_queue_budget_s=budget_s,
+            **args,
+        )
+        got_latency, got_energy = _latency_energy(x, sol.tx_power_w, sol.cpu_hz)
+        assert float(got_latency) <= budget_s * (1.0 + 1.0e-12)
+        assert float(got_latency) == pytest.approx(budget_s, rel=1.0e-6)
+        best_on_grid = energy[latency <= budget_s].min()
+        assert float(got_energy) <= best_on_grid * (1.0 + 1.0e-9)
+        assert float(got_energy) >= best_on_grid * (1.0 - 1.0e-2)
