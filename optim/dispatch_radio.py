@@ -125,6 +125,7 @@ class DispatchRadioSolution:
     Attributes:
         tx_power_w: p_k of (D3) [W]. cpu_hz: f_k of (D2) [Hz].
         compute_s: c_k f_max / f_k [s]. compute_energy_j: kappa_k C_k f_k^2 [J].
+        rate_bps: the upload rate at p_k on the share b [bit/s].
         dispatch: (D1) in O at p_k and f_k (:class:`optim.dispatch.DispatchSolution`; its
             objective is the whole per-dispatch objective, energy weight w_k).
     """
@@ -133,6 +134,7 @@ class DispatchRadioSolution:
     cpu_hz: _FloatArray
     compute_s: _FloatArray
     compute_energy_j: _FloatArray
+    rate_bps: _FloatArray
     dispatch: DispatchSolution
 
 
@@ -230,7 +232,7 @@ def _stack(parts: list[DispatchRadioSolution], shape: tuple) -> DispatchRadioSol
     d = DispatchSolution(
         *(col(lambda s, f=f: getattr(s.dispatch, f)) for f in DispatchSolution.__slots__)
     )
-    fields = ("tx_power_w", "cpu_hz", "compute_s", "compute_energy_j")
+    fields = ("tx_power_w", "cpu_hz", "compute_s", "compute_energy_j", "rate_bps")
     return DispatchRadioSolution(*(col(lambda s, f=f: getattr(s, f)) for f in fields), d)
 
 
@@ -277,4 +279,4 @@ def _solve_at(
         tx_power_w=p,
         compute_energy_j=e_comp,
     )
-    return DispatchRadioSolution(p, f, c, e_comp, solution)
+    return DispatchRadioSolution(p, f, c, e_comp, rate, solution)

@@ -1359,6 +1359,8 @@ class Scenario:
         settings (``Controller.noise_bandwidths``: e.g. ``controller.radio: joint`` plans with
         the rate on the share only)."""
         rule, name = self.channel.noise_bandwidth, self.controller.name
+        if self.server.event_driven and rule == "band":
+            return  # the engine's rate (share is refused there); (D3) plans with it too
         controller = CONTROLLERS.load(name)
         accepts = controller.noise_bandwidths(self.controller)
         if rule in accepts:

@@ -491,6 +491,13 @@ class Controller(ABC):
         return False
 
     @property
+    def decides_radio_per_dispatch(self) -> bool:
+        """Whether :meth:`decide_dispatch` decides the powers and clocks this controller
+        decides (:attr:`DispatchDecision.tx_power_w`, ``.cpu_hz``), so that the event-driven
+        modes can run it."""
+        return False
+
+    @property
     def decides_cpu_frequency(self) -> bool:
         """Whether :meth:`decide` returns :attr:`Decision.cpu_hz` (``clients.csv`` then has
         ``cpu_hz``)."""

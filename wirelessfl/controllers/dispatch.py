@@ -55,6 +55,9 @@ class DispatchDecision:
         latency_s: planned latency, compute plus upload of the exact bits at share 1/C [s].
         bound: the penalty gamma_k of each update in a round of K = C updates.
         fallbacks: solver fallbacks per decision (``controller.method: cvxpy``).
+        tx_power_w: the transmit power p_k each uploads at [W] (None: its power-control power;
+            ``controller.radio: joint``, (D3) of docs/solvers.md).
+        cpu_hz: the clock f_k each computes at [Hz] (None: f_max; (D2)).
     """
 
     ranks: np.ndarray
@@ -62,3 +65,5 @@ class DispatchDecision:
     latency_s: np.ndarray
     bound: np.ndarray
     fallbacks: np.ndarray
+    tx_power_w: np.ndarray | None = None
+    cpu_hz: np.ndarray | None = None

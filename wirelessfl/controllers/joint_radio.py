@@ -36,13 +36,15 @@ from optim import (
     min_feasible_deadline_s,
     solve_joint_step,
 )
+from optim.dispatch_radio import DispatchRadioSolution, solve_dispatch_radio
 from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
+from wirelessfl.controllers.dispatch import DispatchCandidates
 from wirelessfl.controllers.energy_min import LEAST_TIME_MARGIN, least_energy
 from wirelessfl.controllers.radio_inputs import check_radio_context, radio_decisions, radio_inputs
 from wirelessfl.errors import ConfigError
 
-__all__ = ["JOINT_NOISE_BANDWIDTHS", "check_joint_radio", "decide_joint"]
+__all__ = ["JOINT_NOISE_BANDWIDTHS", "check_joint_radio", "decide_joint", "dispatch_radio"]
 
 #: ``radio: joint`` plans with the rate b B log2(1 + SNR / b) (noise over the share)
 JOINT_NOISE_BANDWIDTHS = frozenset({"share"})
@@ -130,4 +132,44 @@ def decide_joint(ctl: Controller, snr: np.ndarray, compute_s: np.ndarray) -> Dec
         tx_power_w=power,
         cpu_hz=clock,
         fallbacks=fallbacks,
+    )
+
+
+def dispatch_radio(
+    ctl: Controller,
+    cand: DispatchCandidates,
+    affine: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> DispatchRadioSolution:
+    """The per-dispatch step over O, p_k and f_k, (D1)-(D4) of docs/solvers.md, for the
+    candidates ``cand`` in the event-driven modes (rate with the noise over the whole band,
+    the engine's processor sharing at b = 1/C).
+
+    Args:
+        ctl: the controller (queues, settings).
+        cand: the candidates (n,), SNRs at their power-control powers P_max,k.
+        affine: (fixed bits, bits per unit of O, offset_k, a_k), each (n,).
+    """
+    c, s = ctl.ctx, ctl.ctx.settings
+    fixed_bits, per_ratio_bits, offset, a = affine
+    inputs = radio_inputs(c, cand.clients, cand.snr, cand.compute_s, cand.tx_power_w)
+    return solve_dispatch_radio(
+        queue=float(ctl.queue),
+        V=s.V,
+        o_min=s.o_min,
+        offset=offset,
+        a=a,
+        per_ratio_bits=per_ratio_bits,
+        fixed_bits=fixed_bits,
+        snr_per_w=inputs["snr_per_w"],
+        share=cand.share,
+        bandwidth_hz=inputs["bandwidth_hz"],
+        p_max_w=inputs["p_max_w"],
+        compute_s=cand.compute_s,
+        cycles=inputs["cycles"],
+        kappa=inputs["kappa"],
+        f_min_hz=inputs["f_min_hz"],
+        f_max_hz=inputs["f_max_hz"],
+        weight=ctl.weighted_energy_queues(cand.clients),
+        noise_bandwidth="band",
+        empty_queue_budget_s=float(s.d_th_s),
     )

@@ -55,6 +55,7 @@ import numpy as np
 
 from channels.fdma import spectral_efficiency
 from optim.dispatch import DispatchSolution, solve_dispatch
+from optim.dispatch_radio import DispatchRadioSolution
 from optim.online import SLOT_METHODS, solve_affine_slot
 from wirelessfl.algorithms.cost import RANK, RATIO
 from wirelessfl.controllers.air_planning import air_round_s, air_shares
@@ -65,6 +66,7 @@ from wirelessfl.controllers.joint_radio import (
     JOINT_NOISE_BANDWIDTHS,
     check_joint_radio,
     decide_joint,
+    dispatch_radio,
 )
 from wirelessfl.controllers.sketch import lora_step_fraction
 from wirelessfl.errors import ConfigError
@@ -124,6 +126,10 @@ class OnlineLyapunov(Controller):
     @property
     def decides_cpu_frequency(self) -> bool:
         return self.ctx.settings.radio == "joint"
+
+    @property
+    def decides_radio_per_dispatch(self) -> bool:
+        return self.ctx.settings.radio == "joint"  # (D2)-(D4)
 
     @property
     def queue_counts_compute(self) -> bool:
@@ -250,18 +256,19 @@ class OnlineLyapunov(Controller):
     # ---- the event-driven modes: the per-dispatch step (D1) ----------------------------------
     def _dispatch_problem(
         self, cand: DispatchCandidates, index: int
-    ) -> tuple[DispatchSolution, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[
+        DispatchSolution, np.ndarray | None, np.ndarray, np.ndarray, DispatchRadioSolution | None
+    ]:
         """(D1) for every candidate (affine upload from the cost model at the share 1/C);
-        also each candidate's qc (P3's linear weight) and penalty parts (offset, a)."""
+        also each candidate's qc (P3's linear weight; None with ``radio: joint``), penalty
+        parts (offset, a) and, with ``radio: joint``, its power and clock ((D2)-(D4))."""
         c, s = self.ctx, self.ctx.settings
         dense = self.dispatch_plans(cand, self.rank, np.ones(len(cand.clients)), index)
-        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)  # b B log2(1+SNR)
         v, n, k = float(c.bits_per_value), len(dense), cand.concurrency
         if self.knob == RATIO:
             splits = self.affine_uploads(dense)
             values, dense_values, side = (np.array(x, float) for x in zip(*splits, strict=True))
-            per_ratio_s = v * values / rate_bps
-            fixed_s = (v * dense_values + side) / rate_bps
+            per_ratio_bits, fixed_bits = v * values, v * dense_values + side
             parts = self._per_size(  # eq. (14) in O at the plan's rank, K = C
                 dense,
                 "_dispatch_parts_cache",
@@ -271,9 +278,13 @@ class OnlineLyapunov(Controller):
             )
             offset, a = (np.array(x, float) for x in zip(*parts, strict=True))
         else:  # no ratio knob: the update is sent as planned at ratio 1
-            per_ratio_s = np.zeros(n)
-            fixed_s = self.upload_bits(dense) / rate_bps
+            per_ratio_bits, fixed_bits = np.zeros(n), self.upload_bits(dense)
             offset, a = np.array(self.dispatch_penalties(dense, k)), np.zeros(n)
+        if s.radio == "joint":
+            radio = dispatch_radio(self, cand, (fixed_bits, per_ratio_bits, offset, a))
+            return radio.dispatch, None, offset, a, radio
+        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)  # b B log2(1+SNR)
+        per_ratio_s, fixed_s = per_ratio_bits / rate_bps, fixed_bits / rate_bps
         z = self.weighted_energy_queues(cand.clients)
         solution = solve_dispatch(
             queue=self.queue,
@@ -289,14 +300,17 @@ class OnlineLyapunov(Controller):
             compute_energy_j=cand.compute_energy_j,
         )
         qc = (self.queue + z * np.asarray(cand.tx_power_w, dtype=float)) * per_ratio_s
-        return solution, qc, offset, a
+        return solution, qc, offset, a, None
 
     def decide_dispatch(self, cand: DispatchCandidates, index: int) -> DispatchDecision:
-        """Each client's O_k by (D1), solved by ``controller.method`` (exact or CVXPY)."""
+        """Each client's O_k by (D1), solved by ``controller.method`` (exact or CVXPY); with
+        ``radio: joint`` also its power and clock, (D2)-(D4) (exact only)."""
         s, n = self.ctx.settings, len(cand.clients)
         ratios, fallbacks = np.ones(n), np.zeros(n, dtype=int)
-        _, qc, offset, a = self._dispatch_problem(cand, index)
-        if self.knob == RATIO:
+        solution, qc, offset, a, radio = self._dispatch_problem(cand, index)
+        if radio is not None:
+            ratios = np.asarray(solution.ratio, dtype=float) if self.knob == RATIO else ratios
+        elif self.knob == RATIO and qc is not None:
             solve = SLOT_METHODS[s.method]
             for i in range(n):
                 o, _, failed = solve(float(qc[i]), float(s.V * a[i]), s.o_min, self.cvxpy_problem)
@@ -304,7 +318,18 @@ class OnlineLyapunov(Controller):
         plans = self.dispatch_plans(cand, self.rank, ratios, index)
         penalties = offset + a * (1.0 - ratios) ** 2 / ratios**4  # eq. (14) at O_k
         ranks = np.full(n, self.rank)
-        return self.dispatch_costs(cand, plans, ranks, ratios, fallbacks, penalties)
+        if radio is None:
+            return self.dispatch_costs(cand, plans, ranks, ratios, fallbacks, penalties)
+        upload_s = self.upload_bits(plans) / radio.rate_bps  # the exact bits at p_k
+        return DispatchDecision(
+            ranks,
+            ratios,
+            radio.compute_s + upload_s,
+            np.asarray(penalties, dtype=float),
+            fallbacks,
+            tx_power_w=radio.tx_power_w,
+            cpu_hz=radio.cpu_hz,
+        )
 
     def choose_dispatch(self, cand: DispatchCandidates, n: int, index: int) -> np.ndarray:
         """The ``n`` candidates of least J_k(O_k) of (D1), ties by the shorter planned

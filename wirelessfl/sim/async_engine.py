@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from channels.fdma import spectral_efficiency
+from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from channels.streams import round_generator
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.controllers.dispatch import DispatchCandidates
@@ -111,6 +112,7 @@ class Update:
     planned_latency_s: float = math.nan  # the controller's plan: compute + upload at share 1/C
     bound: float = math.nan  # the controller's penalty gamma_k of the update
     fallbacks: int = 0  # solver fallbacks of its decision
+    cpu_hz: float | None = None  # its clock (None: the energy model's, f_max)
 
     @property
     def upload_s(self) -> float:
@@ -183,7 +185,7 @@ class AsyncEngine:
             )
             if flag
         ]
-        if decides:
+        if decides and not sim.controller.decides_radio_per_dispatch:
             raise ConfigError(
                 f"server.mode: {self.mode} asks the controller for rank and ratio per dispatch, "
                 f"and controller {sc.controller.name!r} decides {' and '.join(decides)} per "
@@ -448,18 +450,28 @@ class AsyncEngine:
             compute_s = 0.0
             if sc.devices.include_compute:
                 compute_s = report.flops / float(sim.flops_per_s[client])
+            snr, power, clock = float(snr_all[client]), float(power_all[client]), None
+            if decision.tx_power_w is not None:  # the channel observed at power, sent at p_k
+                snr, power = (
+                    float(snr_at_power(snr, decision.tx_power_w[i], power)),
+                    float(decision.tx_power_w[i]),
+                )
+            if decision.cpu_hz is not None:
+                clock, f_max = float(decision.cpu_hz[i]), float(sim.cpu_hz_max[client])
+                compute_s = float(compute_delay_at_clock_s(compute_s, 1.0, clock, f_max))
             u = Update(
                 client,
                 j,
                 self.version,
                 now,
                 compute_s,
-                float(snr_all[client]),
-                float(power_all[client]),
+                snr,
+                power,
                 report,
                 planned_latency_s=float(decision.latency_s[i]),
                 bound=float(decision.bound[i]),
                 fallbacks=int(decision.fallbacks[i]),
+                cpu_hz=clock,
             )
             self.busy[client] = u
             period.dispatched.append(u)
@@ -583,7 +595,10 @@ class AsyncEngine:
         compute_j = np.zeros(0, dtype=float)
         if updates:
             computed = np.array([u.computed_fraction for u in updates], dtype=float)
-            compute_j = np.asarray(sim.compute_energy.energy_j(flops, classes), float) * computed
+            clocks = [u.cpu_hz for u in updates]
+            cpu_hz = None if None in clocks else np.array(clocks, dtype=float)
+            energy = sim.compute_energy.energy_j(flops, classes, cpu_hz)
+            compute_j = np.asarray(energy, float) * computed
         transmit_j = np.array([u.tx_power_w * u.transmitted_s for u in updates], dtype=float)
         return RoundEnergy(clients, compute_j, transmit_j)
 
