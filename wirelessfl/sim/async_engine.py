@@ -596,8 +596,11 @@ class AsyncEngine:
         if updates:
             computed = np.array([u.computed_fraction for u in updates], dtype=float)
             clocks = [u.cpu_hz for u in updates]
-            cpu_hz = None if None in clocks else np.array(clocks, dtype=float)
-            energy = sim.compute_energy.energy_j(flops, classes, cpu_hz)
+            energy = (  # at the controller's clocks (CMOS model) where it decides them
+                sim.compute_energy.energy_j(flops, classes)
+                if None in clocks
+                else sim.compute_energy.energy_j(flops, classes, np.array(clocks, float))
+            )
             compute_j = np.asarray(energy, float) * computed
         transmit_j = np.array([u.tx_power_w * u.transmitted_s for u in updates], dtype=float)
         return RoundEnergy(clients, compute_j, transmit_j)
