@@ -1331,8 +1331,9 @@ class Scenario:
             )
         if self.server.event_driven:
             raise ConfigError(
-                f"{key}: not read with server.mode: {self.server.mode} (a dispatch decides "
-                "rank and ratio only; power and clock are decided per synchronous round); "
+                f"{key}: not read with server.mode: {self.server.mode} (the fixed controller's "
+                "power and clock are read per synchronous round; a dispatch decides them with "
+                "controller.radio: joint); "
                 f"remove it or use server.mode: sync"
             )
         if ctl.cpu_freq_hz is None:
