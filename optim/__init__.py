@@ -12,6 +12,7 @@ eq. 21), :mod:`optim.bandwidth` (eq. 31 and min-max shares), :mod:`optim.noise_s
 when the noise is over each client's share), :mod:`optim.selection`,
 :mod:`optim.calibration`, :mod:`optim.sketch_ratio` (FSLoRA's per-client sketch sizes),
 :mod:`optim.dispatch` (the per-dispatch step of the event-driven modes),
+:mod:`optim.dispatch_radio` (its power and clock with ``radio: joint``),
 :mod:`optim.energy_min` (least round energy under a time limit, Yang et al., and baselines),
 :mod:`optim.joint` (the joint ratio / power / frequency / bandwidth Lyapunov step),
 :mod:`optim.joint_cvxpy` (the same step as a CVXPY problem: the baseline of its tests and
