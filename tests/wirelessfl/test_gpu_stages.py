@@ -28,14 +28,17 @@ def _on_cuda(result, out) -> None:
     assert np.isfinite(result.rounds.test_loss.dropna()).all()
 
 
+def _scenario(name: str, settings: dict):
+    """The shipped default scenario, or the tiny MLP on digits, with ``settings``."""
+    if name == "default":
+        return load_scenario("default", [f"{k}={v}" for k, v in settings.items()])
+    return digits_scenario(**settings)
+
+
 @pytest.mark.parametrize("scenario", ["default", "digits"])
 def test_quantised_uploads_on_cuda(scenario: str, tmp_path) -> None:
     settings = {"quantize.bits": 4, "learner.device": DEVICE, "rounds": 2, "eval_every": 1}
-    if scenario == "default":
-        sc = load_scenario("default", [f"{k}={v}" for k, v in settings.items()])
-    else:
-        sc = digits_scenario(**settings)
-    result = run_scenario(sc, tmp_path)
+    result = run_scenario(_scenario(scenario, settings), tmp_path)
     _on_cuda(result, tmp_path)
     bits = result.rounds["algo.quant_bits"]
     assert (bits == 4).all(), bits.tolist()
@@ -52,11 +55,7 @@ def test_aircomp_uplink_on_cuda(scenario: str, tmp_path) -> None:
         "rounds": 2,
         "eval_every": 1,
     }
-    if scenario == "default":
-        sc = load_scenario("default", [f"{k}={v}" for k, v in settings.items()])
-    else:
-        sc = digits_scenario(**settings)
-    result = run_scenario(sc, tmp_path)
+    result = run_scenario(_scenario(scenario, settings), tmp_path)
     _on_cuda(result, tmp_path)
     mse = result.rounds["aircomp_mse"]
     assert (np.isfinite(mse) & (mse > 0)).all(), mse.tolist()
