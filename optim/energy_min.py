@@ -26,23 +26,13 @@ Baselines (:data:`ENERGY_MIN_METHODS`), the same problem with one block fixed: `
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from optim._validation import check_nonneg_array, check_real
-from optim.joint_client import (
-    ClientBlock,
-    golden_min,
-    increasing_root,
-    min_share,
-    split_slope_and_curvature,
-    split_value,
-    upload_energy_j,
-    upload_slope,
-)
+from optim.joint_client import ClientBlock, kernel
 
 __all__ = [
     "ENERGY_MIN_METHODS",
@@ -54,10 +44,6 @@ __all__ = [
 ]
 
 ENERGY_MIN_METHODS = ("joint", "equal_bandwidth", "max_power", "max_frequency")
-_BISECT_STEPS = 200
-_LOG_PRICE_TOL = 1e-13
-_EPS = np.finfo(float).eps
-LN2 = math.log(2.0)
 _FloatArray = NDArray[np.float64]
 
 
@@ -141,42 +127,12 @@ def min_feasible_deadline_s(block: ClientBlock, method: str = "joint") -> float:
     """The least round time T any decision of ``method`` achieves [s].
 
     Fastest CPU and full power: sum_k b_min,k(T - C_k / f_max,k) <= 1 (decreasing in T), found
-    by Brent's method and returned on its feasible side; with equal shares, max_k of each
-    client's own least time at b = 1/K.
+    by bisection to adjacent floats and returned on its feasible side; with equal shares,
+    max_k of each client's own least time at b = 1/K.
     """
-    from scipy.optimize import brentq  # noqa: PLC0415 - 0.3 s at start-up
-
-    tau = block.fastest_compute_s()
-    if method == "equal_bandwidth":
-        share = np.full(tau.size, 1.0 / tau.size)
-        return float(np.max(tau + _max_power_upload_s(block, share)))
-    lo = float(np.max(tau + np.where(block.bits > 0.0, block.upload_floor_s(), 0.0)))
-    if not np.any(block.bits > 0.0):
-        return lo
-
-    def total_share(deadline: float) -> float:
-        shares = min_share(
-            block.bits, deadline - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz
-        )
-        return float(np.sum(shares))
-
-    if total_share(lo) <= 1.0:  # the slowest client's floor decides
-        return lo
-    hi = 2.0 * lo + 1e-12
-    while total_share(hi) > 1.0:
-        lo, hi = hi, 2.0 * hi
-    root = brentq(
-        lambda d: 1.0 - 1.0 / total_share(d),
-        lo,
-        hi,  # finite at the floor (inf)
-        xtol=1e-300,
-        rtol=4 * _EPS,
+    return float(
+        kernel().min_feasible_deadline(block.table, block.bandwidth_hz, method == "equal_bandwidth")
     )
-    for _ in range(_BISECT_STEPS):  # the feasible side of the root: sum_k b_min,k <= 1
-        if total_share(root) <= 1.0:
-            return root
-        root = math.nextafter(root, math.inf) * (1.0 + _EPS)
-    return hi  # pragma: no cover - hi is feasible
 
 
 def least_time_solution(
@@ -184,18 +140,9 @@ def least_time_solution(
 ) -> EnergyMinSolution:
     """Full power, f_max and the least shares for ``deadline_s`` (feasible from the least round
     time on; price nan: not priced, gap nan: not certified)."""
-    upload = np.where(block.bits > 0.0, deadline_s - block.fastest_compute_s(), 1.0)
-    share = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
-    return _solution(block, deadline_s, upload, upload * share, weight, math.nan, math.nan)
-
-
-def _least_shares_fit(block: ClientBlock, deadline_s: float) -> bool:
-    """Whether full power and f_max finish by ``deadline_s`` on shares summing to <= 1."""
-    upload = deadline_s - block.fastest_compute_s()
-    if np.any(upload < 0.0) or np.any(upload[block.bits > 0.0] <= 0.0):  # compute alone too slow
-        return False
-    shares = min_share(block.bits, upload, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
-    return float(np.sum(shares)) <= 1.0
+    upload, product = np.empty(block.bits.size), np.empty(block.bits.size)
+    kernel().least_time_split(block.table, block.bandwidth_hz, deadline_s, upload, product)
+    return _solution(block, deadline_s, upload, product, weight, math.nan, math.nan)
 
 
 def solve_energy_min(
@@ -241,54 +188,44 @@ def solve_block(
     bracket from, and ``upload_hint`` (K,) the splits there [s], to start each client's root
     from. ``gap_rtol``: the price search stops at a duality gap below this share of the
     energy (the default certifies; a loose one gives a starting price).
+
+    The price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises. The root of
+    sum_k b_k = 1 in log lambda is bracketed outwards from the hint (steps doubling from 2 %,
+    or from ln 2 without one) and closed by Illinois false position until the duality gap
+    (primal at the feasible end minus the better dual value of the two ends) is below
+    ``gap_rtol`` of the energy. At a price each client's split is, by method: ``joint`` the
+    root of its slope (:func:`optim.joint_client.split_slope`, Newton's method safeguarded by
+    the bracket of the points seen), ``max_frequency`` compute at f_max and upload the rest,
+    ``max_power`` the share at p_max of least value by golden section; ``equal_bandwidth``
+    takes b_k = 1/K and each upload time by golden section (no price).
     """
-    if not (method != "equal_bandwidth" and _least_shares_fit(block, deadline_s * (1.0 + 1e-12))):
+    kn = kernel()
+    fits = kn.least_shares_fit(block.table, block.bandwidth_hz, deadline_s * (1.0 + 1e-12))
+    if not (method != "equal_bandwidth" and fits):
         least = min_feasible_deadline_s(block, method)
         if deadline_s < least * (1.0 - 1e-12):
             raise DeadlineInfeasibleError(deadline_s, least, method)
     if method == "equal_bandwidth":
         share = np.full(block.bits.size, 1.0 / block.bits.size)
-        upload = _equal_share_upload_s(block, deadline_s, share, weight)
+        upload = np.empty(block.bits.size)
+        kn.equal_share_upload(block.table, block.bandwidth_hz, deadline_s, share, upload)
         return _solution(block, deadline_s, upload, share * upload, weight, math.nan, 0.0)
-    per_client = _MAX_POWER if method == "max_power" else _priced(method == "joint")
-    return _search_price(block, deadline_s, weight, per_client, price_hint, gap_rtol, upload_hint)
-
-
-# --- per-client solvers at a bandwidth price: (block, T, price, weight, t guess) -> (t, y, value)
-
-_PerClient = Callable[
-    [ClientBlock, float, float, _FloatArray, "_FloatArray | None"],
-    tuple[_FloatArray, _FloatArray, _FloatArray],
-]
-
-
-def upload_range_s(block: ClientBlock, deadline_s: float) -> tuple[_FloatArray, _FloatArray]:
-    """(K,) least and greatest upload time [s] at round time ``deadline_s``: compute at f_min
-    (or the upload floor, if later) and at f_max."""
-    hi = deadline_s - block.fastest_compute_s()
-    lo = np.maximum(deadline_s - block.slowest_compute_s(), block.upload_floor_s() * (1 + 1e-9))
-    return np.minimum(lo, hi), hi
-
-
-def priced_split(
-    block: ClientBlock,
-    deadline_s: float,
-    price: float,
-    weight: _FloatArray,
-    guess: _FloatArray | None = None,
-) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
-    """(upload time t [s], product y [s], value) of every client at bandwidth price ``price``:
-    the root of the slope of :func:`optim.joint_client.split_value` in t (it is convex), all
-    clients at once, from ``guess`` (the split at a neighbouring price or deadline) if given."""
-    lo, hi = upload_range_s(block, deadline_s)
-    upload = increasing_root(
-        lambda t: split_slope_and_curvature(block, deadline_s, t, price, weight),
-        lo,
-        hi,
-        guess=guess,
+    mode = {"joint": kn.JOINT, "max_frequency": kn.MAX_FREQUENCY, "max_power": kn.MAX_POWER}
+    hint = upload_hint is not None
+    ok, price, gap, upload, product = kn.search_price(
+        mode[method],
+        block.table,
+        block.bandwidth_hz,
+        deadline_s,
+        weight,
+        math.nan if price_hint is None else float(price_hint),
+        gap_rtol,
+        np.asarray(upload_hint, dtype=float) if hint else block.bits,
+        hint,
     )
-    value, y = split_value(block, deadline_s, upload, price, weight)
-    return upload, y, value
+    if not ok:  # pragma: no cover - T >= the least round time, so a high enough price fits
+        raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), method)
+    return _solution(block, deadline_s, upload, product, weight, price, gap)
 
 
 def round_slope(
@@ -302,187 +239,16 @@ def round_slope(
     sum_k h_k'(t_k) at the optimal price (the envelope theorem), except that a client whose
     upload sits at its floor below T - C/f_min (one without bits and T < C/f_min) gains from D
     through its compute time: -2 w kappa C^3 / tau^3."""
-    lo, _ = upload_range_s(block, deadline_s)
-    floor_bound = (upload_s <= lo) & (lo > deadline_s - block.slowest_compute_s())
-    compute_s = deadline_s - upload_s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        compute = -2.0 * weight * block.kappa * block.cycles**3 / compute_s**3
-    upload = upload_slope(block, upload_s, price, weight)
-    return float(np.sum(np.where(floor_bound & (block.cycles > 0.0), compute, upload)))
-
-
-def _priced(free_split: bool) -> _PerClient:
-    if free_split:
-        return priced_split
-
-    def per_client(block, deadline_s, price, weight, guess=None):
-        upload = upload_range_s(block, deadline_s)[1]  # compute at f_max, upload the rest
-        value, y = split_value(block, deadline_s, upload, price, weight)
-        return upload, y, value
-
-    return per_client
-
-
-def _max_power_upload_s(block: ClientBlock, share: _FloatArray) -> _FloatArray:
-    """Upload time at p_max on ``share``: s / (b B log2(1 + p_max snr / b)) [s]."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = share * block.bandwidth_hz * np.log2(1.0 + block.p_max_w * block.snr_per_w / share)
-        return np.where(block.bits > 0.0, block.bits / rate, 0.0)
-
-
-def _max_power_value(block, deadline_s, share, price, weight):
-    upload = _max_power_upload_s(block, share)
-    compute = np.minimum(deadline_s - upload, block.slowest_compute_s())
-    energy = block.compute_energy_j(compute) + block.p_max_w * upload
-    return weight * energy + price * share, upload
-
-
-def _max_power_client(block, deadline_s, price, weight, guess=None):
-    tau = block.fastest_compute_s()
-    lo = min_share(block.bits, deadline_s - tau, block.p_max_w, block.snr_per_w, block.bandwidth_hz)
-    start = _max_power_value(block, deadline_s, lo, price, weight)[0]
-    hi = lo + start / price + 1e-300
-    share = golden_min(lambda b: _max_power_value(block, deadline_s, b, price, weight)[0], lo, hi)
-    share = np.where(block.bits > 0.0, share, 0.0)
-    value, upload = _max_power_value(block, deadline_s, share, price, weight)
-    return upload, upload * share, value
-
-
-_MAX_POWER: _PerClient = _max_power_client
-
-
-def _equal_share_upload_s(block, deadline_s, share, weight) -> _FloatArray:
-    tau_max = block.slowest_compute_s()
-    hi = deadline_s - block.fastest_compute_s()
-    lo = np.minimum(np.maximum(deadline_s - tau_max, _max_power_upload_s(block, share)), hi)
-
-    def energy(t):
-        return block.compute_energy_j(deadline_s - t) + upload_energy_j(
-            block.bits, t * share, block.snr_per_w, block.bandwidth_hz
-        )
-
-    return golden_min(energy, lo, hi)
-
-
-def _search_price(
-    block,
-    deadline_s,
-    weight,
-    per_client: _PerClient,
-    price_hint: float | None,
-    gap_rtol: float,
-    upload_hint: _FloatArray | None = None,
-) -> EnergyMinSolution:
-    """The bandwidth price lambda: sum_k b_k(lambda) = y_k / t_k falls as lambda rises.
-
-    The root of sum_k b_k = 1 in log lambda is bracketed outwards from the hint (steps doubling
-    from 2 %, or from ln 2 without one) and closed by Illinois false position until the duality
-    gap (primal at the feasible end minus the better dual value of the two ends) is below
-    ``gap_rtol`` of the energy.
-    """
-    if not np.any(weight > 0.0):  # energy is free: every client takes its least share
-        upload, y, _ = per_client(block, deadline_s, 1.0, weight, None)
-        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
-    if not np.any((weight > 0.0) & (block.bits > 0.0)):  # the band is never scarce: price 0
-        upload, y, _ = per_client(block, deadline_s, 0.0, weight, None)
-        return _solution(block, deadline_s, upload, y, weight, 0.0, 0.0)
-    scale = float(np.sum(weight * block.p_max_w * deadline_s))
-    seen: dict[float, tuple[float, tuple]] = {}
-    last_upload = [upload_hint]  # each client's split at the last price: the next starts there
-
-    def excess(u: float) -> float:
-        if u not in seen:
-            guess = last_upload[0]
-            upload, y, value = per_client(block, deadline_s, math.exp(u), weight, guess)
-            last_upload[0] = upload
-            with np.errstate(invalid="ignore", divide="ignore"):
-                b = np.where(block.bits > 0.0, y / upload, 0.0)
-            seen[u] = (float(np.sum(b)) - 1.0, (upload, y, float(np.sum(value))))
-        return seen[u][0]
-
-    hinted = price_hint is not None and math.isfinite(price_hint) and price_hint > 0.0
-    u = math.log(price_hint if hinted else scale)  # type: ignore[arg-type]
-    step = 0.02 if hinted else LN2
-    direction = 1.0 if excess(u) > 0.0 else -1.0  # towards the root
-    for _ in range(_BISECT_STEPS):
-        if (excess(u + direction * step) > 0.0) != (direction > 0.0):
-            break
-        u, step = u + direction * step, 2.0 * step
-    else:  # pragma: no cover - T >= the least round time, so a high enough price fits
-        raise DeadlineInfeasibleError(deadline_s, min_feasible_deadline_s(block), "joint")
-    u_lo, u_hi = sorted((u, u + direction * step))
-    f_lo, f_hi = excess(u_lo), excess(u_hi)
-    side, repeats = 0, 0
-    for _ in range(_BISECT_STEPS):
-        if (
-            _gap(seen, u_lo, u_hi) <= gap_rtol * _primal(seen, u_hi)
-            or u_hi - u_lo <= _LOG_PRICE_TOL
-        ):
-            break
-        x = (u_lo * f_hi - u_hi * f_lo) / (f_hi - f_lo)  # f_lo, f_hi: Illinois' working values
-        if repeats >= 2 or not u_lo < x < u_hi:  # a bisection step when one end stalls
-            x = 0.5 * (u_lo + u_hi)
-        f_x = excess(x)
-        new_side = -1 if f_x > 0.0 else 1  # -1: x is below the root
-        repeats = repeats + 1 if new_side == side else 0
-        if new_side < 0:
-            u_lo, f_lo = x, f_x
-            f_hi = 0.5 * f_hi if side < 0 else f_hi  # Illinois: an end kept twice
-        else:
-            u_hi, f_hi = x, f_x
-            f_lo = 0.5 * f_lo if side > 0 else f_lo
-        side = new_side
-    upload, y, _ = seen[u_hi][1]
-    primal = _solution(block, deadline_s, upload, y, weight, math.exp(u_hi), 0.0)
-    dual = max(_dual(seen, u_lo), _dual(seen, u_hi))
-    return _with_gap(primal, max(primal.objective - dual, 0.0))
-
-
-def _dual(seen: dict, u: float) -> float:
-    """The dual value sum_k phi_k(lambda) - lambda at lambda = e^u."""
-    return seen[u][1][2] - math.exp(u)
-
-
-def _primal(seen: dict, u: float) -> float:
-    """The weighted energy at lambda = e^u: sum_k phi_k - lambda sum_k b_k."""
-    return seen[u][1][2] - math.exp(u) * (seen[u][0] + 1.0)
-
-
-def _gap(seen: dict, u_lo: float, u_hi: float) -> float:
-    """Primal energy at the feasible end minus the best dual value of the two ends."""
-    return _primal(seen, u_hi) - max(_dual(seen, u_lo), _dual(seen, u_hi))
-
-
-def _with_gap(sol: EnergyMinSolution, gap: float) -> EnergyMinSolution:
-    fields = {name: getattr(sol, name) for name in EnergyMinSolution.__slots__}
-    fields["gap"] = gap
-    return EnergyMinSolution(**fields)
+    upload = np.asarray(upload_s, dtype=float)
+    return float(
+        kernel().round_slope(block.table, block.bandwidth_hz, deadline_s, upload, price, weight)
+    )
 
 
 def _solution(block, deadline_s, upload, product, weight, price, gap) -> EnergyMinSolution:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(block.bits > 0.0, product / upload, 0.0)
-        up_energy = upload_energy_j(block.bits, product, block.snr_per_w, block.bandwidth_hz)
-        power = np.where(block.bits > 0.0, up_energy / upload, 0.0)
-    compute = np.clip(deadline_s - upload, block.fastest_compute_s(), block.slowest_compute_s())
-    idle = np.clip(deadline_s, block.fastest_compute_s(), block.slowest_compute_s())
-    compute = np.where(block.bits > 0.0, compute, idle)  # no upload: compute all round
-    with np.errstate(invalid="ignore", divide="ignore"):
-        freq = np.where(block.cycles > 0.0, block.cycles / compute, block.f_max_hz)
-    cmp_energy = block.compute_energy_j(compute)
-    energy = cmp_energy + up_energy
-    upload = np.where(block.bits > 0.0, upload, 0.0)
-    return EnergyMinSolution(
-        power_w=power,
-        frequency_hz=freq,
-        share=share,
-        compute_s=compute,
-        upload_s=upload,
-        compute_energy_j=cmp_energy,
-        upload_energy_j=up_energy,
-        round_s=float(np.max(compute + upload)),
-        energy_j=float(np.sum(energy)),
-        objective=float(np.sum(weight * energy)),
-        price=price,
-        gap=gap,
+    """The decisions and costs at the splits ``upload`` [s] and products ``product`` [s]."""
+    fields = np.empty((7, block.bits.size))
+    round_s, energy_j, objective = kernel().solution_fields(
+        block.table, block.bandwidth_hz, deadline_s, upload, product, weight, fields
     )
+    return EnergyMinSolution(*fields, float(round_s), float(energy_j), float(objective), price, gap)
