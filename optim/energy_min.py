@@ -228,6 +228,43 @@ def solve_block(
     return _solution(block, deadline_s, upload, product, weight, price, gap)
 
 
+def priced_split(
+    block: ClientBlock,
+    deadline_s: float,
+    price: float,
+    weight: _FloatArray,
+    guess: _FloatArray | None = None,
+) -> tuple[_FloatArray, _FloatArray, _FloatArray]:
+    """(upload time t [s], product y [s], value) of every client, (K,) each, at bandwidth
+    price ``price``: the root of the slope of :func:`optim.joint_client.split_value` in t (it
+    is convex) on the client's range (compute at f_min, or the upload floor if later, to compute
+    at f_max), from ``guess`` (the split at a neighbouring price or deadline) if given.
+
+    Newton's method, safeguarded by the bracket of the points seen (at first the range, widened
+    by 1e-11 of it so that an end can be tried and confirmed): a bisection step where Newton's
+    leaves the bracket, meets a non-finite value, or did not halve |slope| on the same side of
+    the root (as next to the infinite slope at the upload floor, where Newton's steps are tiny
+    but the root is far); each Newton step goes one tolerance further, so that the bracket
+    closes around the root.
+    """
+    k = block.bits.size
+    upload, y, value = np.empty(k), np.empty(k), np.empty(k)
+    start = block.bits if guess is None else np.asarray(guess, dtype=float)
+    kernel().priced_split(
+        block.table,
+        block.bandwidth_hz,
+        deadline_s,
+        price,
+        weight,
+        start,
+        guess is not None,
+        upload,
+        y,
+        value,
+    )
+    return upload, y, value
+
+
 def round_slope(
     block: ClientBlock,
     deadline_s: float,

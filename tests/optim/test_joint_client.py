@@ -1,75 +1,67 @@
-"""The per-client pieces of the joint solvers: the parallel root of increasing functions against
-scipy's brentq one at a time, and each client's slope in its upload time (and the slope's own
-derivative) against finite differences of its value (of the slope)."""
+"""The per-client pieces of the joint solvers: each client's split at a price against scipy's
+brentq on its slope, one client at a time, and each client's slope in its upload time (and the
+slope's own derivative) against finite differences of its value (of the slope)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from optim_instances import random_devices
 from scipy.optimize import brentq
 
 from optim import client_block, min_feasible_deadline_s
+from optim.energy_min import priced_split
 from optim.joint_client import (
-    increasing_root,
     split_slope,
     split_slope_and_curvature,
     split_value,
 )
 
 
-def test_increasing_root_matches_brentq_and_takes_the_ends():
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        k = 20
-        c, d = rng.uniform(0.0, 5.0, k), rng.uniform(-3.0, 12.0, k)
+def _client_slope(t: float, block, deadline: float, price: float, weight, i: int) -> float:
+    """Client i's split slope at upload time t [s] (every client at t; i's entry)."""
+    return float(split_slope(block, deadline, np.full(block.bits.size, t), price, weight)[i])
 
-        def fn(x, c=c, d=d):
-            return x**3 + c * x - d, 3 * x**2 + c  # increasing; some roots lie beyond [0, 2]
 
-        lo, hi = np.zeros(k), np.full(k, 2.0)
-        roots = increasing_root(fn, lo, hi, guess=rng.uniform(0.0, 2.0, k))
-        for i in range(k):
-            f_i = lambda x, ci=c[i], di=d[i]: x**3 + ci * x - di  # noqa: E731
-            if f_i(0.0) >= 0.0:
-                expected = 0.0
-            elif f_i(2.0) <= 0.0:
-                expected = 2.0
+def test_the_split_at_a_price_is_the_root_of_its_slope_or_an_end():
+    """Each client's split against scipy's brentq on its slope, one client at a time, from
+    every start: none, the lower end of its range (next to the upload floor the slope has a
+    pole, where Newton's steps are tiny but the root is far) and the upper end."""
+    rng = np.random.default_rng(3)
+    ends = set()
+    for _ in range(20):
+        block, deadline, _, price, weight = _random_split(rng, tight=rng.uniform() < 0.5)
+        hi = deadline - block.fastest_compute_s()
+        lo = np.minimum(
+            np.maximum(deadline - block.slowest_compute_s(), block.upload_floor_s() * (1 + 1e-9)),
+            hi,
+        )
+        expected = np.empty(hi.size)
+        for i in range(hi.size):
+            args = (block, deadline, price, weight, i)
+            if _client_slope(lo[i], *args) >= 0.0:
+                expected[i], end = lo[i], "lo"
+            elif _client_slope(hi[i], *args) <= 0.0:
+                expected[i], end = hi[i], "hi"
             else:
-                expected = brentq(f_i, 0.0, 2.0, xtol=1e-14)
-            assert math.isclose(roots[i], expected, abs_tol=1e-10)
+                root = brentq(_client_slope, lo[i], hi[i], args=args, xtol=1e-15 * hi[i])
+                expected[i], end = root, "inside"
+            ends.add(end)
+        for guess in (None, lo * (1 + 1e-4), hi):
+            upload, y, value = priced_split(block, deadline, price, weight, guess)
+            assert np.allclose(upload, expected, rtol=1e-9), (guess, upload, expected)
+            v, y_at = split_value(block, deadline, upload, price, weight)
+            assert np.allclose(value, v) and np.allclose(y, y_at)
+    assert ends == {"lo", "hi", "inside"}  # every case met
 
 
-def test_increasing_root_survives_an_infinite_end():
-    """-inf at the lower end (an upload at its floor) forces bisection steps, not nan."""
-    k = 5
-    b = np.linspace(0.5, 3.0, k)
-    with np.errstate(divide="ignore"):
-        roots = increasing_root(lambda x: (np.log(x) + b, 1.0 / x), np.zeros(k), np.ones(k))
-    assert np.allclose(roots, np.exp(-b), rtol=1e-9)
-
-
-def test_increasing_root_is_not_fooled_by_tiny_newton_steps_next_to_a_pole():
-    """f = 1 - (r / x)^6 next to x = 0: f / f' is tiny there, far from the root r; started at
-    the lower end the search must still find r (bisection when |f| does not halve)."""
-    r = np.array([1e-3, 3e-2, 0.5])
-    lo, hi = np.full(3, 1e-9), np.ones(3)
-
-    def fn(x):
-        return 1.0 - (r / x) ** 6, 6.0 * r**6 / x**7
-
-    for guess in (lo * 1.0001, None, np.full(3, 0.9)):
-        roots = increasing_root(fn, lo, hi, guess=guess)
-        assert np.allclose(roots, r, rtol=1e-9), (guess, roots)
-
-
-def _random_split(rng: np.random.Generator, k: int = 6):
+def _random_split(rng: np.random.Generator, k: int = 6, tight: bool = False):
     """(block, deadline [s], upload times t (K,) [s] inside each client's range, price,
-    weights (K,)) of a random cell of K clients."""
+    weights (K,)) of a random cell of K clients (``tight``: a deadline within 1 % of the least
+    round time, where uploads sit near their floors)."""
     bits = rng.uniform(1e4, 4e5, k)
     block = client_block(bits=bits, **random_devices(rng, k))
-    deadline = min_feasible_deadline_s(block) * rng.uniform(1.2, 3.0)
+    stretch = rng.uniform(1.0001, 1.01) if tight else rng.uniform(1.2, 3.0)
+    deadline = min_feasible_deadline_s(block) * stretch
     weight = rng.uniform(0.0, 5.0, k)
     price = 10 ** rng.uniform(-3.0, 2.0)
     hi = deadline - block.fastest_compute_s()
