@@ -1,5 +1,6 @@
 """The joint Lyapunov step: ratio, transmit power, CPU frequency and bandwidth in one round
-(docs/solvers.md, "Joint power, frequency, bandwidth and ratio"). Pure numpy/scipy.
+(docs/solvers.md, "Joint power, frequency, bandwidth and ratio"). The searches at a fixed ratio
+run compiled (:mod:`optim.joint_kernel`, numba); the search over the ratio is scipy's.
 
     minimise  V gamma(O) + Q D + sum_k Z_k E_k                                          (J2)
     over O in [O_min, 1], p_k in (0, p_max,k], f_k in [f_min,k, f_max,k], b_k >= 0,
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -171,16 +172,7 @@ def solve_joint_step(
     block_of: list = [None]  # the block of the ratio being solved, and its D_min
 
     def best_round(o: float) -> tuple[float, float, EnergyMinSolution]:
-        block = client_block(
-            bits=fixed + per * o,
-            cycles=base.cycles,
-            snr_per_w=base.snr_per_w,
-            f_min_hz=base.f_min_hz,
-            f_max_hz=base.f_max_hz,
-            kappa=base.kappa,
-            p_max_w=base.p_max_w,
-            bandwidth_hz=base.bandwidth_hz,
-        )
+        block = replace(base, bits=fixed + per * o)  # validated: base's, bits >= 0
         d_min = min_feasible_deadline_s(block) * (1.0 + _D_SLACK)  # strictly feasible
         block_of[0] = (block, d_min)
         fixed_part = v * penalty(o)

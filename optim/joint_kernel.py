@@ -25,6 +25,7 @@ JOINT, MAX_FREQUENCY, MAX_POWER = range(3)
 LN2 = math.log(2.0)
 _E = math.e
 _BRANCH_POINT = float(np.nextafter(-1.0 / math.e, 0.0))  # W_{-1} is nan at -1/e itself
+_EPS = float(np.finfo(float).eps)
 _W_STEPS = 32  # Halley steps of Lambert's W (it converges in 2 to 5)
 _ROOT_STEPS = 200
 _ROOT_RTOL = 1e-11
@@ -78,10 +79,9 @@ def _halley(w: float, x: float) -> float:
         step = f / (ew * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0))
         if not math.isfinite(step):
             return w
-        w_new = w - step
-        if abs(w_new - w) <= 4e-16 * abs(w_new):
-            return w_new
-        w = w_new
+        w -= step
+        if abs(step) <= 1e-9 * abs(w):  # converged: the next error is below 1e-18 (cubic)
+            return w
     return w
 
 
@@ -588,14 +588,27 @@ def min_feasible_deadline(table, band_hz, equal_shares) -> float:
     hi = 2.0 * lo + 1e-12
     while _total_share(table, band_hz, hi) > 1.0:
         lo, hi = hi, 2.0 * hi
-    while True:  # sum_k b_min,k(lo) > 1 >= sum_k b_min,k(hi)
+    # g(T) = 1 - 1 / sum_k b_min,k(T) falls through 0 (finite where a share is inf): Illinois
+    # false position to 4 ulps, then bisection to adjacent floats, g(lo) > 0 >= g(hi)
+    g_lo = 1.0 - 1.0 / _total_share(table, band_hz, lo)
+    g_hi = 1.0 - 1.0 / _total_share(table, band_hz, hi)
+    side = 0
+    while True:
         mid = 0.5 * (lo + hi)
         if not lo < mid < hi:
             return hi
-        if _total_share(table, band_hz, mid) <= 1.0:
-            hi = mid
+        x = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        if hi - lo > 4.0 * _EPS * hi and lo < x < hi:
+            mid = x
+        g = 1.0 - 1.0 / _total_share(table, band_hz, mid)
+        if g > 0.0:
+            lo, g_lo = mid, g
+            g_hi = 0.5 * g_hi if side > 0 else g_hi  # Illinois: an end kept twice
+            side = 1
         else:
-            lo = mid
+            hi, g_hi = mid, g
+            g_lo = 0.5 * g_lo if side < 0 else g_lo
+            side = -1
 
 
 @jit
