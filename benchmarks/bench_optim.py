@@ -11,8 +11,11 @@ Prints, for K = 10 of N = 100 and K = 1,000 of N = 10,000:
 the offline rank search (Algorithm 2) for r_max = 64, and one joint step (``solve_joint_step``:
 ratio, power, CPU frequency, shares) at K = 10 and K = 1,000 with its ratio to CVXPY's solve of
 the same problem (:mod:`optim.joint_cvxpy`: O fixed, one CVXPY problem; O a decision, the same
-search over O with one CVXPY solve per ratio; goal: <= 5 % at K = 10). Times are medians over
-repeats, in microseconds. ``--check`` exits with status 1 when the ratio goal of the online step
+search over O with one CVXPY solve per ratio; goal: <= 5 % at K = 10), measured after a first
+call that compiles the step's kernel (numba; its time is printed apart), and the per-dispatch
+step (D4) at an empty delay queue with an energy price (``solve_dispatch_radio``'s price
+bisection) against a CVXPY problem of the same decision. Times are medians over repeats, in
+microseconds. ``--check`` exits with status 1 when the ratio goal of the online step
 is missed (the ratio, never an absolute time, is what is asserted).
 """
 
@@ -36,6 +39,7 @@ from optim import (
     solve_joint_step,
     solve_slot,
 )
+from optim.dispatch_radio import solve_dispatch_radio
 from optim.joint_cvxpy import JointCvxpyProblem, solve_joint_step_cvxpy
 from optim.p3_cvxpy import reset_default_problem
 
@@ -135,10 +139,13 @@ def bench_joint(k: int, quick: bool) -> dict[str, float]:
     args = dict(queue_s=5.0, V=1.0, energy_queue_j=z, offset=0.0, a=0.01, o_min=0.1)
     ratio_kw = dict(kw, per_ratio_bits=np.random.default_rng(k + 2).uniform(1e5, 5e5, k))
     reps = 1 if quick else 3
-    ours = solve_joint_step(**args, **kw)
+    t0 = time.perf_counter()
+    ours = solve_joint_step(**args, **kw)  # the first call compiles or loads the kernel
+    first = time.perf_counter() - t0
     ours_ratio = solve_joint_step(**args, **ratio_kw)
     problem = JointCvxpyProblem(k, dpp=k <= 100)
     out = dict(
+        first_s=first,
         fixed=per_call_us(lambda: solve_joint_step(**args, **kw), number=1, repeats=reps),
         with_ratio=per_call_us(
             lambda: solve_joint_step(**args, **ratio_kw), number=1, repeats=reps if k <= 100 else 1
@@ -168,6 +175,121 @@ def bench_joint(k: int, quick: bool) -> dict[str, float]:
         cvxpy_ratio=1e6 * (time.perf_counter() - t0),
         agree_ratio=(theirs_ratio.objective - ours_ratio.objective) / theirs_ratio.objective,
         solves=theirs_ratio.solves,
+    )
+
+
+def dispatch_instance(n: int) -> dict:
+    """n candidates of one dispatch (Q = 0, energy weights > 0): share 1/4 of 1 MHz, noise over
+    the band, 0.2 W, compute 0.5-1.5 s at 1-2 GHz (f_min a third of it), 0.2-1 Mbit of which
+    half thinned by O; D_th = 4 s lies between each one's fastest and slowest latency."""
+    rng = np.random.default_rng(n)
+    f_max = rng.uniform(1e9, 2e9, n)
+    compute_s = rng.uniform(0.5, 1.5, n)
+    bits = rng.uniform(2e5, 1e6, n)
+    return dict(
+        V=1.0,
+        o_min=0.1,
+        offset=0.0,
+        a=0.01,
+        per_ratio_bits=bits / 2,
+        fixed_bits=bits / 2,
+        snr_per_w=10 ** rng.uniform(2.0, 4.0, n),
+        share=0.25,
+        bandwidth_hz=1e6,
+        p_max_w=0.2,
+        compute_s=compute_s,
+        cycles=compute_s * f_max,
+        kappa=1e-28,
+        f_min_hz=f_max / 3,
+        f_max_hz=f_max,
+        weight=rng.uniform(0.5, 5.0, n),
+        noise_bandwidth="band",
+        empty_queue_budget_s=4.0,
+    )
+
+
+_MBIT = 1e6  # the CVXPY form counts bits in Mbit (Clarabel fails on bits and seconds)
+
+
+class DispatchCvxpy:
+    """(D4) as one CVXPY problem over n candidates (separable, DPP, re-solved): at the price
+    lambda_k that makes the latency D_th, the step's (O, p, f) minimises
+    V gamma(O) + w (kappa C f^2 + p u) subject to latency <= D_th (a minimiser of the Lagrangian
+    that meets the constraint with equality). In x = 1/O, compute time tau = c f_max / f and
+    upload time u, with s >= fixed + per / x the bits: p = (2^(s / (b B u)) - 1) / a, so
+    p u = (u e^(ln2 s / (b B u)) - u) / a, an exponential cone; p <= P_max is
+    s <= b B log2(1 + a P_max) u; gamma = offset + a_g (x^2 - x)^2 with g >= x^2 - x >= 0."""
+
+    def __init__(self, n: int) -> None:
+        self.par = {
+            key: cp.Parameter(n, nonneg=True, name=key)
+            for key in ("ln2_per_bbu", "cap", "fixed", "per", "va", "cmp", "up", "tau_lo", "tau_hi")
+        }
+        self.d_th = cp.Parameter(nonneg=True, name="d_th")
+        self.x_hi = cp.Parameter(nonneg=True, name="x_hi")
+        p = self.par
+        self.x, self.g = cp.Variable(n), cp.Variable(n, nonneg=True)
+        self.tau, self.u = cp.Variable(n), cp.Variable(n, nonneg=True)
+        self.s, self.t = cp.Variable(n), cp.Variable(n)
+        objective = (
+            p["va"] @ cp.square(self.g)
+            + p["cmp"] @ cp.power(self.tau, -2)
+            + p["up"] @ (self.t - self.u)
+        )
+        constraints = [
+            self.g >= cp.square(self.x) - self.x,
+            self.x >= 1.0,
+            self.x <= self.x_hi,
+            self.s >= p["fixed"] + cp.multiply(p["per"], cp.inv_pos(self.x)),
+            cp.constraints.ExpCone(cp.multiply(p["ln2_per_bbu"], self.s), self.u, self.t),
+            self.s <= cp.multiply(p["cap"], self.u),
+            self.tau >= p["tau_lo"],
+            self.tau <= p["tau_hi"],
+            self.tau + self.u <= self.d_th,
+        ]
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+        assert self.problem.is_dpp()
+
+    def solve(self, x: dict) -> float:
+        """V gamma(O) + sum_k w_k E_k at the optimum (offset 0) [J]."""
+        a = np.asarray(x["snr_per_w"], float)  # noise over the band: rate b B log2(1 + a p)
+        bb = x["share"] * x["bandwidth_hz"]
+        f_max, c = np.asarray(x["f_max_hz"], float), np.asarray(x["compute_s"], float)
+        values = dict(
+            ln2_per_bbu=np.full(a.size, math.log(2.0) * _MBIT / bb),  # s in Mbit
+            cap=bb * np.log2(1.0 + a * x["p_max_w"]) / _MBIT,
+            fixed=np.asarray(x["fixed_bits"], float) / _MBIT,
+            per=np.asarray(x["per_ratio_bits"], float) / _MBIT,
+            va=np.full(a.size, x["V"] * x["a"]),
+            cmp=x["weight"] * x["kappa"] * x["cycles"] * (c * f_max) ** 2,
+            up=x["weight"] / a,
+            tau_lo=c,
+            tau_hi=c * f_max / np.asarray(x["f_min_hz"], float),
+        )
+        for key, value in values.items():
+            self.par[key].value = np.asarray(value, float)
+        self.d_th.value, self.x_hi.value = x["empty_queue_budget_s"], 1.0 / x["o_min"]
+        self.problem.solve(solver="CLARABEL")
+        if self.problem.status not in ("optimal", "optimal_inaccurate"):
+            raise cp.SolverError(f"(D4) by CVXPY: status {self.problem.status!r}")
+        return float(self.problem.value)
+
+
+def bench_dispatch(n: int, quick: bool) -> dict[str, float]:
+    """(D4) for n candidates: ``solve_dispatch_radio`` against :class:`DispatchCvxpy`."""
+    x = dispatch_instance(n)
+    ours = solve_dispatch_radio(queue=0.0, **x)
+    d = ours.dispatch
+    energy = ours.compute_energy_j + ours.tx_power_w * d.upload_s
+    value = float(np.sum(x["V"] * d.penalty + x["weight"] * energy))
+    twin = DispatchCvxpy(n)
+    theirs = twin.solve(x)  # the first solve canonicalises
+    reps = 3 if quick else 7
+    return dict(
+        ours=per_call_us(lambda: solve_dispatch_radio(queue=0.0, **x), number=1, repeats=reps),
+        cvxpy=per_call_us(lambda: twin.solve(x), number=1, repeats=reps),
+        agree=(theirs - value) / abs(theirs),
+        latency_s=float(np.max(np.abs(d.latency_s - x["empty_queue_budget_s"]))),
     )
 
 
@@ -237,6 +359,7 @@ def main() -> int:
         )
 
     print("\njoint step (solve_joint_step) vs CVXPY on the same problem (J2), milliseconds")
+    print("(each after a first call that compiles or loads the step's numba kernel, timed apart)")
     print(
         f"{'K':>6} {'ours, O fixed':>14} {'CVXPY, O fixed':>15} {'ours/CVXPY':>11} "
         f"{'ours, O free':>13} {'CVXPY, O free':>14} {'ours/CVXPY':>11} {'CVXPY-ours':>11}"
@@ -261,6 +384,18 @@ def main() -> int:
             f"{'':>6} CVXPY status at O fixed: {j['status']}; objective CVXPY - ours, relative: "
             f"{j['agree']:.1e} (O fixed), {j['agree_ratio']:.1e} (O free, {j['solves']} solves)"
         )
+    print(
+        "first call (numba kernel compiled, or loaded from its cache): "
+        + ", ".join(f"K = {k}: {joint[k]['first_s']:.2f} s" for k in joint)
+    )
+    n = 10
+    d4 = bench_dispatch(n, args.quick)
+    print(
+        f"(D4) per-dispatch step, Q = 0 with energy prices, {n} candidates: ours "
+        f"{d4['ours'] / 1e3:.2f} ms, CVXPY re-solve {d4['cvxpy'] / 1e3:.2f} ms, ours/CVXPY "
+        f"{100 * d4['ours'] / d4['cvxpy']:.0f}%; objective CVXPY - ours, relative: "
+        f"{d4['agree']:.1e}; |latency - D_th| <= {d4['latency_s']:.1e} s"
+    )
     for name, ours_key, key in (
         ("O fixed", "fixed", "cvxpy"),
         ("O free", "with_ratio", "cvxpy_ratio"),
