@@ -36,7 +36,13 @@ from optim._validation import check_real
 from optim.controller import queue_update
 from optim.p3 import solve_p3_exact
 
-__all__ = ["DispatchSolution", "dispatch_ratios", "queue_after_updates", "solve_dispatch"]
+__all__ = [
+    "DispatchSolution",
+    "delay_price",
+    "dispatch_ratios",
+    "queue_after_updates",
+    "solve_dispatch",
+]
 
 _MAX_NEWTON = 200
 _SCALAR_UP_TO = 8  # candidates solved one by one (numpy's per-call cost dominates below)
@@ -123,7 +129,8 @@ def solve_dispatch(
     """Solve (D1) for n candidates at once (module docstring); arrays broadcast to (n,).
 
     Args:
-        queue: Q >= 0 [s].
+        queue: Q >= 0 [s], or (n,) one price of delay per candidate (those of (D4),
+            :mod:`optim.dispatch_radio`).
         V: penalty weight >= 0.
         o_min: O_min in (0, 1).
         offset, a: gamma_k(O) = offset_k + a_k (1 - O)^2 / O^4, a_k >= 0.
@@ -137,7 +144,7 @@ def solve_dispatch(
     Returns:
         :class:`DispatchSolution`.
     """
-    q = check_real("queue", queue, low=0.0)
+    q = delay_price("queue", queue)
     v = check_real("V", V, low=0.0)
     omin = check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
     names = (
@@ -167,6 +174,13 @@ def solve_dispatch(
     penalty = off + a_k * (1.0 - o) ** 2 / o**4  # eq. (14)'s form
     objective = v * penalty + q * latency + z * (e_comp + p * upload)  # (D1)
     return DispatchSolution(o, latency, upload, penalty, objective)
+
+
+def delay_price(name: str, queue: ArrayLike) -> float | NDArray[np.float64]:
+    """Q >= 0 [s] as a float, or (n,) prices >= 0 [s] as an array (one per candidate)."""
+    if np.ndim(queue) == 0:
+        return check_real(name, queue.item() if isinstance(queue, np.ndarray) else queue, low=0.0)
+    return _nonneg(name, queue)
 
 
 def queue_after_updates(queue: float, latencies_s: ArrayLike, d_th_s: float) -> float:

@@ -1,5 +1,5 @@
 """Power and clock of a dispatched client (docs/solvers.md, "Power and clock per dispatch").
-Pure numpy/scipy, vectorised over candidates.
+Vectorised over candidates.
 
 A client k dispatched at share b of the band B, with whole-band SNR per watt g_k / (N0 B)
 (``snr_per_w``), computes at clock f in [f_min,k, f_max,k] for c_k f_max,k / f seconds
@@ -19,12 +19,12 @@ involve O at all:
           x* (ln x* - 1) = Q a / w - 1,  x* = exp(1 + W_0((Q a / w - 1) / e))  (P_max at w = 0) (D3)
 
 after which (D1) of :mod:`optim.dispatch` at power p_k, compute time and energy at f_k, and
-energy queue w_k is the problem left in O (:func:`solve_dispatch_radio`).
+energy queue w_k is the problem left in O (:func:`solve_dispatch_radio`). (D2), (D3) and (D4)'s
+bisection run compiled (:mod:`optim.joint_kernel`, numba).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,8 @@ from numpy.typing import ArrayLike, NDArray
 from channels.fdma import rate_bps
 from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from optim._validation import check_real
-from optim.dispatch import DispatchSolution, solve_dispatch
+from optim.dispatch import DispatchSolution, delay_price, solve_dispatch
+from optim.joint_client import kernel
 
 __all__ = ["DispatchRadioSolution", "dispatch_clock_hz", "dispatch_power_w", "solve_dispatch_radio"]
 
@@ -65,7 +66,7 @@ def dispatch_clock_hz(
         compute_s: c_k >= 0, the compute time at f_max [s]. cycles: C_k >= 0 [cycle].
         kappa: kappa_k > 0 [J/(cycle Hz^2)]. f_min_hz, f_max_hz: 0 < f_min <= f_max [Hz].
     """
-    q = check_real("queue_s", queue_s, low=0.0)
+    q = delay_price("queue_s", queue_s)
     w, c, cyc = (
         _nonneg(n, x) for n, x in (("weight", weight), ("compute_s", compute_s), ("cycles", cycles))
     )
@@ -74,12 +75,10 @@ def dispatch_clock_hz(
         _nonneg("f_min_hz", f_min_hz, positive=True),
         _nonneg("f_max_hz", f_max_hz, positive=True),
     )
-    w, c, cyc, k, lo, hi = np.broadcast_arrays(w, c, cyc, k, lo, hi)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        free = np.cbrt(q * c * hi / (2.0 * w * k * cyc))  # Q T_c'(f) + w E_c'(f) = 0
-    clipped = np.clip(np.nan_to_num(free, nan=0.0), lo, hi)
-    # energy free: the fastest clock; no cycles: the clock changes no time, the least energy
-    return np.where(w <= 0.0, hi, np.where(cyc <= 0.0, lo, clipped))
+    columns = _columns(q, w, c, cyc, k, lo, hi)
+    out = np.empty(columns[0].shape)
+    kernel().dispatch_clocks(*(col.ravel() for col in columns), out.ravel())
+    return out
 
 
 def dispatch_power_w(
@@ -100,22 +99,22 @@ def dispatch_power_w(
         noise_bandwidth: ``share`` (a_k = snr_per_w / b) or ``band`` (rate b B log2(1 + p
             snr_per_w): a_k = snr_per_w, the same problem).
     """
-    q = check_real("queue_s", queue_s, low=0.0)
+    q = delay_price("queue_s", queue_s)
     b = check_real("share", share, low=0.0, high=1.0, low_open=True)
     w = _nonneg("weight", weight)
     a = _nonneg("snr_per_w", snr_per_w, positive=True) / (b if noise_bandwidth == "share" else 1.0)
     p_max = _nonneg("p_max_w", p_max_w, positive=True)
-    w, a, p_max = np.broadcast_arrays(w, a, p_max)
-    if q == 0.0 and (w > 0.0).any():
+    q, w, a, p_max = _columns(q, w, a, p_max)
+    if ((q == 0.0) & (w > 0.0)).any():
         raise ValueError("queue_s = 0 with an energy weight > 0: (D3) has no minimiser (p -> 0)")
-    from scipy.special import lambertw  # noqa: PLC0415 (0.15 s at start-up)
+    out = np.empty(q.shape)
+    kernel().dispatch_powers(q.ravel(), w.ravel(), a.ravel(), p_max.ravel(), out.ravel())
+    return out
 
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rhs = q * a / w - 1.0  # x (ln x - 1) = rhs, x = 1 + a p
-        lw = lambertw(rhs / math.e, 0).real
-        x = np.where(np.abs(rhs) < 1.0, np.exp(1.0 + lw), rhs / lw)  # e^(1+W) = rhs / W
-        p = (x - 1.0) / a
-    return np.where(w <= 0.0, p_max, np.minimum(np.nan_to_num(p, nan=np.inf), p_max))
+
+def _columns(*values: ArrayLike) -> list[_FloatArray]:
+    """The arguments broadcast together, each a C-contiguous float64 copy."""
+    return [np.array(x, dtype=float) for x in np.broadcast_arrays(*values)]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -179,65 +178,48 @@ def solve_dispatch_radio(
         return _solve_at(queue, **args)
     if empty_queue_budget_s is None:
         raise ValueError("queue = 0 with an energy weight > 0 needs empty_queue_budget_s (D4)")
-    n = _shape(args)
-    price = np.array([_price_for_latency(i, args, empty_queue_budget_s) for i in np.ndindex(n)])
-    parts = [
-        _solve_at(float(lam), **_row(args, i)) for lam, i in zip(price, np.ndindex(n), strict=True)
-    ]
-    return _stack(parts, n)
-
-
-_PRICE_STEPS = 64  # halvings of ln lambda: the bracket [1e-30, 1e30] (138 wide) to 7.5e-18
-
-
-def _row(args: dict, index: tuple) -> dict:
-    """Candidate ``index``'s scalar arguments."""
-    out = {}
-    for key, value in args.items():
-        if isinstance(value, str) or key in ("V", "o_min", "share", "bandwidth_hz"):
-            out[key] = value
-        else:
-            out[key] = np.broadcast_to(np.asarray(value, dtype=float), _shape(args))[index]
-    return out
-
-
-def _shape(args: dict) -> tuple:
-    """The candidates' broadcast shape."""
-    arrays = (np.asarray(v) for k, v in args.items() if not isinstance(v, str))
-    return np.broadcast(*arrays).shape
-
-
-def _price_for_latency(index: tuple, args: dict, budget_s: float) -> float:
-    """(D4): the lambda > 0 whose planned latency is ``budget_s`` (latency falls as lambda
-    grows; the largest bracket end where none reaches it)."""
-    row = _row(args, index)
-    if float(row["weight"]) <= 0.0:
-        return 1.0  # energy free: full power and clock at any positive price
-    lo, hi = math.log(1.0e-30), math.log(1.0e30)
-    for _ in range(_PRICE_STEPS):
-        mid = 0.5 * (lo + hi)
-        if float(_solve_at(math.exp(mid), **row).dispatch.latency_s) > budget_s:
-            lo = mid
-        else:
-            hi = mid
-    return math.exp(hi)
-
-
-def _stack(parts: list[DispatchRadioSolution], shape: tuple) -> DispatchRadioSolution:
-    """The candidates' solutions as one of arrays of ``shape``."""
-
-    def col(get: object) -> _FloatArray:
-        return np.array([float(get(s)) for s in parts]).reshape(shape)  # type: ignore[operator]
-
-    d = DispatchSolution(
-        *(col(lambda s, f=f: getattr(s.dispatch, f)) for f in DispatchSolution.__slots__)
+    budget = check_real("empty_queue_budget_s", empty_queue_budget_s, low=0.0, low_open=True)
+    band_noise = noise_bandwidth != "share"
+    gain = np.asarray(snr_per_w, dtype=float) / (1.0 if band_noise else share)
+    v_a = check_real("V", V, low=0.0) * np.asarray(a, dtype=float)
+    check_real("o_min", o_min, low=0.0, high=1.0, low_open=True, high_open=True)
+    columns = _columns(
+        offset,
+        v_a,
+        per_ratio_bits,
+        fixed_bits,
+        gain,
+        snr_per_w,
+        p_max_w,
+        compute_s,
+        cycles,
+        kappa,
+        f_min_hz,
+        f_max_hz,
+        w,
     )
-    fields = ("tx_power_w", "cpu_hz", "compute_s", "compute_energy_j", "rate_bps")
-    return DispatchRadioSolution(*(col(lambda s, f=f: getattr(s, f)) for f in fields), d)
+    _, v_a, per, fixed, gain, snr, *device, w = (col.ravel() for col in columns)
+    price = np.empty(w.size)
+    kernel().dispatch_prices(
+        budget,
+        v_a,
+        o_min,
+        per,
+        fixed,
+        gain,
+        snr,
+        share,
+        bandwidth_hz,
+        band_noise,
+        *device,
+        w,
+        price,
+    )
+    return _solve_at(price.reshape(columns[0].shape), **args)
 
 
 def _solve_at(
-    queue: float,
+    queue: float | _FloatArray,
     *,
     V: float,
     o_min: float,
@@ -257,7 +239,8 @@ def _solve_at(
     weight: ArrayLike,
     noise_bandwidth: str,
 ) -> DispatchRadioSolution:
-    """(D1)-(D3) at the delay price ``queue`` > 0, or at Q = 0 without energy weight."""
+    """(D1)-(D3) at the delay price ``queue`` > 0 (or (n,), one per candidate), or at Q = 0
+    without energy weight."""
     p = dispatch_power_w(queue, weight, snr_per_w, share, p_max_w, noise_bandwidth)
     f = dispatch_clock_hz(queue, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz)
     snr = snr_at_power(snr_per_w, p, 1.0)  # the whole-band SNR at p

@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "p3_derivative",
     "p3_objective",
+    "p3_ratio",
     "p3_second_derivative",
     "solve_p3_exact",
 ]
@@ -98,6 +99,12 @@ def solve_p3_exact(*, qc: float, va: float, o_min: float) -> float:
         O*, a float in [o_min, 1]. When qc = va = 0 every O is optimal and 1 is returned (the
         best bound at no cost).
     """
+    return p3_ratio(qc, va, o_min)
+
+
+def p3_ratio(qc: float, va: float, o_min: float) -> float:
+    """:func:`solve_p3_exact` with positional arguments: pure float arithmetic, which
+    :mod:`optim.joint_kernel` also compiles as it stands (one implementation of P3's root)."""
     if qc <= 0.0:
         return 1.0  # f'(O) <= 0 on (0, 1]: no queue pressure, keep everything
     if va <= 0.0:
