@@ -87,8 +87,10 @@ def _halley(w: float, x: float) -> float:
 
 @jit
 def lambertw0(x: float) -> float:
-    """Lambert's W, principal branch, for real x >= -1/e (nan below; inf at inf)."""
-    if x != x or x < -1.0 / _E * (1.0 + 1e-15):
+    """Lambert's W, principal branch, for real x >= -1/e (inf at inf; nan below -1/e, as at
+    the float nearest -1/e, which lies below it: as scipy's, so that a price search meets the
+    same nan at a vanishing price)."""
+    if x != x or x < _BRANCH_POINT:
         return math.nan
     if x == math.inf:
         return math.inf
@@ -109,7 +111,7 @@ def lambertw0(x: float) -> float:
 @jit
 def lambertw_m1(x: float) -> float:
     """Lambert's W, branch -1, for real x in [-1/e, 0) (-inf at 0, nan outside)."""
-    if x != x or x > 0.0 or x < -1.0 / _E * (1.0 + 1e-15):
+    if x != x or x > 0.0 or x < _BRANCH_POINT:
         return math.nan
     if x == 0.0:
         return -math.inf
@@ -241,33 +243,48 @@ def split_slope_1(table, band_hz: float, i: int, deadline_s: float, t: float, pr
 
 
 @jit
-def _split_root_1(table, band_hz, i, deadline_s, price, weight, lo, hi, guess, use_guess):
-    """The root of client i's increasing split slope on [lo, hi] (an end point where it keeps
-    one sign): Newton's method safeguarded by the bracket of the points seen (at first the
-    range, widened by the tolerance so that an end can be tried and confirmed), a bisection step
-    where Newton's leaves the bracket, meets a non-finite value, or did not halve |f| on the
-    same side of the root (as next to an infinite slope at the upload floor). Each Newton step
-    goes one tolerance further, so that the bracket closes around the root."""
-    tol = _ROOT_RTOL * max(abs(hi), abs(lo))
-    a, b = lo - tol, hi + tol
-    x = _clip(guess, lo, hi) if use_guess else 0.5 * (lo + hi)
-    neg_last, abs_last = False, math.inf
+def split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upload) -> None:
+    """Fill (K,) ``upload`` with each client's root of its increasing split slope on its
+    range [lo, hi] (an end point where the slope keeps one sign); ``guess`` may be ``upload``.
+
+    Newton's method from ``guess`` (else the middle of the range), safeguarded by the bracket of
+    the points seen (at first the range, widened by the tolerance so that an end can be tried
+    and confirmed): a bisection step where Newton's leaves the bracket, meets a non-finite
+    value, or did not halve |f| on the same side of the root (as next to an infinite slope at
+    the upload floor). Each Newton step goes one tolerance further, so that the bracket closes
+    around the root; every client steps until every bracket is below two tolerances."""
+    k = table.shape[1]
+    lo, hi, tol = np.empty(k), np.empty(k), np.empty(k)
+    a, b, x = np.empty(k), np.empty(k), np.empty(k)
+    f, slope = np.empty(k), np.empty(k)
+    neg, neg_last, abs_last = np.empty(k, np.bool_), np.zeros(k, np.bool_), np.full(k, np.inf)
+    for i in range(k):
+        lo[i], hi[i] = upload_range_1(table, band_hz, i, deadline_s)
+        tol[i] = _ROOT_RTOL * max(abs(hi[i]), abs(lo[i]))
+        a[i], b[i] = lo[i] - tol[i], hi[i] + tol[i]
+        x[i] = _clip(guess[i], lo[i], hi[i]) if use_guess else 0.5 * (lo[i] + hi[i])
     for _ in range(_ROOT_STEPS):
-        f, slope = split_slope_1(table, band_hz, i, deadline_s, x, price, weight)
-        neg = f <= 0.0  # the root lies at or right of x (nan: left, bisect towards lo)
-        if neg:
-            a = x
-        else:
-            b = x
-        if b - a <= 2.0 * tol:
+        closed = True
+        for i in range(k):
+            f[i], slope[i] = split_slope_1(table, band_hz, i, deadline_s, x[i], price, weight[i])
+            neg[i] = f[i] <= 0.0  # the root lies at or right of x (nan: left, towards lo)
+            if neg[i]:
+                a[i] = x[i]
+            else:
+                b[i] = x[i]
+            closed = closed and b[i] - a[i] <= 2.0 * tol[i]
+        if closed:
             break
-        newton = _clip(x - f / slope, lo, hi)
-        newton += math.copysign(tol, newton - x)
-        abs_f = abs(f)
-        good = newton > a and newton < b and (neg != neg_last or abs_f <= 0.5 * abs_last)
-        x = newton if good else 0.5 * (a + b)
-        neg_last, abs_last = neg, abs_f if good else math.inf
-    return _clip(0.5 * (a + b), lo, hi)
+        for i in range(k):
+            newton = _clip(x[i] - f[i] / slope[i], lo[i], hi[i])
+            newton += math.copysign(tol[i], newton - x[i])
+            abs_f = abs(f[i])
+            good = newton > a[i] and newton < b[i]
+            good = good and (neg[i] != neg_last[i] or abs_f <= 0.5 * abs_last[i])
+            x[i] = newton if good else 0.5 * (a[i] + b[i])
+            neg_last[i], abs_last[i] = neg[i], abs_f if good else math.inf
+    for i in range(k):
+        upload[i] = _clip(0.5 * (a[i] + b[i]), lo[i], hi[i])
 
 
 # --- every client: the split at a price, the slope in the round time ---------------------------
@@ -277,14 +294,10 @@ def _split_root_1(table, band_hz, i, deadline_s, price, weight, lo, hi, guess, u
 def priced_split(table, band_hz, deadline_s, price, weight, guess, use_guess, upload, y, value):
     """Fill (K,) ``upload``, ``y``, ``value`` of :func:`optim.energy_min.priced_split`; returns
     sum_k value. ``guess`` may be ``upload`` itself (each client reads its own first)."""
+    split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upload)
     total = 0.0
     for i in range(table.shape[1]):
-        lo, hi = upload_range_1(table, band_hz, i, deadline_s)
-        t = _split_root_1(
-            table, band_hz, i, deadline_s, price, weight[i], lo, hi, guess[i], use_guess
-        )
-        upload[i] = t
-        value[i], y[i] = split_value_1(table, band_hz, i, deadline_s, t, price, weight[i])
+        value[i], y[i] = split_value_1(table, band_hz, i, deadline_s, upload[i], price, weight[i])
         total += value[i]
     return total
 
@@ -388,20 +401,17 @@ def per_client(mode, table, band_hz, deadline_s, price, weight, guess, use_guess
     """Fill (K,) ``upload`` and ``y`` of every client at the bandwidth price ``price`` by
     ``mode`` (:data:`JOINT`: the split's root; :data:`MAX_FREQUENCY`: compute at f_max, upload
     the rest; :data:`MAX_POWER`: the share at p_max); returns (sum_k value, sum_k b_k)."""
+    if mode == JOINT:
+        split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upload)
     total, shares = 0.0, 0.0
     for i in range(table.shape[1]):
         w = weight[i]
         if mode == MAX_POWER:
             upload[i], y[i], value = _max_power_split_1(table, band_hz, i, deadline_s, price, w)
         else:
-            lo, hi = upload_range_1(table, band_hz, i, deadline_s)
-            t = hi
-            if mode == JOINT:
-                t = _split_root_1(
-                    table, band_hz, i, deadline_s, price, w, lo, hi, guess[i], use_guess
-                )
-            upload[i] = t
-            value, y[i] = split_value_1(table, band_hz, i, deadline_s, t, price, w)
+            if mode == MAX_FREQUENCY:  # compute at f_max, upload the rest
+                upload[i] = upload_range_1(table, band_hz, i, deadline_s)[1]
+            value, y[i] = split_value_1(table, band_hz, i, deadline_s, upload[i], price, w)
         total += value
         shares += y[i] / upload[i] if table[BITS, i] > 0.0 else 0.0
     return total, shares
