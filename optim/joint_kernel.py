@@ -252,39 +252,30 @@ def split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upl
     and confirmed): a bisection step where Newton's leaves the bracket, meets a non-finite
     value, or did not halve |f| on the same side of the root (as next to an infinite slope at
     the upload floor). Each Newton step goes one tolerance further, so that the bracket closes
-    around the root; every client steps until every bracket is below two tolerances."""
-    k = table.shape[1]
-    lo, hi, tol = np.empty(k), np.empty(k), np.empty(k)
-    a, b, x = np.empty(k), np.empty(k), np.empty(k)
-    f, slope = np.empty(k), np.empty(k)
-    neg, neg_last, abs_last = np.empty(k, np.bool_), np.zeros(k, np.bool_), np.full(k, np.inf)
-    for i in range(k):
-        lo[i], hi[i] = upload_range_1(table, band_hz, i, deadline_s)
-        tol[i] = _ROOT_RTOL * max(abs(hi[i]), abs(lo[i]))
-        a[i], b[i] = lo[i] - tol[i], hi[i] + tol[i]
-        x[i] = _clip(guess[i], lo[i], hi[i]) if use_guess else 0.5 * (lo[i] + hi[i])
-    for _ in range(_ROOT_STEPS):
-        closed = True
-        for i in range(k):
-            f[i], slope[i] = split_slope_1(table, band_hz, i, deadline_s, x[i], price, weight[i])
-            neg[i] = f[i] <= 0.0  # the root lies at or right of x (nan: left, towards lo)
-            if neg[i]:
-                a[i] = x[i]
+    around the root; a client stops when its bracket is below two tolerances."""
+    for i in range(table.shape[1]):
+        w = weight[i]
+        lo, hi = upload_range_1(table, band_hz, i, deadline_s)
+        tol = _ROOT_RTOL * max(abs(hi), abs(lo))
+        a, b = lo - tol, hi + tol
+        x = _clip(guess[i], lo, hi) if use_guess else 0.5 * (lo + hi)
+        neg_last, abs_last = False, math.inf
+        for _ in range(_ROOT_STEPS):
+            f, slope = split_slope_1(table, band_hz, i, deadline_s, x, price, w)
+            neg = f <= 0.0  # the root lies at or right of x (nan: left, bisect towards lo)
+            if neg:
+                a = x
             else:
-                b[i] = x[i]
-            closed = closed and b[i] - a[i] <= 2.0 * tol[i]
-        if closed:
-            break
-        for i in range(k):
-            newton = _clip(x[i] - f[i] / slope[i], lo[i], hi[i])
-            newton += math.copysign(tol[i], newton - x[i])
-            abs_f = abs(f[i])
-            good = newton > a[i] and newton < b[i]
-            good = good and (neg[i] != neg_last[i] or abs_f <= 0.5 * abs_last[i])
-            x[i] = newton if good else 0.5 * (a[i] + b[i])
-            neg_last[i], abs_last[i] = neg[i], abs_f if good else math.inf
-    for i in range(k):
-        upload[i] = _clip(0.5 * (a[i] + b[i]), lo[i], hi[i])
+                b = x
+            if b - a <= 2.0 * tol:
+                break
+            newton = _clip(x - f / slope, lo, hi)
+            newton += math.copysign(tol, newton - x)
+            abs_f = abs(f)
+            good = newton > a and newton < b and (neg != neg_last or abs_f <= 0.5 * abs_last)
+            x = newton if good else 0.5 * (a + b)
+            neg_last, abs_last = neg, abs_f if good else math.inf
+        upload[i] = _clip(0.5 * (a + b), lo, hi)
 
 
 # --- every client: the split at a price, the slope in the round time ---------------------------
