@@ -14,10 +14,11 @@ With y_k = t_k b_k the upload energy is the convex decreasing E_up(y_k) of
 kappa C^3 / tau^2 with tau = T - t (every client uses the whole round: both energies fall with
 time). The coupling sum_k b_k <= 1 takes a price lambda, the root of the decreasing
 sum_k b_k(lambda) - 1 in log lambda (Illinois false position); each client then solves a convex
-1-D problem in t, the root of its closed-form slope (:func:`optim.joint_client.split_slope`, all
-clients at once), with the share in closed form (Lambert W). The certificate is the duality
-gap: the primal energy at the feasible side of the bracket minus the best dual value
-sum_k phi_k(lambda) - lambda of its two ends.
+1-D problem in t, the root of its closed-form slope (:func:`optim.joint_client.split_slope`),
+with the share in closed form (Lambert W). The certificate is the duality gap: the primal
+energy at the feasible side of the bracket minus the best dual value
+sum_k phi_k(lambda) - lambda of its two ends. The searches run compiled
+(:mod:`optim.joint_kernel`); this module validates and assembles.
 
 Baselines (:data:`ENERGY_MIN_METHODS`), the same problem with one block fixed: ``equal_bandwidth``
 (b_k = 1/K), ``max_power`` (p_k = p_max,k), ``max_frequency`` (f_k = f_max,k).
