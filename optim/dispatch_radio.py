@@ -20,12 +20,13 @@ involve O at all:
 
 after which (D1) of :mod:`optim.dispatch` at power p_k, compute time and energy at f_k, and
 energy queue w_k is the problem left in O (:func:`solve_dispatch_radio`). (D2), (D3) and (D4)'s
-bisection run compiled (:mod:`optim.joint_kernel`, numba).
+bisection run compiled (:mod:`optim.dispatch_kernel`, numba).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,11 +35,17 @@ from channels.fdma import rate_bps
 from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from optim._validation import check_real
 from optim.dispatch import DispatchSolution, delay_price, solve_dispatch
-from optim.joint_client import kernel
 
 __all__ = ["DispatchRadioSolution", "dispatch_clock_hz", "dispatch_power_w", "solve_dispatch_radio"]
 
 _FloatArray = NDArray[np.float64]
+
+
+def _kernel() -> ModuleType:
+    """:mod:`optim.dispatch_kernel`, imported on first use (numba loads there)."""
+    from optim import dispatch_kernel  # noqa: PLC0415
+
+    return dispatch_kernel
 
 
 def _nonneg(name: str, value: ArrayLike, *, positive: bool = False) -> _FloatArray:
@@ -77,7 +84,7 @@ def dispatch_clock_hz(
     )
     columns = _columns(q, w, c, cyc, k, lo, hi)
     out = np.empty(columns[0].shape)
-    kernel().dispatch_clocks(*(col.ravel() for col in columns), out.ravel())
+    _kernel().dispatch_clocks(*(col.ravel() for col in columns), out.ravel())
     return out
 
 
@@ -108,7 +115,7 @@ def dispatch_power_w(
     if ((q == 0.0) & (w > 0.0)).any():
         raise ValueError("queue_s = 0 with an energy weight > 0: (D3) has no minimiser (p -> 0)")
     out = np.empty(q.shape)
-    kernel().dispatch_powers(q.ravel(), w.ravel(), a.ravel(), p_max.ravel(), out.ravel())
+    _kernel().dispatch_powers(q.ravel(), w.ravel(), a.ravel(), p_max.ravel(), out.ravel())
     return out
 
 
@@ -200,7 +207,7 @@ def solve_dispatch_radio(
     )
     _, v_a, per, fixed, gain, snr, *device, w = (col.ravel() for col in columns)
     price = np.empty(w.size)
-    kernel().dispatch_prices(
+    _kernel().dispatch_prices(
         budget,
         v_a,
         o_min,

@@ -4,10 +4,11 @@
 :mod:`optim.energy_min` and :mod:`optim.joint_newton`, whose docstrings derive it; those modules
 validate their inputs and call these functions.
 
-numba is imported here only: this module is imported from inside the solvers' functions, so
-``import optim`` does not load numba.
+numba is imported here only (and by :mod:`optim.dispatch_kernel`, which builds on this
+module); both are imported from inside the solvers' functions, so ``import optim`` does not
+load numba.
 
-A round's clients arrive as ``table``, (7, K) rows :data:`BITS` ... :data:`P_MAX` of
+A round's clients arrive as ``table``, (7, K) rows :data:`BITS` ... :data:`P_MAX_W` of
 :class:`optim.joint_client.ClientBlock`, and ``band_hz`` (B [Hz]). Floating-point errors follow
 numpy's model (x / 0 is inf or nan, no exception).
 """
@@ -47,7 +48,7 @@ jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 
 @jit
-def _max(x: float, y: float) -> float:
+def maximum(x: float, y: float) -> float:
     """np.maximum: nan if either is nan."""
     if x != x or y != y:
         return math.nan
@@ -55,7 +56,7 @@ def _max(x: float, y: float) -> float:
 
 
 @jit
-def _min(x: float, y: float) -> float:
+def minimum(x: float, y: float) -> float:
     """np.minimum: nan if either is nan."""
     if x != x or y != y:
         return math.nan
@@ -63,9 +64,9 @@ def _min(x: float, y: float) -> float:
 
 
 @jit
-def _clip(x: float, lo: float, hi: float) -> float:
+def clip(x: float, lo: float, hi: float) -> float:
     """np.clip: nan stays nan."""
-    return _min(_max(x, lo), hi)
+    return minimum(maximum(x, lo), hi)
 
 
 @jit
@@ -137,7 +138,7 @@ def min_share_1(bits: float, upload_s: float, p_max_w: float, snr: float, band_h
     c = LN2 * bits / (upload_s * band_hz * a)
     if not (c > 0.0 and c < 1.0):
         return math.inf
-    arg = _max(-c * math.exp(-c), _BRANCH_POINT)  # rounding near c = 1
+    arg = maximum(-c * math.exp(-c), _BRANCH_POINT)  # rounding near c = 1
     u = -lambertw_m1(arg) / c
     return a / (u - 1.0)
 
@@ -180,8 +181,8 @@ def upload_range_1(table, band_hz: float, i: int, deadline_s: float):
     """(lo, hi) of :func:`optim.energy_min.upload_range_s` for client i."""
     hi = deadline_s - table[CYCLES, i] / table[F_MAX_HZ, i]
     slow = deadline_s - table[CYCLES, i] / table[F_MIN_HZ, i]
-    lo = _max(slow, _floor_s(table, band_hz, i) * (1 + 1e-9))
-    return _min(lo, hi), hi
+    lo = maximum(slow, _floor_s(table, band_hz, i) * (1 + 1e-9))
+    return minimum(lo, hi), hi
 
 
 @jit
@@ -191,7 +192,7 @@ def split_value_1(table, band_hz: float, i: int, deadline_s: float, t: float, pr
     y_floor = t * min_share_1(bits, t, table[P_MAX_W, i], snr, band_hz)
     ratio = price / weight if weight > 0.0 else math.inf
     y = _best_product_1(bits, t, ratio, snr, band_hz) if math.isfinite(ratio) else 0.0
-    y = _max(y, y_floor)
+    y = maximum(y, y_floor)
     energy = _compute_energy_1(table[CYCLES, i], table[KAPPA, i], deadline_s - t) + upload_energy_1(
         bits, y, snr, band_hz
     )
@@ -212,7 +213,7 @@ def upload_slope_1(table, band_hz: float, i: int, t: float, price: float, weight
     c = r / (t * a)
     x = 0.0  # c >= 1: no share is fast enough (slope -inf)
     if c > 0.0 and c < 1.0:
-        x = -lambertw_m1(_max(-c * math.exp(-c), _BRANCH_POINT)) / c - 1.0
+        x = -lambertw_m1(maximum(-c * math.exp(-c), _BRANCH_POINT)) / c - 1.0
     bend = math.log1p(x) - x / (1.0 + x)
     if weight > 0.0:  # the best product y = r / z, z = 1 + W_0((snr p / (w t) - 1) / e)
         ratio = price / weight
@@ -258,7 +259,7 @@ def split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upl
         lo, hi = upload_range_1(table, band_hz, i, deadline_s)
         tol = _ROOT_RTOL * max(abs(hi), abs(lo))
         a, b = lo - tol, hi + tol
-        x = _clip(guess[i], lo, hi) if use_guess else 0.5 * (lo + hi)
+        x = clip(guess[i], lo, hi) if use_guess else 0.5 * (lo + hi)
         neg_last, abs_last = False, math.inf
         for _ in range(_ROOT_STEPS):
             f, slope = split_slope_1(table, band_hz, i, deadline_s, x, price, w)
@@ -269,13 +270,13 @@ def split_roots(table, band_hz, deadline_s, price, weight, guess, use_guess, upl
                 b = x
             if b - a <= 2.0 * tol:
                 break
-            newton = _clip(x - f / slope, lo, hi)
+            newton = clip(x - f / slope, lo, hi)
             newton += math.copysign(tol, newton - x)
             abs_f = abs(f)
             good = newton > a and newton < b and (neg != neg_last or abs_f <= 0.5 * abs_last)
             x = newton if good else 0.5 * (a + b)
             neg_last, abs_last = neg, abs_f if good else math.inf
-        upload[i] = _clip(0.5 * (a + b), lo, hi)
+        upload[i] = clip(0.5 * (a + b), lo, hi)
 
 
 # --- every client: the split at a price, the slope in the round time ---------------------------
@@ -324,7 +325,7 @@ def _max_power_value_1(table, band_hz, i, deadline_s, share, price, weight):
     """(value, upload time) of client i at p_max on ``share``: compute in the rest of the round
     (at f_min at the slowest)."""
     upload = _max_power_upload_1(table, band_hz, i, share)
-    compute = _min(deadline_s - upload, table[CYCLES, i] / table[F_MIN_HZ, i])
+    compute = minimum(deadline_s - upload, table[CYCLES, i] / table[F_MIN_HZ, i])
     energy = _compute_energy_1(table[CYCLES, i], table[KAPPA, i], compute)
     energy += table[P_MAX_W, i] * upload
     return weight * energy + price * share, upload
@@ -422,17 +423,17 @@ def solution_fields(table, band_hz, deadline_s, upload, product, weight, out):
             share = product[i] / upload[i]
             up_energy = upload_energy_1(bits, product[i], table[SNR_PER_W, i], band_hz)
             power = up_energy / upload[i]
-            compute = _clip(deadline_s - upload[i], fast, slow)
+            compute = clip(deadline_s - upload[i], fast, slow)
             up_s = upload[i]
         else:  # no upload: compute all round
             share, up_energy, power, up_s = 0.0, 0.0, 0.0, 0.0
-            compute = _clip(deadline_s, fast, slow)
+            compute = clip(deadline_s, fast, slow)
         cmp_energy = _compute_energy_1(cycles, table[KAPPA, i], compute)
         out[0, i], out[2, i], out[3, i], out[4, i] = power, share, compute, up_s
         out[1, i] = cycles / compute if cycles > 0.0 else table[F_MAX_HZ, i]
         out[5, i], out[6, i] = cmp_energy, up_energy
         energy = cmp_energy + up_energy
-        round_s = _max(round_s, compute + up_s)
+        round_s = maximum(round_s, compute + up_s)
         energy_j += energy
         objective += weight[i] * energy
     return round_s, energy_j, objective
@@ -547,7 +548,7 @@ def equal_share_upload(table, band_hz, deadline_s, share, out) -> None:
     for i in range(table.shape[1]):
         hi = deadline_s - table[CYCLES, i] / table[F_MAX_HZ, i]
         slow = deadline_s - table[CYCLES, i] / table[F_MIN_HZ, i]
-        lo = _min(_max(slow, _max_power_upload_1(table, band_hz, i, share[i])), hi)
+        lo = minimum(maximum(slow, _max_power_upload_1(table, band_hz, i, share[i])), hi)
         out[i] = _golden_min_1(
             _GOLDEN_TIME, table, band_hz, i, deadline_s, 0.0, 1.0, share[i], lo, hi
         )
@@ -578,12 +579,12 @@ def min_feasible_deadline(table, band_hz, equal_shares) -> float:
     for i in range(k):
         tau = table[CYCLES, i] / table[F_MAX_HZ, i]
         if equal_shares:
-            lo = _max(lo, tau + _max_power_upload_1(table, band_hz, i, 1.0 / k))
+            lo = maximum(lo, tau + _max_power_upload_1(table, band_hz, i, 1.0 / k))
         elif table[BITS, i] > 0.0:
             any_bits = True
-            lo = _max(lo, tau + _floor_s(table, band_hz, i))
+            lo = maximum(lo, tau + _floor_s(table, band_hz, i))
         else:
-            lo = _max(lo, tau)
+            lo = maximum(lo, tau)
     if equal_shares or not any_bits or _total_share(table, band_hz, lo) <= 1.0:
         return lo  # with shares free: the slowest client's floor decides
     hi = 2.0 * lo + 1e-12
@@ -768,194 +769,3 @@ def upload_slopes(table, band_hz, upload, price, weight, slope, curvature) -> No
     """Fill (K,) h' and h'' of :func:`optim.joint_client.upload_slope_and_curvature`."""
     for i in range(table.shape[1]):
         slope[i], curvature[i] = upload_slope_1(table, band_hz, i, upload[i], price[i], weight[i])
-
-
-# --- power and clock per dispatch (optim.dispatch_radio) ----------------------------------------
-
-
-@jit
-def dispatch_clock_1(queue_s, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz) -> float:
-    """(D2): argmin over [f_min, f_max] of Q c f_max / f + w kappa C f^2 [Hz]."""
-    if weight <= 0.0:
-        return f_max_hz  # energy free: the fastest clock
-    if cycles <= 0.0:
-        return f_min_hz  # no cycles: the clock changes no time, the least energy
-    free = np.cbrt(queue_s * compute_s * f_max_hz / (2.0 * weight * kappa * cycles))
-    return _clip(free if free == free else 0.0, f_min_hz, f_max_hz)
-
-
-@jit
-def dispatch_power_1(queue_s, weight, gain, p_max_w) -> float:
-    """(D3): argmin over (0, P_max] of (Q + w p) / log2(1 + gain p) [W]."""
-    if weight <= 0.0:
-        return p_max_w
-    rhs = queue_s * gain / weight - 1.0  # x (ln x - 1) = rhs, x = 1 + gain p
-    lw = lambertw0(rhs / _E)
-    x = math.exp(1.0 + lw) if abs(rhs) < 1.0 else rhs / lw  # e^(1+W) = rhs / W
-    p = (x - 1.0) / gain
-    return _min(p if p == p else math.inf, p_max_w)
-
-
-@jit
-def dispatch_clocks(queue_s, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz, out) -> None:
-    """Fill (n,) ``out`` with (D2) per candidate (every argument (n,))."""
-    for i in range(out.size):
-        out[i] = dispatch_clock_1(
-            queue_s[i], weight[i], compute_s[i], cycles[i], kappa[i], f_min_hz[i], f_max_hz[i]
-        )
-
-
-@jit
-def dispatch_powers(queue_s, weight, gain, p_max_w, out) -> None:
-    """Fill (n,) ``out`` with (D3) per candidate (every argument (n,))."""
-    for i in range(out.size):
-        out[i] = dispatch_power_1(queue_s[i], weight[i], gain[i], p_max_w[i])
-
-
-def _compiled_p3():
-    """:func:`optim.p3.p3_ratio` (pure float arithmetic) compiled as it stands: one
-    implementation of P3's root, which the plain controllers run without numba."""
-    from numba.extending import register_jitable  # noqa: PLC0415
-
-    from optim import p3  # noqa: PLC0415
-
-    register_jitable(p3._bisect_phi)  # its safeguard, called from inside
-    return jit(p3.p3_ratio)
-
-
-_p3_ratio = _compiled_p3()
-_PRICE_STEPS = 64  # halvings of ln lambda: the bracket [1e-30, 1e30] (138 wide) to 7.5e-18
-_LN_PRICE_LO, _LN_PRICE_HI = math.log(1.0e-30), math.log(1.0e30)
-
-
-@jit
-def dispatch_latency_1(
-    price,
-    v_a,
-    o_min,
-    per_bits,
-    fixed_bits,
-    gain,
-    snr_per_w,
-    share,
-    band_hz,
-    band_noise,
-    p_max_w,
-    compute_s,
-    cycles,
-    kappa,
-    f_min_hz,
-    f_max_hz,
-    weight,
-) -> float:
-    """The latency [s] that (D1)-(D3) plan for one candidate at the delay price ``price``:
-    compute at (D2)'s clock (c f_max / f) plus upload of s(O) bits at (D3)'s power on the
-    share (rate b B log2(1 + snr p / b), or / 1 with the noise over the band: ``band_noise``;
-    :func:`channels.fdma.rate_bps`), O of P3 with Q c = (price + w p) per_bits / rate."""
-    p = dispatch_power_1(price, weight, gain, p_max_w)
-    f = dispatch_clock_1(price, weight, compute_s, cycles, kappa, f_min_hz, f_max_hz)
-    snr = snr_per_w * p
-    rate = share * band_hz * math.log1p(snr if band_noise else snr / share) / LN2
-    compute = compute_s if f == f_max_hz else compute_s / (f / f_max_hz)
-    per_s = per_bits / rate
-    ratio = _p3_ratio((price + weight * p) * per_s, v_a, o_min)
-    return compute + fixed_bits / rate + per_s * ratio
-
-
-@jit
-def dispatch_price_1(
-    budget_s,
-    v_a,
-    o_min,
-    per_bits,
-    fixed_bits,
-    gain,
-    snr_per_w,
-    share,
-    band_hz,
-    band_noise,
-    p_max_w,
-    compute_s,
-    cycles,
-    kappa,
-    f_min_hz,
-    f_max_hz,
-    weight,
-) -> float:
-    """(D4): the price lambda > 0 of delay whose planned latency is ``budget_s`` (latency falls
-    as lambda grows; bisection on ln lambda over [1e-30, 1e30], the upper end where none
-    reaches it); 1 where energy is free (full power and clock at any positive price)."""
-    if weight <= 0.0:
-        return 1.0
-    lo, hi = _LN_PRICE_LO, _LN_PRICE_HI
-    for _ in range(_PRICE_STEPS):
-        mid = 0.5 * (lo + hi)
-        latency = dispatch_latency_1(
-            math.exp(mid),
-            v_a,
-            o_min,
-            per_bits,
-            fixed_bits,
-            gain,
-            snr_per_w,
-            share,
-            band_hz,
-            band_noise,
-            p_max_w,
-            compute_s,
-            cycles,
-            kappa,
-            f_min_hz,
-            f_max_hz,
-            weight,
-        )
-        if latency > budget_s:
-            lo = mid
-        else:
-            hi = mid
-    return math.exp(hi)
-
-
-@jit
-def dispatch_prices(
-    budget_s,
-    v_a,
-    o_min,
-    per_bits,
-    fixed_bits,
-    gain,
-    snr_per_w,
-    share,
-    band_hz,
-    band_noise,
-    p_max_w,
-    compute_s,
-    cycles,
-    kappa,
-    f_min_hz,
-    f_max_hz,
-    weight,
-    out,
-) -> None:
-    """Fill (n,) ``out`` with (D4)'s price per candidate (:func:`dispatch_price_1`; every
-    per-candidate argument (n,))."""
-    for i in range(out.size):
-        out[i] = dispatch_price_1(
-            budget_s,
-            v_a[i],
-            o_min,
-            per_bits[i],
-            fixed_bits[i],
-            gain[i],
-            snr_per_w[i],
-            share,
-            band_hz,
-            band_noise,
-            p_max_w[i],
-            compute_s[i],
-            cycles[i],
-            kappa[i],
-            f_min_hz[i],
-            f_max_hz[i],
-            weight[i],
-        )

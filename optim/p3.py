@@ -104,7 +104,7 @@ def solve_p3_exact(*, qc: float, va: float, o_min: float) -> float:
 
 def p3_ratio(qc: float, va: float, o_min: float) -> float:
     """:func:`solve_p3_exact` with positional arguments: pure float arithmetic, which
-    :mod:`optim.joint_kernel` also compiles as it stands (one implementation of P3's root)."""
+    :mod:`optim.dispatch_kernel` also compiles as it stands (one implementation of P3's root)."""
     if qc <= 0.0:
         return 1.0  # f'(O) <= 0 on (0, 1]: no queue pressure, keep everything
     if va <= 0.0:
