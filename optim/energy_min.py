@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from optim._validation import check_nonneg_array, check_real
-from optim.joint_client import ClientBlock, kernel
+from optim.joint_client import ClientBlock, column, kernel
 
 __all__ = [
     "ENERGY_MIN_METHODS",
@@ -200,7 +200,7 @@ def solve_block(
     ``max_power`` the share at p_max of least value by golden section; ``equal_bandwidth``
     takes b_k = 1/K and each upload time by golden section (no price).
     """
-    kn = kernel()
+    kn, weight = kernel(), column(weight)
     fits = kn.least_shares_fit(block.table, block.bandwidth_hz, deadline_s * (1.0 + 1e-12))
     if not (method != "equal_bandwidth" and fits):
         least = min_feasible_deadline_s(block, method)
@@ -221,7 +221,7 @@ def solve_block(
         weight,
         math.nan if price_hint is None else float(price_hint),
         gap_rtol,
-        np.asarray(upload_hint, dtype=float) if hint else block.bits,
+        column(upload_hint) if hint else block.bits,
         hint,
     )
     if not ok:  # pragma: no cover - T >= the least round time, so a high enough price fits
@@ -250,13 +250,13 @@ def priced_split(
     """
     k = block.bits.size
     upload, y, value = np.empty(k), np.empty(k), np.empty(k)
-    start = block.bits if guess is None else np.asarray(guess, dtype=float)
+    start = block.bits if guess is None else column(guess)
     kernel().priced_split(
         block.table,
         block.bandwidth_hz,
-        deadline_s,
-        price,
-        weight,
+        float(deadline_s),
+        float(price),
+        column(weight),
         start,
         guess is not None,
         upload,
@@ -277,9 +277,15 @@ def round_slope(
     sum_k h_k'(t_k) at the optimal price (the envelope theorem), except that a client whose
     upload sits at its floor below T - C/f_min (one without bits and T < C/f_min) gains from D
     through its compute time: -2 w kappa C^3 / tau^3."""
-    upload = np.asarray(upload_s, dtype=float)
     return float(
-        kernel().round_slope(block.table, block.bandwidth_hz, deadline_s, upload, price, weight)
+        kernel().round_slope(
+            block.table,
+            block.bandwidth_hz,
+            float(deadline_s),
+            column(upload_s),
+            float(price),
+            column(weight),
+        )
     )
 
 
@@ -287,6 +293,12 @@ def _solution(block, deadline_s, upload, product, weight, price, gap) -> EnergyM
     """The decisions and costs at the splits ``upload`` [s] and products ``product`` [s]."""
     fields = np.empty((7, block.bits.size))
     round_s, energy_j, objective = kernel().solution_fields(
-        block.table, block.bandwidth_hz, deadline_s, upload, product, weight, fields
+        block.table,
+        block.bandwidth_hz,
+        deadline_s,
+        column(upload),
+        column(product),
+        column(weight),
+        fields,
     )
     return EnergyMinSolution(*fields, float(round_s), float(energy_j), float(objective), price, gap)

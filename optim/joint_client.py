@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "ClientBlock",
+    "column",
     "kernel",
     "split_slope",
     "split_slope_and_curvature",
@@ -82,6 +83,12 @@ class ClientBlock:
     def upload_floor_s(self) -> _FloatArray:
         """ln2 s / (B p_max snr) [s]: no share sends faster at p_max (b ln(1 + a/b) < a)."""
         return LN2 * self.bits / (self.bandwidth_hz * self.p_max_w * self.snr_per_w)
+
+
+def column(values: ArrayLike) -> _FloatArray:
+    """``values`` as a C-contiguous float64 array (a copy only where needed): the one array
+    layout the kernel is compiled for."""
+    return np.ascontiguousarray(values, dtype=float)
 
 
 def _per_client(block: ClientBlock, value: ArrayLike) -> _FloatArray:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from optim.joint_client import ClientBlock, kernel
+from optim.joint_client import ClientBlock, column, kernel
 
 __all__ = ["newton_round"]
 
@@ -48,7 +48,7 @@ def newton_round(
     ok, d, price = kernel().newton_round(
         block.table,
         block.bandwidth_hz,
-        weight,
+        column(weight),
         queue_s,
         d_range[0],
         d_range[1],
