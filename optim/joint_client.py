@@ -38,7 +38,7 @@ _FloatArray = NDArray[np.float64]
 
 
 def kernel() -> ModuleType:
-    """:mod:`optim.joint_kernel`, imported on first use: numba loads there only (about 0.5 s
+    """:mod:`optim.joint_kernel`, imported on first use: numba loads there only (0.4-0.7 s
     at start-up, which a run that decides no power or clock does not pay)."""
     from optim import joint_kernel  # noqa: PLC0415
 
