@@ -131,7 +131,9 @@ def lambertw_m1(x: float) -> float:
 
 @jit
 def min_share_1(bits: float, upload_s: float, p_max_w: float, snr: float, band_hz: float) -> float:
-    """Least share at p_max (:func:`optim.joint_client.min_share`)."""
+    """The least share b that sends ``bits`` in ``upload_s`` [s] at p_max (inf if none does):
+    b ln(1 + a/b) = ln2 s / (t B) with a = p_max snr, so x = a / b solves ln(1 + x) = c x,
+    c = ln2 s / (t B a) < 1, and 1 + x = -W_{-1}(-c e^{-c}) / c (c >= 1: b ln(1 + a/b) < a)."""
     if not bits > 0.0:
         return 0.0
     a = p_max_w * snr
@@ -145,7 +147,9 @@ def min_share_1(bits: float, upload_s: float, p_max_w: float, snr: float, band_h
 
 @jit
 def _best_product_1(bits: float, upload_s: float, price: float, snr: float, band_hz: float):
-    """y of :func:`optim.joint_client.best_product_s`."""
+    """y = t b [s] of least E_up(y) + price y / t at the upload time t: snr E_up'(y) =
+    -((z - 1) e^z + 1) with z = ln2 s / (y B) equals -snr price / t, so
+    z = 1 + W_0((snr price / t - 1) / e) and y = ln2 s / (B z) (price: lambda / Z [J])."""
     if not bits > 0.0:
         return 0.0
     rhs = snr * price / upload_s
@@ -178,7 +182,8 @@ def _floor_s(table, band_hz: float, i: int) -> float:
 
 @jit
 def upload_range_1(table, band_hz: float, i: int, deadline_s: float):
-    """(lo, hi) of :func:`optim.energy_min.upload_range_s` for client i."""
+    """(lo, hi): client i's least and greatest upload time [s] at round time ``deadline_s``:
+    compute at f_min (or the upload floor, if later) and at f_max."""
     hi = deadline_s - table[CYCLES, i] / table[F_MAX_HZ, i]
     slow = deadline_s - table[CYCLES, i] / table[F_MIN_HZ, i]
     lo = maximum(slow, _floor_s(table, band_hz, i) * (1 + 1e-9))
@@ -209,7 +214,7 @@ def upload_slope_1(table, band_hz: float, i: int, t: float, price: float, weight
     snr, p_max = table[SNR_PER_W, i], table[P_MAX_W, i]
     a = p_max * snr
     r = LN2 * bits / band_hz
-    # x = a / b_min(t) of min_share: 1 + x = -W_{-1}(-c e^{-c}) / c, c = r / (t a)
+    # x = a / b_min(t) of min_share_1: 1 + x = -W_{-1}(-c e^{-c}) / c, c = r / (t a)
     c = r / (t * a)
     x = 0.0  # c >= 1: no share is fast enough (slope -inf)
     if c > 0.0 and c < 1.0:
@@ -447,7 +452,7 @@ def _pick(dual_lo: float, dual_hi: float) -> float:
 
 @jit
 def search_price(mode, table, band_hz, deadline_s, weight, price_hint, gap_rtol, hint, use_hint):
-    """The bandwidth price of :func:`optim.energy_min._search_price` (its docstring): returns
+    """The bandwidth price of :func:`optim.energy_min.solve_block` (its docstring): returns
     (ok, price, gap, upload (K,), product (K,)); ok False when no price within 2^200 steps
     fits (the round time is infeasible)."""
     k = table.shape[1]
