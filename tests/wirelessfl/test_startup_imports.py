@@ -1,5 +1,5 @@
-"""Start-up: a network-only ``wirelessfl run`` imports nothing it does not use (cvxpy, scipy's
-special functions, torch, matplotlib, pandas: its summary is read with the csv module), yet
+"""Start-up: a network-only ``wirelessfl run`` imports nothing it does not use (cvxpy, numba,
+scipy's special functions, torch, matplotlib, pandas: its summary is read with the csv module), yet
 meta.json still records every package's version."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-HEAVY = ("cvxpy", "scipy.special", "scipy.stats", "torch", "matplotlib", "pandas")
+HEAVY = ("cvxpy", "numba", "scipy.special", "scipy.stats", "torch", "matplotlib", "pandas")
 
 PROGRAM = """
 import json, sys
@@ -31,5 +31,5 @@ def test_a_network_only_run_imports_no_solver_or_training_stack(tmp_path):
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"code": 0, "loaded": []}
     versions = json.loads((out / "meta.json").read_text())["versions"]
-    for package in ("numpy", "scipy", "cvxpy", "simpy"):
+    for package in ("numpy", "scipy", "cvxpy", "numba", "simpy"):
         assert versions[package] == metadata.version(package)

@@ -98,7 +98,7 @@ def _versions() -> dict[str, str]:
     """Versions of the packages a run depends on, from their installed metadata (importing
     cvxpy or scipy only to read a version would double the start-up of a short run)."""
     versions = {"wirelessfl": __version__, "python": platform.python_version()}
-    for package in ("numpy", "scipy", "cvxpy", "simpy"):
+    for package in ("numpy", "scipy", "cvxpy", "numba", "simpy"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
