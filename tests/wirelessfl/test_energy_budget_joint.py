@@ -91,16 +91,18 @@ def _warnings(tmp_path, caplog, name, budget_j):
 
 def test_a_budget_below_the_floor_at_the_lowest_clock_is_one_line(tmp_path, caplog):
     """The joint radio decides clocks: the floor is the compute at f_min (not f_max), K/N of
-    the rounds, kappa f^2 cycles with cycles = FLOPs / FLOPs per cycle."""
+    the rounds, kappa f^2 cycles with cycles = FLOPs / FLOPs per cycle. Its warning is the
+    band's (wirelessfl.sim.energy_band), whose low end lies above the floor: one line."""
     run, _ = _warnings(tmp_path, caplog, "probe", 1.0e-12)
     sc = run.scenario
     flops = run.learner.expected_flops(run.sim.rank)
     floor_j = sc.n_scheduled / sc.n_clients * KAPPA * F_MIN**2 * flops / PER_CYCLE
     np.testing.assert_allclose(run.sim.energy_floor_j(), floor_j, rtol=1e-12)
+    assert (run.sim.energy_band_j[0] > floor_j).all()
     _, lines = _warnings(tmp_path, caplog, "below", 0.9 * floor_j)
     assert len(lines) == 1 and "\n" not in lines[0]
-    assert "of 20 of 20 devices" in lines[0] and f"{floor_j:g} J" in lines[0]
-    _, lines = _warnings(tmp_path, caplog, "above", 1.1 * floor_j)
+    assert "for 20 of 20 devices" in lines[0] and "at O_min" in lines[0]
+    _, lines = _warnings(tmp_path, caplog, "above", 1.01 * run.sim.energy_band_j[0].max())
     assert lines == []
 
 

@@ -83,6 +83,7 @@ from wirelessfl.sim.aircomp_uplink import AirUplink
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
+from wirelessfl.sim.energy_band import budget_below_band, energy_band_j
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
 from wirelessfl.sim.events import (
     SERVER,
@@ -237,6 +238,9 @@ class Simulator:
         self.device_energy_j: np.ndarray | None = np.zeros((2, scenario.n_clients))
         #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
         self.engine = AsyncEngine(self) if scenario.server.event_driven else None
+        #: (2, N) each device's band [E_lo,k, E_hi,k] of time-average energy per round
+        #: [J/round] with the joint radio and a budget (synchronous rounds), else None
+        self.energy_band_j = self._energy_band_j()
         self._warn_unreachable_budget()
         self._warn_short_round_limit()
 
@@ -447,11 +451,17 @@ class Simulator:
 
     def _warn_unreachable_budget(self) -> None:
         """One warning line when ``controller.energy_budget_j`` is below some device's least
-        time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds)."""
+        time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds),
+        or, with the joint radio, below the low end of its band
+        (:mod:`wirelessfl.sim.energy_band`, which lies above that floor)."""
         budget = self.controller.ctx.energy_budget_j
         if budget is None or self.engine is not None:
             return
-        line = budget_shortfall(budget, self.energy_floor_j())
+        if self.energy_band_j is not None:
+            d_th_s = float(self.controller.ctx.settings.d_th_s)
+            line = budget_below_band(budget, self.energy_band_j, d_th_s)
+        else:
+            line = budget_shortfall(budget, self.energy_floor_j())
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
 
@@ -469,6 +479,29 @@ class Simulator:
         line = round_limit_shortfall(d_th_s, compute_s, why)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
+
+    def _energy_band_j(self) -> np.ndarray | None:
+        """(2, N) [E_lo,k, E_hi,k] [J/round] when a synchronous run's controller takes the joint
+        radio's step with a budget (it decides clocks and its delay queue counts compute, over
+        FDMA), else None (:func:`~wirelessfl.sim.energy_band.energy_band_j`)."""
+        ctl, sc = self.controller, self.scenario
+        joint = ctl.decides_cpu_frequency and ctl.queue_counts_compute and self.air is None
+        if ctl.ctx.energy_budget_j is None or self.engine is not None or not joint:
+            return None
+        n = sc.n_clients
+        compute_s = np.zeros(n)
+        if sc.devices.include_compute:
+            compute_s = self._compute_estimate(np.arange(n))
+        return energy_band_j(
+            ctl,
+            mean_snr=np.asarray(self.cell.mean_snr, dtype=float),
+            fading=self.cell.fading,
+            compute_s=compute_s,
+            tx_power_max_w=np.broadcast_to(np.asarray(self.channel.radio.tx_power_w, float), (n,)),
+            n_scheduled=sc.n_scheduled,
+            d_th_s=float(ctl.ctx.settings.d_th_s),
+            outage_snr=ctl.ctx.outage_snr,
+        )
 
     def energy_floor_j(self) -> np.ndarray:
         """(N,) each device's least time-average energy per round [J/round]: its compute at
