@@ -433,7 +433,7 @@ DP_SGD_SIGMAS_DEFAULT = [1.0, 2.4]
 
 #: budgets [J per device per round] from just above the devices' floor (0.066 J: compute at f_min,
 #: K/N of the rounds) to above every device's energy without a budget (1.85 J at seed 0)
-ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9]
+ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.2]
 #: the AirComp study: every FDMA uplink against AirComp at the same K (or SNR) and seed
 AIRCOMP_REFERENCE = Reference(
     {"channel.uplink": "aircomp"},
