@@ -11,6 +11,7 @@ import pytest
 from scenario_helpers import small_scenario
 from scipy.optimize import minimize_scalar
 
+from optim import solve_energy_min
 from wirelessfl.sim.energy_band import energy_band_j
 from wirelessfl.sim.runner import Run
 
@@ -103,6 +104,21 @@ def test_both_ends_of_the_band_against_closed_forms_on_two_devices(tmp_path):
     at_fmax_j = KAPPA * F_MAX**2 * flops / PER_CYCLE
     np.testing.assert_allclose(band_j[1], at_fmax_j + P_MAX_W * (D_TH_S - compute_s), rtol=1e-9)
     ctl.begin_round(0, np.arange(2), np.full(2, P_MAX_W))
+    # the high end is what the least weighted-energy round gives a device whose weight is 0
+    inputs = {
+        "cycles": compute_s * F_MAX,
+        "snr_per_w": snr / P_MAX_W,
+        "f_min_hz": F_MIN,
+        "f_max_hz": F_MAX,
+        "kappa": at_fmax_j / (compute_s * F_MAX**3),
+        "p_max_w": P_MAX_W,
+        "bandwidth_hz": B_HZ,
+    }
+    dense = ctl.upload_bits(ctl.round_plans(snr, ctl.rank, 1.0))
+    for k in range(2):
+        free = solve_energy_min(deadline_s=D_TH_S, weight=np.eye(2)[1 - k], bits=dense, **inputs)
+        spent_j = free.compute_energy_j[k] + free.upload_energy_j[k]
+        assert spent_j == pytest.approx(band_j[1, k], rel=1e-6)
     bits = ctl.upload_bits(ctl.round_plans(snr, ctl.rank, HAND_O_MIN))
     assert bits.min() > 0
 
