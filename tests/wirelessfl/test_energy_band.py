@@ -94,10 +94,10 @@ def test_both_ends_of_the_band_against_closed_forms_on_two_devices(tmp_path):
     compute_s = np.full(2, flops / FLOPS_PER_S)
     band_j = energy_band_j(
         ctl,
-        mean_snr=snr,
+        channel_at=lambda time_s: (snr, np.full(2, P_MAX_W)),
+        horizon_s=1.0,
         fading=_Unfaded(),
         compute_s=compute_s,
-        tx_power_max_w=np.full(2, P_MAX_W),
         n_scheduled=2,
         d_th_s=D_TH_S,
     )
@@ -150,10 +150,10 @@ def test_a_device_trains_in_k_of_n_of_the_drawn_rounds(tmp_path):
     compute_s = np.full(4, flops / FLOPS_PER_S)
     band_j = energy_band_j(
         sim.controller,
-        mean_snr=np.asarray(sim.cell.mean_snr, dtype=float),
+        channel_at=lambda time_s: (np.asarray(sim.cell.mean_snr, dtype=float), P_MAX_W),
+        horizon_s=1.0,
         fading=_Unfaded(),
         compute_s=compute_s,
-        tx_power_max_w=np.full(4, P_MAX_W),
         n_scheduled=2,
         d_th_s=D_TH_S,
     )

@@ -25,20 +25,22 @@ Uniform selection schedules a device in K/N of the rounds, so each end is K/N ti
 device's mean energy over the rounds that schedule it (another ``selection.method`` is taken
 as uniform). The mean is a fixed-seed Monte Carlo (:data:`BAND_SEED`, about
 :data:`DRAWS_PER_DEVICE` rounds per device): rounds of K clients drawn uniformly from the N,
-each client's SNR its mean SNR at the start of the run (the cell's ``mean_snr``: the
-large-scale gain at time 0, so moving clients are taken where they start) times a draw of the
-scenario's fading power |s|^2 / E|s|^2. A client below ``faults.outage_snr_db`` neither
-trains nor spends (so a device often in outage can have E_lo below the compute floor of
-:mod:`wirelessfl.sim.energy_floor`, which counts every scheduled round). A round whose least
-time exceeds D_th (a deep fade) takes its decision at that least time, as the controller
-does. The simulator computes the band when a synchronous run with the joint radio and a
-budget starts, writes it to ``meta.json`` (``energy_band_j``) and reports the devices whose
-budget is below E_lo in one warning line (:func:`budget_below_band`).
+each client's SNR its mean SNR (its large-scale gain; where clients move, at times spread
+evenly over the run's expected virtual time, T rounds of D_th, since the joint radio's rounds
+with a budget last about D_th) times a draw of the scenario's fading power |s|^2 / E|s|^2. A
+client below ``faults.outage_snr_db`` neither trains nor spends (so a device often in outage
+can have E_lo below the compute floor of :mod:`wirelessfl.sim.energy_floor`, which counts
+every scheduled round). A round whose least time exceeds D_th (a deep fade) takes its
+decision at that least time, as the controller does. The simulator computes the band when a
+synchronous run with the joint radio and a budget starts on a modelled channel (not an SNR
+trace), writes it to ``meta.json`` (``energy_band_j``) and reports the devices whose budget is
+below E_lo in one warning line (:func:`budget_below_band`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -63,10 +65,10 @@ _NAMED = 5
 def energy_band_j(
     ctl: Controller,
     *,
-    mean_snr: np.ndarray,
+    channel_at: Callable[[float], tuple[np.ndarray, np.ndarray]],
+    horizon_s: float,
     fading,
     compute_s: np.ndarray,
-    tx_power_max_w: np.ndarray,
     n_scheduled: int,
     d_th_s: float,
     outage_snr: float | None = None,
@@ -74,12 +76,14 @@ def energy_band_j(
     """(2, N) each device's E_lo,k (row 0) and E_hi,k (row 1) [J/round] (module docstring).
 
     Input: ``ctl`` the run's joint-radio controller (its rank, O_min, cost model and clock
-    ranges); ``mean_snr`` (N,) linear mean SNR at ``tx_power_max_w``; ``fading`` the cell's
-    fading model (``mean_power``, ``sample``); ``compute_s`` (N,) compute time of a round at
-    f_max [s]; ``tx_power_max_w`` (N,) [W]; ``n_scheduled`` K; ``d_th_s`` D_th [s];
-    ``outage_snr`` the linear SNR below which a client is in outage (None: never).
+    ranges); ``channel_at(time_s)`` -> ((N,) linear mean SNR, (N,) P_max,k [W]) at a virtual
+    time; ``horizon_s`` the run's expected virtual time [s]: the drawn rounds take the channel
+    at times spread evenly over it; ``fading`` the cell's fading model (``mean_power``,
+    ``sample``); ``compute_s`` (N,) compute time of a round at f_max [s]; ``n_scheduled`` K;
+    ``d_th_s`` D_th [s]; ``outage_snr`` the linear SNR below which a client is in outage
+    (None: never).
     """
-    n = len(mean_snr)
+    n = len(compute_s)
     rounds = min(MAX_ROUNDS, math.ceil(DRAWS_PER_DEVICE * n / n_scheduled))
     rng = np.random.default_rng(BAND_SEED)
     power = np.abs(fading.sample(rng, rounds, n)) ** 2 / float(fading.mean_power)
@@ -90,7 +94,9 @@ def energy_band_j(
         for t in range(rounds):
             clients = np.sort(rng.choice(n, n_scheduled, replace=False))
             scheduled[clients] += 1
-            snr = mean_snr[clients] * power[t, clients]
+            mean_snr, p_max_w = channel_at((t + 0.5) / rounds * horizon_s)
+            tx_power_max_w = np.broadcast_to(np.asarray(p_max_w, dtype=float), (n,))
+            snr = np.asarray(mean_snr, dtype=float)[clients] * power[t, clients]
             if outage_snr is not None:
                 clients, snr = clients[snr >= outage_snr], snr[snr >= outage_snr]
             if clients.size == 0:

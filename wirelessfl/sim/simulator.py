@@ -483,25 +483,38 @@ class Simulator:
     def _energy_band_j(self) -> np.ndarray | None:
         """(2, N) [E_lo,k, E_hi,k] [J/round] when a synchronous run's controller takes the joint
         radio's step with a budget (it decides clocks and its delay queue counts compute, over
-        FDMA), else None (:func:`~wirelessfl.sim.energy_band.energy_band_j`)."""
+        FDMA) on a modelled channel (not an SNR trace), else None
+        (:func:`~wirelessfl.sim.energy_band.energy_band_j`)."""
         ctl, sc = self.controller, self.scenario
         joint = ctl.decides_cpu_frequency and ctl.queue_counts_compute and self.air is None
-        if ctl.ctx.energy_budget_j is None or self.engine is not None or not joint:
+        traced = self.channel.radio.snr_trace_db is not None  # no mean SNR to draw around
+        if ctl.ctx.energy_budget_j is None or self.engine is not None or not joint or traced:
             return None
         n = sc.n_clients
         compute_s = np.zeros(n)
         if sc.devices.include_compute:
             compute_s = self._compute_estimate(np.arange(n))
+        d_th_s = float(ctl.ctx.settings.d_th_s)
         return energy_band_j(
             ctl,
-            mean_snr=np.asarray(self.cell.mean_snr, dtype=float),
+            channel_at=self._mean_channel_at,
+            horizon_s=sc.rounds * d_th_s,
             fading=self.cell.fading,
             compute_s=compute_s,
-            tx_power_max_w=np.broadcast_to(np.asarray(self.channel.radio.tx_power_w, float), (n,)),
             n_scheduled=sc.n_scheduled,
-            d_th_s=float(ctl.ctx.settings.d_th_s),
+            d_th_s=d_th_s,
             outage_snr=ctl.ctx.outage_snr,
         )
+
+    def _mean_channel_at(self, time_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) mean SNRs (linear, fading averaged) and (N,) transmit powers [W] at virtual time
+        ``time_s``: the cell's where clients do not move."""
+        radio = self.channel.radio
+        if radio.large_scale is None:
+            return np.asarray(self.cell.mean_snr, dtype=float), radio.tx_power_w
+        state = radio.large_scale.at(time_s)
+        mean_power = float(self.cell.fading.mean_power)
+        return state.power_gain * mean_power / self.cell.noise_power_w, state.tx_power_w
 
     def energy_floor_j(self) -> np.ndarray:
         """(N,) each device's least time-average energy per round [J/round]: its compute at
