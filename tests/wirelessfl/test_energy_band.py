@@ -200,3 +200,25 @@ def test_no_band_without_a_budget_or_with_the_fixed_radio(tmp_path):
     run = _hand_run(tmp_path, "meta", **{"controller.energy_budget_j": None})
     run.execute()
     assert "energy_band_j" not in json.loads((tmp_path / "meta" / "meta.json").read_text())
+
+
+def test_moving_clients_are_taken_along_the_run(tmp_path):
+    """umi's moving clients: at time 0 the channel the band draws around is the cell's mean
+    SNR (the offline stage's), later the gains where the clients have moved, with their
+    power-control powers."""
+    from wirelessfl.config import load_scenario
+    from wirelessfl.config.loader import SCENARIO_DIR
+
+    sets = ["controller.energy_budget_j=1.0", "rounds=2"]
+    run = Run(load_scenario(SCENARIO_DIR / "energy/umi_budget_joint.yaml", sets), tmp_path / "u")
+    sim = run.sim
+    snr0, power0 = sim._mean_channel_at(0.0)
+    np.testing.assert_allclose(snr0, sim.cell.mean_snr, rtol=1e-12)
+    later = sim.channel.radio.large_scale.at(300.0)
+    snr, power = sim._mean_channel_at(300.0)
+    np.testing.assert_allclose(snr, later.power_gain / sim.cell.noise_power_w, rtol=1e-12)
+    np.testing.assert_array_equal(power, later.tx_power_w)
+    assert not np.allclose(snr, snr0)  # the clients moved
+    assert (
+        sim.energy_band_j.shape == (2, 10) and (sim.energy_band_j[0] < sim.energy_band_j[1]).all()
+    )
