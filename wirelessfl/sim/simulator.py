@@ -453,7 +453,7 @@ class Simulator:
         """One warning line when ``controller.energy_budget_j`` is below some device's least
         time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds),
         or, with the joint radio, below the low end of its band
-        (:mod:`wirelessfl.sim.energy_band`, which lies above that floor)."""
+        (:mod:`wirelessfl.sim.energy_band`, above that floor but for rounds in outage)."""
         budget = self.controller.ctx.energy_budget_j
         if budget is None or self.engine is not None:
             return
