@@ -8,6 +8,7 @@ import itertools
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 from scenario_helpers import small_scenario
 
@@ -16,7 +17,7 @@ from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.results.columns import STUDY_BUDGET_COLUMNS
 from wirelessfl.sim import run_scenario
 from wirelessfl.sim.runner import Run
-from wirelessfl.study.budget_figures import budget_table, lost_drain_j
+from wirelessfl.study.budget_figures import budget_table, draw_budget, lost_drain_j
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.reproduce import REPRODUCTIONS
 
@@ -96,6 +97,11 @@ def test_each_device_follows_a_feasible_budget(tmp_path):
     np.testing.assert_allclose(lost_drain_j(run), cut_j / 30, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(spent_j, budget_j + z_j / 30 - cut_j / 30, rtol=1e-9)
     assert row.lost_drain_j == pytest.approx(cut_j.mean() / 30, abs=1e-15)
+    # the reproduction's drawing: the table as a file, the figure with the target panel
+    (figure,) = draw_budget(tmp_path, [run])
+    assert figure.stat().st_size > 0
+    drawn = pd.read_csv(tmp_path / "energy_budget.csv")
+    assert drawn.target_rel_gap.iloc[0] == pytest.approx(row.target_rel_gap, rel=1e-12)
 
 
 def _warnings(tmp_path, caplog, name, budget_j):
