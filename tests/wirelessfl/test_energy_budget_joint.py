@@ -8,14 +8,16 @@ import itertools
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 from scenario_helpers import small_scenario
 
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
+from wirelessfl.results.columns import STUDY_BUDGET_COLUMNS
 from wirelessfl.sim import run_scenario
 from wirelessfl.sim.runner import Run
-from wirelessfl.study.budget_figures import budget_table
+from wirelessfl.study.budget_figures import budget_table, draw_budget, lost_drain_j
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.reproduce import REPRODUCTIONS
 
@@ -79,6 +81,27 @@ def test_each_device_follows_a_feasible_budget(tmp_path):
     assert row.mean_rel_gap == pytest.approx(np.mean(np.abs(spent_j - budget_j)) / budget_j)
     assert row.queue_gap_j == pytest.approx(z_j.mean() / 30, rel=1e-9)
     assert row.delay_busy_share == pytest.approx(float((run.rounds.queue > 0).mean()))
+    assert list(budget_table([run]).columns) == list(STUDY_BUDGET_COLUMNS)
+    # against each device's clipped target clip(Ē, E_lo,k, E_hi,k) of the run's band
+    band = run.meta["energy_band_j"]
+    target_j = np.minimum(np.maximum(budget_j, band["low"]), band["high"])
+    assert row.target_rel_gap == pytest.approx(np.mean(np.abs(spent_j - target_j) / target_j))
+    assert row.below_band == int(np.sum(budget_j < np.asarray(band["low"])))
+    # (E1) exactly: E_k = Ē + Z_k^T / T - the drain cut at Z = 0, replayed here
+    z_j, cut_j = np.zeros(2), np.zeros(2)
+    for _, rows in run.clients.groupby("round"):
+        spent = (rows.compute_energy_j + rows.transmit_energy_j).groupby(rows.client).sum()
+        e_j = spent.reindex(range(2), fill_value=0.0).to_numpy()
+        cut_j += np.maximum(budget_j - z_j - e_j, 0.0)
+        z_j = np.maximum(z_j + e_j - budget_j, 0.0)
+    np.testing.assert_allclose(lost_drain_j(run), cut_j / 30, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(spent_j, budget_j + z_j / 30 - cut_j / 30, rtol=1e-9)
+    assert row.lost_drain_j == pytest.approx(cut_j.mean() / 30, abs=1e-15)
+    # the reproduction's drawing: the table as a file, the figure with the target panel
+    (figure,) = draw_budget(tmp_path, [run])
+    assert figure.stat().st_size > 0
+    drawn = pd.read_csv(tmp_path / "energy_budget.csv")
+    assert drawn.target_rel_gap.iloc[0] == pytest.approx(row.target_rel_gap, rel=1e-12)
 
 
 def _warnings(tmp_path, caplog, name, budget_j):
@@ -91,16 +114,18 @@ def _warnings(tmp_path, caplog, name, budget_j):
 
 def test_a_budget_below_the_floor_at_the_lowest_clock_is_one_line(tmp_path, caplog):
     """The joint radio decides clocks: the floor is the compute at f_min (not f_max), K/N of
-    the rounds, kappa f^2 cycles with cycles = FLOPs / FLOPs per cycle."""
+    the rounds, kappa f^2 cycles with cycles = FLOPs / FLOPs per cycle. Its warning is the
+    band's (wirelessfl.sim.energy_band), whose low end lies above the floor: one line."""
     run, _ = _warnings(tmp_path, caplog, "probe", 1.0e-12)
     sc = run.scenario
     flops = run.learner.expected_flops(run.sim.rank)
     floor_j = sc.n_scheduled / sc.n_clients * KAPPA * F_MIN**2 * flops / PER_CYCLE
     np.testing.assert_allclose(run.sim.energy_floor_j(), floor_j, rtol=1e-12)
+    assert (run.sim.energy_band_j[0] > floor_j).all()
     _, lines = _warnings(tmp_path, caplog, "below", 0.9 * floor_j)
     assert len(lines) == 1 and "\n" not in lines[0]
-    assert "of 20 of 20 devices" in lines[0] and f"{floor_j:g} J" in lines[0]
-    _, lines = _warnings(tmp_path, caplog, "above", 1.1 * floor_j)
+    assert "for 20 of 20 devices" in lines[0] and "at O_min" in lines[0]
+    _, lines = _warnings(tmp_path, caplog, "above", 1.01 * run.sim.energy_band_j[0].max())
     assert lines == []
 
 

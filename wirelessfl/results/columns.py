@@ -228,6 +228,33 @@ STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
     "the target accuracy [J] (0 when the initial evaluation meets it; NaN: never)",
 }
 
+#: ``energy_budget.csv`` columns of the energy-budget reproduction (``wirelessfl reproduce
+#: energy-budget-joint``, ``wirelessfl.study.budget_figures.budget_table``), one row per run;
+#: E_k is device k's time-average compute + transmit energy per round, Ē the budget
+STUDY_BUDGET_COLUMNS: dict[str, str] = {
+    "radio": "controller.radio",
+    "budget_j": "controller.energy_budget_j, Ē [J per device per round]",
+    "seed": "the run's seed",
+    "mean_rel_gap": "mean over devices of |E_k - Ē| / Ē",
+    "within_5pct": "devices with |E_k - Ē| / Ē <= 5 %",
+    "at_or_below": "devices with E_k <= 1.05 Ē",
+    "devices": "N, the devices",
+    "mean_energy_j": "mean over devices of E_k [J/round]",
+    "queue_gap_j": "mean over devices of Z_k^T / T [J/round], the overspend the energy queue "
+    "of (E1) still allows after the run's T rounds (replayed from clients.csv)",
+    "delay_busy_share": "share of rounds that start with a busy delay queue (Q > 0)",
+    "accuracy": "the last evaluated accuracy (the surrogate's: no measure of learning)",
+    "virtual_time_s": "the run's virtual time [s]",
+    "target_rel_gap": "mean over devices of |E_k - T_k| / T_k, T_k = clip(Ē, E_lo,k, E_hi,k) "
+    "the clipped target of the device's band (meta.json energy_band_j; NaN without a band: "
+    "the fixed radio)",
+    "within_5pct_of_target": "devices with |E_k - T_k| / T_k <= 5 % (NaN without a band)",
+    "below_band": "devices whose budget is below E_lo,k (NaN without a band)",
+    "above_band": "devices whose budget is above E_hi,k (NaN without a band)",
+    "lost_drain_j": "mean over devices of (1/T) sum_t max(Ē - Z_k^t - E_k^t, 0) [J/round], the "
+    "budget the queue could not bank (E_k = Ē + Z_k^T / T - this; NaN without a band)",
+}
+
 #: ``summary.csv`` columns of the AirComp reproductions (``wirelessfl reproduce aircomp-*``,
 #: ``wirelessfl.study.aircomp_figures.aircomp_columns``), one row per run
 STUDY_AIRCOMP_COLUMNS: dict[str, str] = {

@@ -209,6 +209,9 @@ class Run:
                 "learner": self.learner.describe(),
                 "finished": False,
             }
+            band = self.sim.energy_band_j
+            if band is not None:  # the key only with a band: other runs' meta.json unchanged
+                meta["energy_band_j"] = {"low": band[0].tolist(), "high": band[1].tolist()}
             if self.resume:
                 meta["rebuilt"] = _now()  # meta.json was missing or damaged
         meta.update(extra)

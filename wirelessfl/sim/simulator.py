@@ -83,6 +83,7 @@ from wirelessfl.sim.aircomp_uplink import AirUplink
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
+from wirelessfl.sim.energy_band import budget_below_band, energy_band_j
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
 from wirelessfl.sim.events import (
     SERVER,
@@ -237,6 +238,9 @@ class Simulator:
         self.device_energy_j: np.ndarray | None = np.zeros((2, scenario.n_clients))
         #: server.mode async | buffered | semi_sync: the event-driven rounds (else None)
         self.engine = AsyncEngine(self) if scenario.server.event_driven else None
+        #: (2, N) each device's band [E_lo,k, E_hi,k] of time-average energy per round
+        #: [J/round] with the joint radio and a budget (synchronous rounds), else None
+        self.energy_band_j = self._energy_band_j()
         self._warn_unreachable_budget()
         self._warn_short_round_limit()
 
@@ -447,11 +451,17 @@ class Simulator:
 
     def _warn_unreachable_budget(self) -> None:
         """One warning line when ``controller.energy_budget_j`` is below some device's least
-        time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds)."""
+        time-average energy per round (:mod:`wirelessfl.sim.energy_floor`; synchronous rounds),
+        or, with the joint radio, below the low end of its band
+        (:mod:`wirelessfl.sim.energy_band`, above that floor but for rounds in outage)."""
         budget = self.controller.ctx.energy_budget_j
         if budget is None or self.engine is not None:
             return
-        line = budget_shortfall(budget, self.energy_floor_j())
+        if self.energy_band_j is not None:
+            d_th_s = float(self.controller.ctx.settings.d_th_s)
+            line = budget_below_band(budget, self.energy_band_j, d_th_s)
+        else:
+            line = budget_shortfall(budget, self.energy_floor_j())
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
 
@@ -469,6 +479,42 @@ class Simulator:
         line = round_limit_shortfall(d_th_s, compute_s, why)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
+
+    def _energy_band_j(self) -> np.ndarray | None:
+        """(2, N) [E_lo,k, E_hi,k] [J/round] when a synchronous run's controller takes the joint
+        radio's step with a budget (it decides clocks and its delay queue counts compute, over
+        FDMA) on a modelled channel (not an SNR trace), else None
+        (:func:`~wirelessfl.sim.energy_band.energy_band_j`)."""
+        ctl, sc = self.controller, self.scenario
+        joint = ctl.decides_cpu_frequency and ctl.queue_counts_compute and self.air is None
+        traced = self.channel.radio.snr_trace_db is not None  # no mean SNR to draw around
+        if ctl.ctx.energy_budget_j is None or self.engine is not None or not joint or traced:
+            return None
+        n = sc.n_clients
+        compute_s = np.zeros(n)
+        if sc.devices.include_compute:
+            compute_s = self._compute_estimate(np.arange(n))
+        d_th_s = float(ctl.ctx.settings.d_th_s)
+        return energy_band_j(
+            ctl,
+            channel_at=self._mean_channel_at,
+            horizon_s=sc.rounds * d_th_s,
+            fading=self.cell.fading,
+            compute_s=compute_s,
+            n_scheduled=sc.n_scheduled,
+            d_th_s=d_th_s,
+            outage_snr=ctl.ctx.outage_snr,
+        )
+
+    def _mean_channel_at(self, time_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) mean SNRs (linear, fading averaged) and (N,) transmit powers [W] at virtual time
+        ``time_s``: the cell's where clients do not move."""
+        radio = self.channel.radio
+        if radio.large_scale is None:
+            return np.asarray(self.cell.mean_snr, dtype=float), radio.tx_power_w
+        state = radio.large_scale.at(time_s)
+        mean_power = float(self.cell.fading.mean_power)
+        return state.power_gain * mean_power / self.cell.noise_power_w, state.tx_power_w
 
     def energy_floor_j(self) -> np.ndarray:
         """(N,) each device's least time-average energy per round [J/round]: its compute at

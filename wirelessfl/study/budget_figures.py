@@ -3,11 +3,14 @@ docs/results.md, "The energy budget with power and clock as decisions").
 
 Each device's time-average energy per round is its compute + transmit energy summed over the
 run's ``clients`` table, divided by the rounds [J/round]; a device follows the budget Ē when
-|E_k − Ē| / Ē ≤ 5 %.
+|E_k − Ē| / Ē ≤ 5 %. With the joint radio a run's ``meta.json`` holds each device's band
+[E_lo,k, E_hi,k] (:mod:`wirelessfl.sim.energy_band`), and a device follows its clipped target
+clip(Ē, E_lo,k, E_hi,k) when its energy is within 5 % of that.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +21,15 @@ from wirelessfl.study.figures import save_figure
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["budget_table", "device_energy_j", "draw_budget", "running_energy_j"]
+__all__ = [
+    "budget_table",
+    "clipped_target_j",
+    "device_band_j",
+    "device_energy_j",
+    "draw_budget",
+    "lost_drain_j",
+    "running_energy_j",
+]
 
 #: a device within this relative distance of its budget follows it
 FOLLOW_RTOL = 0.05
@@ -35,36 +46,77 @@ def device_energy_j(run) -> pd.Series:
     return spent.reindex(range(n_clients), fill_value=0.0) / len(run.rounds)
 
 
-def running_energy_j(run) -> np.ndarray:
-    """(T, N) each device's energy per round [J/round] averaged over rounds 0..t, and (T, N)
-    its energy queue Z_k^{t+1} [J] replayed by (E1) from the ``clients`` table: the budget
-    holds up to Z_k^T / T (docs/solvers.md, "Energy budgets in the online stage")."""
+def _spent_j(run) -> np.ndarray:
+    """(T, N) each device's compute + transmit energy in each round [J] (0 when not training)."""
     from wirelessfl.results.groups import config_value
 
     c = run.clients
-    n_rounds, n_clients = len(run.rounds), int(config_value(run, "n_clients"))
-    budget_j = float(config_value(run, "controller.energy_budget_j"))
-    spent = np.zeros((n_rounds, n_clients))
+    spent = np.zeros((len(run.rounds), int(config_value(run, "n_clients"))))
     np.add.at(
         spent,
         (c["round"].to_numpy(), c.client.to_numpy()),
         c.compute_energy_j + c.transmit_energy_j,
     )
+    return spent
+
+
+def _queues_j(spent: np.ndarray, budget_j: float) -> np.ndarray:
+    """(T, N) Z_k^{t+1} [J] by (E1) from the energy per round ``spent`` (T, N)."""
     queue_j = np.zeros_like(spent)
-    z_j = np.zeros(n_clients)
-    for t in range(n_rounds):
+    z_j = np.zeros(spent.shape[1])
+    for t in range(len(spent)):
         z_j = np.maximum(z_j + spent[t] - budget_j, 0.0)
         queue_j[t] = z_j
-    average_j = np.cumsum(spent, axis=0) / np.arange(1, n_rounds + 1)[:, None]
-    return average_j, queue_j
+    return queue_j
+
+
+def running_energy_j(run) -> tuple[np.ndarray, np.ndarray]:
+    """(T, N) each device's energy per round [J/round] averaged over rounds 0..t, and (T, N)
+    its energy queue Z_k^{t+1} [J] replayed by (E1) from the ``clients`` table: the budget
+    holds up to Z_k^T / T (docs/solvers.md, "Energy budgets in the online stage")."""
+    from wirelessfl.results.groups import config_value
+
+    spent = _spent_j(run)
+    budget_j = float(config_value(run, "controller.energy_budget_j"))
+    average_j = np.cumsum(spent, axis=0) / np.arange(1, len(spent) + 1)[:, None]
+    return average_j, _queues_j(spent, budget_j)
+
+
+def device_band_j(run) -> np.ndarray | None:
+    """(2, N) each device's E_lo,k (row 0) and E_hi,k (row 1) [J/round] from the run's
+    ``meta.json`` (``energy_band_j``), or None for a run without one (not the joint radio)."""
+    band = run.meta.get("energy_band_j")
+    return None if band is None else np.array([band["low"], band["high"]], dtype=float)
+
+
+def clipped_target_j(budget_j: float, band_j: np.ndarray) -> np.ndarray:
+    """(N,) clip(Ē, E_lo,k, E_hi,k) [J/round]: what each device's time-average energy can
+    settle on under the budget ``budget_j`` and D_th, given its band (2, N)."""
+    return np.clip(budget_j, band_j[0], band_j[1])
+
+
+def lost_drain_j(run) -> np.ndarray:
+    """(N,) each device's budget the queue of (E1) could not bank, per round [J/round]:
+    (1/T) sum_t max(Ē − Z_k^t − E_k^t, 0), the part of a round's drain cut at Z = 0. By (E1),
+    E_k = Ē + Z_k^T / T − this, exactly."""
+    from wirelessfl.results.groups import config_value
+
+    spent = _spent_j(run)
+    budget_j = float(config_value(run, "controller.energy_budget_j"))
+    queue_j = _queues_j(spent, budget_j)
+    before_j = np.vstack([np.zeros(spent.shape[1]), queue_j[:-1]])  # Z_k^t
+    return np.maximum(budget_j - before_j - spent, 0.0).sum(axis=0) / len(spent)
 
 
 def budget_table(runs: list) -> pd.DataFrame:
-    """One row per run: radio, budget [J/round], seed, the mean |E_k − Ē| / Ē over devices,
-    the devices within 5 % and at or below 1.05 Ē, the mean energy [J/round], the mean
-    Z_k^T / T [J/round] (the overspend (E1) still allows), the share of rounds that start with
-    a busy delay queue (Q > 0), the last evaluated (surrogate) accuracy and the virtual time
-    [s]."""
+    """One row per run, the columns of ``STUDY_BUDGET_COLUMNS``
+    (:mod:`wirelessfl.results.columns`): radio, budget [J/round], seed, the mean
+    |E_k − Ē| / Ē over devices, the devices within 5 % and at or below 1.05 Ē, the mean energy
+    [J/round], the mean Z_k^T / T [J/round] (the overspend (E1) still allows), the share of
+    rounds that start with a busy delay queue (Q > 0), the last evaluated (surrogate) accuracy
+    and the virtual time [s]; with a band (the joint radio), the same against each device's
+    clipped target, the devices whose budget lies below and above their band, and the mean
+    lost drain (:func:`lost_drain_j`); NaN without one."""
     import pandas as pd
 
     from wirelessfl.results.groups import config_value
@@ -88,9 +140,27 @@ def budget_table(runs: list) -> pd.DataFrame:
                 "delay_busy_share": float((run.rounds.queue > 0.0).mean()),
                 "accuracy": float(run.rounds.accuracy.dropna().iloc[-1]),
                 "virtual_time_s": float(run.rounds.t_end_s.iloc[-1]),
+                **_band_columns(run, budget_j, energy_j),
             }
         )
     return pd.DataFrame(rows).sort_values(["radio", "budget_j", "seed"], ignore_index=True)
+
+
+def _band_columns(run, budget_j: float, energy_j: np.ndarray) -> dict[str, float]:
+    """The columns against each device's clipped target (NaN without a band)."""
+    band_j = device_band_j(run)
+    if band_j is None:
+        names = ("target_rel_gap", "within_5pct_of_target", "below_band", "above_band")
+        return {name: math.nan for name in (*names, "lost_drain_j")}
+    target_j = clipped_target_j(budget_j, band_j)
+    gap = abs(energy_j - target_j) / target_j
+    return {
+        "target_rel_gap": float(gap.mean()),
+        "within_5pct_of_target": int((gap <= FOLLOW_RTOL).sum()),
+        "below_band": int((budget_j < band_j[0]).sum()),
+        "above_band": int((budget_j > band_j[1]).sum()),
+        "lost_drain_j": float(lost_drain_j(run).mean()),
+    }
 
 
 def draw_budget(out: Path, runs: list) -> list[Path]:
@@ -104,8 +174,8 @@ def draw_budget(out: Path, runs: list) -> list[Path]:
 
     table = budget_table(runs)
     table.to_csv(out / "energy_budget.csv", index=False)
-    fig = Figure(figsize=(14.5, 3.4))
-    axes = fig.subplots(1, 4)
+    fig = Figure(figsize=(18, 3.4))
+    axes = fig.subplots(1, 5)
     markers = {"joint": "o", "fixed": "x"}
     for run in runs:
         radio = config_value(run, "controller.radio")
@@ -122,6 +192,7 @@ def draw_budget(out: Path, runs: list) -> list[Path]:
         axes[1].plot(mean.index, mean.accuracy, markers[radio] + "-", color=color, label=radio)
         axes[2].plot(mean.index, mean.virtual_time_s, markers[radio] + "-", color=color)
     _draw_convergence(axes[3], runs)
+    _draw_targets(axes[4], runs)
     labels = (
         "time-average energy per device [J/round]",
         "last accuracy (surrogate)",
@@ -135,6 +206,32 @@ def draw_budget(out: Path, runs: list) -> list[Path]:
     fig.suptitle("The energy budget with power and clock as decisions (joint) and without (fixed)")
     fig.tight_layout()
     return [save_figure(fig, out / "energy_budget.png")]
+
+
+def _draw_targets(ax, runs: list) -> None:
+    """Each device's time-average energy against its clipped target clip(Ē, E_lo,k, E_hi,k)
+    (runs with a band, one colour per budget; the diagonal dotted, ±5 % shaded)."""
+    from wirelessfl.results.groups import config_value
+
+    budgets = sorted({float(config_value(run, "controller.energy_budget_j")) for run in runs})
+    top = 0.0
+    for run in runs:
+        band_j = device_band_j(run)
+        if band_j is None:
+            continue
+        budget_j = float(config_value(run, "controller.energy_budget_j"))
+        target_j = clipped_target_j(budget_j, band_j)
+        color = f"C{budgets.index(budget_j) + 2}"
+        ax.plot(target_j, device_energy_j(run).to_numpy(), "o", color=color, alpha=0.4, ms=3)
+        top = max(top, float(target_j.max()), float(device_energy_j(run).max()))
+    for i, budget_j in enumerate(budgets):
+        ax.plot([], [], "o", color=f"C{i + 2}", label=f"{budget_j:g} J")
+    line = np.array([0.0, top])
+    ax.plot(line, line, "k:")
+    ax.fill_between(line, line * (1 - FOLLOW_RTOL), line * (1 + FOLLOW_RTOL), color="k", alpha=0.1)
+    ax.set_xlabel("clipped target clip(budget, E_lo, E_hi) [J/round]")
+    ax.set_ylabel("joint: time-average energy [J/round]")
+    ax.legend(fontsize=7)
 
 
 def _draw_convergence(ax, runs: list) -> None:

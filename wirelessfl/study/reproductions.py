@@ -431,9 +431,11 @@ DP_SGD_SIGMAS_MINILM = [0.3, 0.48, 0.85]
 #: 2.0-2.3 at delta 1e-5 (the runs report what each reached)
 DP_SGD_SIGMAS_DEFAULT = [1.0, 2.4]
 
-#: budgets [J per device per round] from just above the devices' floor (0.066 J: compute at f_min,
-#: K/N of the rounds) to above every device's energy without a budget (1.85 J at seed 0)
-ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9]
+#: budgets [J per device per round]: 0.2 J, below the low-end phones' E_lo (0.29-0.30 J, seeds
+#: 0-4) and above every other device's, then 0.4, 0.6, 0.9 and 1.2 J, inside every device's band
+#: in every seed (their common band is [0.30, 1.33] J), and 3 J, above every device's E_hi
+#: (at most 2.56 J; docs/results.md)
+ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.2, 3.0]
 #: the AirComp study: every FDMA uplink against AirComp at the same K (or SNR) and seed
 AIRCOMP_REFERENCE = Reference(
     {"channel.uplink": "aircomp"},
