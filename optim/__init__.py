@@ -37,7 +37,7 @@ from optim.energy_min import (
     min_feasible_deadline_s,
     solve_energy_min,
 )
-from optim.energy_queue import EnergyQueues, energy_queue_update
+from optim.energy_queue import ENERGY_QUEUE_RULES, EnergyQueues, energy_queue_update
 from optim.joint import JointSolution, solve_joint_step
 from optim.noise_share import deadline_shares, share_for_upload
 from optim.offline import (
@@ -53,6 +53,7 @@ from optim.sketch_ratio import SketchSolution, solve_sketch_ratios, solve_sketch
 
 __all__ = [
     "ENERGY_MIN_METHODS",
+    "ENERGY_QUEUE_RULES",
     "DeadlineInfeasibleError",
     "EnergyMinSolution",
     "JointSolution",

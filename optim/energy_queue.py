@@ -23,6 +23,15 @@ since with the equal-delay shares of eq. (31) every scheduled client transmits f
 at its power P_k [W]. E_comp,k does not depend on O, so (E2) is P3 with Q^t c replaced by
 c (Q^t + Pi^t), Pi^t = sum_{k in K^t} Z_k^t P_k [J·W] the *energy price* (see
 :func:`optim.online.solve_slot`, keyword ``energy_price_jw``, and :meth:`EnergyQueues.price`).
+
+Updated at participation (``rule="at_participation"``): a device's queue moves only in the
+rounds in which it spends energy (E_k^t > 0), by the drain of every round since its last move,
+
+    Z_k <- max(Z_k + E_k^t - E_bar_k g_k^t, 0),   g_k^t = rounds since its last move,     (E1')
+
+this one included. Telescoping (E1') over the device's moves t_1 < ... < t_m gives
+sum_{t<T} E_k^t <= E_bar_k (t_m + 1) + Z_k <= E_bar_k T + Z_k: the same bound as (E1), with
+the max cutting drain only at moves, not in every idle round (docs/solvers.md).
 """
 
 from __future__ import annotations
@@ -32,9 +41,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["EnergyQueues", "energy_queue_update"]
+__all__ = ["ENERGY_QUEUE_RULES", "EnergyQueues", "energy_queue_update"]
 
 _STATE_FORMAT = "optim.EnergyQueues/1"
+
+#: When a device's queue moves: every round by (E1), or only in the rounds it spends energy by
+#: (E1') with the drain of the rounds since its last move.
+ENERGY_QUEUE_RULES = ("every_round", "at_participation")
 
 
 def _vector(name: str, values: ArrayLike, n: int | None, *, positive: bool) -> NDArray[np.float64]:
@@ -63,21 +76,30 @@ def energy_queue_update(
 
 
 class EnergyQueues:
-    """The per-device energy queues Z_k^t of eq. (E1) (see the module docstring).
+    """The per-device energy queues Z_k^t of eq. (E1) or (E1') (see the module docstring).
 
     Args:
         budget_j: (N,) time-average energy budget E_bar_k per device per round [J/round], > 0.
         value: (N,) initial Z^0 [J], >= 0; zeros by default.
+        rule: ``"every_round"`` (E1) or ``"at_participation"`` (E1').
 
     Attributes:
         budget_j: (N,) E_bar [J/round] (a copy; read-only by convention).
-        value: (N,) the current Z^t [J].
+        value: (N,) the current Z^t [J] (at_participation: as of each device's last move).
+        idle_rounds: (N,) int, the rounds since each device's last move whose drain (E1') has
+            not taken yet (always 0 under every_round).
     """
 
-    def __init__(self, budget_j: ArrayLike, value: ArrayLike | None = None) -> None:
+    def __init__(
+        self, budget_j: ArrayLike, value: ArrayLike | None = None, *, rule: str = "every_round"
+    ) -> None:
+        if rule not in ENERGY_QUEUE_RULES:
+            raise ValueError(f"rule must be one of {ENERGY_QUEUE_RULES}; got {rule!r}")
+        self.rule = rule
         self.budget_j = _vector("budget_j", budget_j, None, positive=True)
         n = self.budget_j.size
         self.value = np.zeros(n) if value is None else _vector("value", value, n, positive=False)
+        self.idle_rounds = np.zeros(n, dtype=np.int64)
 
     @property
     def n_devices(self) -> int:
@@ -85,12 +107,21 @@ class EnergyQueues:
         return int(self.budget_j.size)
 
     def update(self, energy_j: ArrayLike) -> NDArray[np.float64]:
-        """Z <- max(Z + E - E_bar, 0) with the round's energy (N,) >= 0 [J]; returns a copy of Z.
+        """One round with every device's energy (N,) >= 0 [J]; returns a copy of Z.
 
-        A device that was not scheduled spends 0 and its queue drains by E_bar.
+        every_round: Z <- max(Z + E - E_bar, 0) for all (a device that spends 0 drains by
+        E_bar). at_participation: the devices with E > 0 take (E1') with g = idle_rounds + 1;
+        the others only count the round in ``idle_rounds``.
         """
         e = _vector("energy_j", energy_j, self.n_devices, positive=False)
-        self.value = energy_queue_update(self.value, e, self.budget_j)
+        if self.rule == "every_round":
+            self.value = energy_queue_update(self.value, e, self.budget_j)
+            return self.value.copy()
+        self.idle_rounds += 1
+        moves = e > 0.0
+        drain_j = self.budget_j[moves] * self.idle_rounds[moves]
+        self.value[moves] = energy_queue_update(self.value[moves], e[moves], drain_j)
+        self.idle_rounds[moves] = 0
         return self.value.copy()
 
     def price(self, client_ids: ArrayLike, tx_power_w: ArrayLike) -> float:
@@ -112,22 +143,27 @@ class EnergyQueues:
         return float(np.dot(self.value[ids], p))
 
     def state_dict(self) -> dict[str, Any]:
-        """JSON-serialisable state: ``format``, ``budget_j`` and ``value`` (lists of floats)."""
-        return {
+        """JSON-serialisable state: ``format``, ``budget_j`` and ``value`` (lists of floats),
+        and under at_participation ``idle_rounds`` (list of ints)."""
+        state: dict[str, Any] = {
             "format": _STATE_FORMAT,
             "budget_j": self.budget_j.tolist(),
             "value": self.value.tolist(),
         }
+        if self.rule == "at_participation":  # the key only there: old states unchanged
+            state["idle_rounds"] = self.idle_rounds.tolist()
+        return state
 
     def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
-        """Restore Z from :meth:`state_dict` output (possibly through JSON).
+        """Restore Z (and the idle rounds) from :meth:`state_dict` output (possibly through JSON).
 
         Args:
             strict: also require the saved ``budget_j`` to equal this object's.
 
         Raises:
-            ValueError: wrong format, wrong length, negative or non-finite values, or (strict)
-                a different budget.
+            ValueError: wrong format, wrong length, negative or non-finite values, idle rounds
+                missing under at_participation (or present under every_round), or (strict) a
+                different budget.
         """
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"state must be a dict with format={_STATE_FORMAT!r}")
@@ -139,4 +175,23 @@ class EnergyQueues:
                     "state['budget_j'] differs from this queue's budget_j; pass strict=False "
                     "to load anyway"
                 )
+        idle = self._idle_rounds(state.get("idle_rounds"))
         self.value = value
+        self.idle_rounds = idle
+
+    def _idle_rounds(self, saved: Any) -> NDArray[np.int64]:
+        """The saved ``idle_rounds`` checked against this queue's rule."""
+        if self.rule == "every_round":
+            if saved is not None:
+                raise ValueError(
+                    "state has idle_rounds (rule at_participation); this is every_round"
+                )
+            return np.zeros(self.n_devices, dtype=np.int64)
+        if saved is None:
+            raise ValueError(
+                "state has no idle_rounds (rule every_round); this is at_participation"
+            )
+        idle = _vector("state['idle_rounds']", saved, self.n_devices, positive=False)
+        if not np.array_equal(idle, np.round(idle)):
+            raise ValueError(f"state['idle_rounds'] must hold whole numbers; got {saved!r}")
+        return idle.astype(np.int64)

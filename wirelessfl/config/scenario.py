@@ -557,6 +557,16 @@ class ControllerConfig:
         "'The energy queues' weight'); 1: the SI exchange 1 s = 1 J",
         applies=_controller_keeps_budget,
     )
+    energy_queue: str = option(
+        "every_round",
+        choices=("every_round", "at_participation"),  # optim.ENERGY_QUEUE_RULES
+        doc="when a device's energy queue Z_k moves: every_round, Z_k <- max(Z_k + E_k - "
+        "budget, 0) each round (event-driven modes: each aggregation) | at_participation, "
+        "only in the rounds it spends energy, with the budget of every round since its last "
+        "move, so idle rounds' budget is banked (docs/solvers.md, 'Queues updated at "
+        "participation'); needs energy_budget_j",
+        applies=_controller_keeps_budget,
+    )
     energy_price: float = option(
         0.0,
         ge=0.0,
@@ -1444,6 +1454,11 @@ class Scenario:
         self._validate_bits_choices()
         self._validate_noise_bandwidth()
         budget = self.controller.energy_budget_j
+        if budget is None and self.controller.energy_queue != "every_round":
+            raise ConfigError(
+                f"controller.energy_queue: {self.controller.energy_queue} moves the energy "
+                "queues, which need controller.energy_budget_j; set a budget or use every_round"
+            )
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:
             raise ConfigError(
                 f"controller.energy_budget_j: the {self.controller.name!r} controller has no "

@@ -26,8 +26,10 @@ the event-driven modes refuse it.
 
 Energy budgets (optional, ``ControllerContext.energy_budget_j``): the base class keeps one
 virtual queue per device (:class:`optim.EnergyQueues`, Z_k^{t+1} = max(Z_k^t + E_k^t - E_bar_k,
-0)). Per round the simulator calls :meth:`Controller.price_energy` with the clients about to be
-decided for and their transmit powers, then :meth:`Controller.decide`, and after the round
+0); with ``controller.energy_queue: at_participation`` a queue moves only in the rounds its
+device spends energy, by the budget of every round since its last move). Per round the
+simulator calls :meth:`Controller.price_energy` with the clients about to be decided for and
+their transmit powers, then :meth:`Controller.decide`, and after the round
 :meth:`Controller.observe_energy` with every device's energy. Controllers with
 ``SUPPORTS_ENERGY_BUDGET = True`` (osfa, tsfa's online stage) minimise
 (Q + sum_k Z_k P_k) D(O) + V gamma(O); the others refuse a budget.
@@ -279,7 +281,7 @@ class Controller(ABC):
                 f"{budget.shape}"
             )
         try:
-            return EnergyQueues(budget)
+            return EnergyQueues(budget, rule=getattr(ctx.settings, "energy_queue", "every_round"))
         except ValueError as err:
             raise ConfigError(f"energy budget: {err}") from None
 
@@ -322,10 +324,13 @@ class Controller(ABC):
         return self.energy_weight * self.energy_queues.value[client_ids] + self.energy_price
 
     def observe_energy(self, energy_j: np.ndarray) -> None:
-        """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J].
+        """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J]
+        (``controller.energy_queue: at_participation``: only the devices with E_k > 0, by the
+        budget of every round since their last move; :class:`optim.EnergyQueues`).
 
-        Devices not scheduled pass 0 (their queues drain). Resets the stored price to 0 (it
-        was computed from the old queues). Without an energy budget this does nothing.
+        Devices not scheduled pass 0 (their queues drain, or bank the round). Resets the
+        stored price to 0 (it was computed from the old queues). Without an energy budget this
+        does nothing.
         """
         if self.energy_queues is None:
             return

@@ -60,26 +60,48 @@ def _spent_j(run) -> np.ndarray:
     return spent
 
 
-def _queues_j(spent: np.ndarray, budget_j: float) -> np.ndarray:
-    """(T, N) Z_k^{t+1} [J] by (E1) from the energy per round ``spent`` (T, N)."""
+def _queue_rule(run) -> str:
+    """The run's ``controller.energy_queue`` (every_round for a run from before the key)."""
+    from wirelessfl.results.groups import config_value
+
+    rule = config_value(run, "controller.energy_queue")
+    return rule if isinstance(rule, str) else "every_round"
+
+
+def _replay_queues_j(
+    spent: np.ndarray, budget_j: float, rule: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(T, N) Z_k^{t+1} [J] replayed from the energy per round ``spent`` (T, N) by (E1)
+    (``rule`` every_round) or (E1') (at_participation: a queue moves in the rounds its device
+    spends, by Ē times the rounds since its last move), and (N,) the budget each device's queue
+    did not bank [J]: the drain its max cut, plus (E1') the drain still pending after its last
+    move."""
     queue_j = np.zeros_like(spent)
     z_j = np.zeros(spent.shape[1])
+    lost_j = np.zeros(spent.shape[1])
+    idle = np.zeros(spent.shape[1])
     for t in range(len(spent)):
-        z_j = np.maximum(z_j + spent[t] - budget_j, 0.0)
+        idle += 1.0
+        moves = spent[t] > 0.0 if rule == "at_participation" else np.ones(len(z_j), dtype=bool)
+        drain_j = budget_j * idle[moves]
+        lost_j[moves] += np.maximum(drain_j - z_j[moves] - spent[t, moves], 0.0)
+        z_j[moves] = np.maximum(z_j[moves] + spent[t, moves] - drain_j, 0.0)
+        idle[moves] = 0.0
         queue_j[t] = z_j
-    return queue_j
+    return queue_j, lost_j + budget_j * idle
 
 
 def running_energy_j(run) -> tuple[np.ndarray, np.ndarray]:
     """(T, N) each device's energy per round [J/round] averaged over rounds 0..t, and (T, N)
-    its energy queue Z_k^{t+1} [J] replayed by (E1) from the ``clients`` table: the budget
-    holds up to Z_k^T / T (docs/solvers.md, "Energy budgets in the online stage")."""
+    its energy queue Z_k^{t+1} [J] replayed by (E1) or (E1') (the run's
+    ``controller.energy_queue``) from the ``clients`` table: the budget holds up to Z_k^T / T
+    (docs/solvers.md, "Energy budgets in the online stage")."""
     from wirelessfl.results.groups import config_value
 
     spent = _spent_j(run)
     budget_j = float(config_value(run, "controller.energy_budget_j"))
     average_j = np.cumsum(spent, axis=0) / np.arange(1, len(spent) + 1)[:, None]
-    return average_j, _queues_j(spent, budget_j)
+    return average_j, _replay_queues_j(spent, budget_j, _queue_rule(run))[0]
 
 
 def device_band_j(run) -> np.ndarray | None:
@@ -96,16 +118,16 @@ def clipped_target_j(budget_j: float, band_j: np.ndarray) -> np.ndarray:
 
 
 def lost_drain_j(run) -> np.ndarray:
-    """(N,) each device's budget the queue of (E1) could not bank, per round [J/round]:
-    (1/T) sum_t max(Ē − Z_k^t − E_k^t, 0), the part of a round's drain cut at Z = 0. By (E1),
-    E_k = Ē + Z_k^T / T − this, exactly."""
+    """(N,) each device's budget its queue could not bank, per round [J/round]. By (E1):
+    (1/T) sum_t max(Ē − Z_k^t − E_k^t, 0), the part of a round's drain cut at Z = 0; by (E1')
+    (``controller.energy_queue: at_participation``): the same cut at each move, of the drain
+    Ē g of the g rounds since the last one, plus Ē times the rounds after the last move. Either
+    way E_k = Ē + Z_k^T / T − this, exactly ((B3), docs/solvers.md)."""
     from wirelessfl.results.groups import config_value
 
     spent = _spent_j(run)
     budget_j = float(config_value(run, "controller.energy_budget_j"))
-    queue_j = _queues_j(spent, budget_j)
-    before_j = np.vstack([np.zeros(spent.shape[1]), queue_j[:-1]])  # Z_k^t
-    return np.maximum(budget_j - before_j - spent, 0.0).sum(axis=0) / len(spent)
+    return _replay_queues_j(spent, budget_j, _queue_rule(run))[1] / len(spent)
 
 
 def budget_table(runs: list) -> pd.DataFrame:
