@@ -44,7 +44,9 @@ ROUND_COLUMNS: dict[str, str] = {
     "transmit_energy_j": "energy the clients spent uploading: transmit power x upload time "
     "(a cut upload: up to the deadline)",
     "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
-    "(controller.energy_budget_j; NaN without a budget)",
+    "(controller.energy_budget_j; NaN without a budget; with controller.energy_queue: "
+    "at_participation each device's Z as of the last round it spent, before the drain of the "
+    "rounds since)",
     "planned_delay_s": "D^t the controller planned: the longest upload of the clients' "
     "messages as the algorithm's cost model sizes them, with the decided shares (and powers, "
     "where the controller decides them; before faults; the sketch controller adds compute; "
@@ -233,6 +235,7 @@ STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
 #: E_k is device k's time-average compute + transmit energy per round, Ē the budget
 STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "radio": "controller.radio",
+    "energy_queue": "controller.energy_queue: every_round (E1) or at_participation (E1')",
     "budget_j": "controller.energy_budget_j, Ē [J per device per round]",
     "seed": "the run's seed",
     "mean_rel_gap": "mean over devices of |E_k - Ē| / Ē",
@@ -241,7 +244,7 @@ STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "devices": "N, the devices",
     "mean_energy_j": "mean over devices of E_k [J/round]",
     "queue_gap_j": "mean over devices of Z_k^T / T [J/round], the overspend the energy queue "
-    "of (E1) still allows after the run's T rounds (replayed from clients.csv)",
+    "of (E1) or (E1') still allows after the run's T rounds (replayed from clients.csv)",
     "delay_busy_share": "share of rounds that start with a busy delay queue (Q > 0)",
     "accuracy": "the last evaluated accuracy (the surrogate's: no measure of learning)",
     "virtual_time_s": "the run's virtual time [s]",
@@ -252,7 +255,9 @@ STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "below_band": "devices whose budget is below E_lo,k (NaN without a band)",
     "above_band": "devices whose budget is above E_hi,k (NaN without a band)",
     "lost_drain_j": "mean over devices of (1/T) sum_t max(Ē - Z_k^t - E_k^t, 0) [J/round], the "
-    "budget the queue could not bank (E_k = Ē + Z_k^T / T - this; NaN without a band)",
+    "budget the queue could not bank (E_k = Ē + Z_k^T / T - this; NaN without a band); with "
+    "energy_queue at_participation the cut at each round the device spends, of Ē times the "
+    "rounds since its last, plus Ē times the rounds after its last",
 }
 
 #: ``summary.csv`` columns of the AirComp reproductions (``wirelessfl reproduce aircomp-*``,

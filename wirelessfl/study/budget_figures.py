@@ -132,7 +132,7 @@ def lost_drain_j(run) -> np.ndarray:
 
 def budget_table(runs: list) -> pd.DataFrame:
     """One row per run, the columns of ``STUDY_BUDGET_COLUMNS``
-    (:mod:`wirelessfl.results.columns`): radio, budget [J/round], seed, the mean
+    (:mod:`wirelessfl.results.columns`): radio, energy queue rule, budget [J/round], seed, the mean
     |E_k − Ē| / Ē over devices, the devices within 5 % and at or below 1.05 Ē, the mean energy
     [J/round], the mean Z_k^T / T [J/round] (the overspend (E1) still allows), the share of
     rounds that start with a busy delay queue (Q > 0), the last evaluated (surrogate) accuracy
@@ -151,6 +151,7 @@ def budget_table(runs: list) -> pd.DataFrame:
         rows.append(
             {
                 "radio": config_value(run, "controller.radio"),
+                "energy_queue": _queue_rule(run),
                 "budget_j": budget_j,
                 "seed": int(config_value(run, "seed")),
                 "mean_rel_gap": float(gap.mean()),
@@ -165,7 +166,8 @@ def budget_table(runs: list) -> pd.DataFrame:
                 **_band_columns(run, budget_j, energy_j),
             }
         )
-    return pd.DataFrame(rows).sort_values(["radio", "budget_j", "seed"], ignore_index=True)
+    keys = ["radio", "energy_queue", "budget_j", "seed"]
+    return pd.DataFrame(rows).sort_values(keys, ignore_index=True)
 
 
 def _band_columns(run, budget_j: float, energy_j: np.ndarray) -> dict[str, float]:
@@ -185,10 +187,34 @@ def _band_columns(run, budget_j: float, energy_j: np.ndarray) -> dict[str, float
     }
 
 
+#: how each (radio, energy queue rule) is drawn: marker, colour, legend label
+_STYLES = {
+    ("joint", "every_round"): ("o", "C0", "joint"),
+    ("fixed", "every_round"): ("x", "C1", "fixed"),
+    ("joint", "at_participation"): ("s", "C9", "joint, queue at participation"),
+    ("fixed", "at_participation"): ("+", "C8", "fixed, queue at participation"),
+}
+
+
+def _style(run) -> tuple[str, str, str]:
+    from wirelessfl.results.groups import config_value
+
+    return _STYLES[(config_value(run, "controller.radio"), _queue_rule(run))]
+
+
+def _is_reference_joint(run) -> bool:
+    """The joint radio with the queue of (E1): the runs of the convergence and target panels."""
+    from wirelessfl.results.groups import config_value
+
+    return config_value(run, "controller.radio") == "joint" and _queue_rule(run) == "every_round"
+
+
 def draw_budget(out: Path, runs: list) -> list[Path]:
     """``energy_budget.png``: each device's time-average energy against the budget (every seed,
     the diagonal E = Ē dotted), and the surrogate's last accuracy and the virtual time against
-    the budget (mean over seeds), one line per radio; ``energy_budget.csv``:
+    the budget (mean over seeds), one line per radio and queue rule; the joint radio's
+    convergence to and distance from its clipped target; with runs of both queue rules, the
+    mean |E_k − T_k| / T_k of each against the budget; ``energy_budget.csv``:
     :func:`budget_table`."""
     from matplotlib.figure import Figure
 
@@ -196,25 +222,27 @@ def draw_budget(out: Path, runs: list) -> list[Path]:
 
     table = budget_table(runs)
     table.to_csv(out / "energy_budget.csv", index=False)
-    fig = Figure(figsize=(18, 3.4))
-    axes = fig.subplots(1, 5)
-    markers = {"joint": "o", "fixed": "x"}
+    rules = set(table.energy_queue)
+    fig = Figure(figsize=(18 if len(rules) == 1 else 21.6, 3.4))
+    axes = fig.subplots(1, 5 if len(rules) == 1 else 6)
     for run in runs:
-        radio = config_value(run, "controller.radio")
+        marker, color, _ = _style(run)
         budget_j = float(config_value(run, "controller.energy_budget_j"))
         energy_j = device_energy_j(run).to_numpy()
-        color = "C0" if radio == "joint" else "C1"
-        axes[0].plot([budget_j] * len(energy_j), energy_j, markers[radio], color=color, alpha=0.4)
+        axes[0].plot([budget_j] * len(energy_j), energy_j, marker, color=color, alpha=0.4)
     top = float(table.budget_j.max())
     axes[0].plot([0.0, top], [0.0, top], "k:", label="E = budget")
-    for radio, part in table.groupby("radio"):
+    for (radio, rule), part in table.groupby(["radio", "energy_queue"]):
         mean = part.groupby("budget_j")[["accuracy", "virtual_time_s"]].mean()
-        color = "C0" if radio == "joint" else "C1"
-        axes[0].plot([], [], markers[radio], color=color, label=f"radio: {radio}")
-        axes[1].plot(mean.index, mean.accuracy, markers[radio] + "-", color=color, label=radio)
-        axes[2].plot(mean.index, mean.virtual_time_s, markers[radio] + "-", color=color)
-    _draw_convergence(axes[3], runs)
-    _draw_targets(axes[4], runs)
+        marker, color, label = _STYLES[(radio, rule)]
+        axes[0].plot([], [], marker, color=color, label=f"radio: {label}")
+        axes[1].plot(mean.index, mean.accuracy, marker + "-", color=color, label=label)
+        axes[2].plot(mean.index, mean.virtual_time_s, marker + "-", color=color)
+    reference = [run for run in runs if _is_reference_joint(run)]
+    _draw_convergence(axes[3], reference)
+    _draw_targets(axes[4], reference)
+    if len(rules) > 1:
+        _draw_queue_rules(axes[5], table)
     labels = (
         "time-average energy per device [J/round]",
         "last accuracy (surrogate)",
@@ -228,6 +256,28 @@ def draw_budget(out: Path, runs: list) -> list[Path]:
     fig.suptitle("The energy budget with power and clock as decisions (joint) and without (fixed)")
     fig.tight_layout()
     return [save_figure(fig, out / "energy_budget.png")]
+
+
+def _draw_queue_rules(ax, table: pd.DataFrame) -> None:
+    """The joint radio's mean over devices of |E_k − T_k| / T_k against the budget, one line
+    per queue rule (mean over seeds, bars: min–max)."""
+    for rule, part in table[table.radio == "joint"].groupby("energy_queue"):
+        gap = part.groupby("budget_j").target_rel_gap
+        mean, low, high = gap.mean(), gap.min(), gap.max()
+        marker, color, label = _STYLES[("joint", rule)]
+        ax.errorbar(
+            mean.index,
+            mean,
+            yerr=[mean - low, high - mean],
+            fmt=marker + "-",
+            color=color,
+            capsize=3,
+            label=label,
+        )
+    ax.axhline(FOLLOW_RTOL, color="k", linestyle=":")
+    ax.set_xlabel("energy budget [J/round]")
+    ax.set_ylabel("joint: mean |E_k - T_k| / T_k")
+    ax.legend(fontsize=7)
 
 
 def _draw_targets(ax, runs: list) -> None:
