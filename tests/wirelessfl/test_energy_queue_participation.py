@@ -98,9 +98,7 @@ def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path):
 
 def test_an_event_driven_run_moves_a_queue_at_the_aggregations_that_take_its_update(tmp_path):
     """async, 4 clients at once: each aggregation takes one update; (E1') over aggregations."""
-    sc = small_scenario(
-        **AT_PARTICIPATION, rounds=30, server={"mode": "async", "concurrency": 4}
-    )
+    sc = small_scenario(**AT_PARTICIPATION, rounds=30, server={"mode": "async", "concurrency": 4})
     run = Run(sc, tmp_path / "run")
     result = run.execute()
     spent_j = _spent_j(result)
