@@ -32,6 +32,16 @@ rounds in which it spends energy (E_k^t > 0), by the drain of every round since 
 this one included. Telescoping (E1') over the device's moves t_1 < ... < t_m gives
 sum_{t<T} E_k^t <= E_bar_k (t_m + 1) + Z_k <= E_bar_k T + Z_k: the same bound as (E1), with
 the max cutting drain only at moves, not in every idle round (docs/solvers.md).
+
+Signed (``rule="signed"``): the queue of a time-average *equality* constraint (Neely 2010,
+ch. 4), with no max: a negative Z_k is banked credit,
+
+    Z_k^{t+1} = Z_k^t + E_k^t - E_bar_k,   priced at max(Z_k^t, 0),                 (E1'')
+
+so telescoping gives (1/T) sum_{t<T} E_k^t = E_bar_k + Z_k^T / T exactly (no drain lost) and
+sum_t E_k^t <= E_bar_k T + max(Z_k^T, 0). The step never sees a negative price (a reward for
+energy would make it maximise energy): :attr:`EnergyQueues.price_weight_j` is max(Z, 0), which
+equals Z under (E1) and (E1').
 """
 
 from __future__ import annotations
@@ -46,11 +56,13 @@ __all__ = ["ENERGY_QUEUE_RULES", "EnergyQueues", "energy_queue_update"]
 _STATE_FORMAT = "optim.EnergyQueues/1"
 
 #: When a device's queue moves: every round by (E1), or only in the rounds it spends energy by
-#: (E1') with the drain of the rounds since its last move.
-ENERGY_QUEUE_RULES = ("every_round", "at_participation")
+#: (E1') with the drain of the rounds since its last move, or every round with no max by (E1'').
+ENERGY_QUEUE_RULES = ("every_round", "at_participation", "signed")
 
 
-def _vector(name: str, values: ArrayLike, n: int | None, *, positive: bool) -> NDArray[np.float64]:
+def _vector(
+    name: str, values: ArrayLike, n: int | None, *, positive: bool, signed: bool = False
+) -> NDArray[np.float64]:
     try:
         arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -59,11 +71,13 @@ def _vector(name: str, values: ArrayLike, n: int | None, *, positive: bool) -> N
         raise ValueError(f"{name} must be a non-empty 1-D array; got shape {arr.shape}")
     if n is not None and arr.size != n:
         raise ValueError(f"{name} must have length {n} (one per device); got length {arr.size}")
-    ok = np.isfinite(arr) & ((arr > 0.0) if positive else (arr >= 0.0))
+    ok = np.isfinite(arr)
+    if not signed:
+        ok &= (arr > 0.0) if positive else (arr >= 0.0)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        op = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must hold finite values {op}; got {arr[i].item()!r} at index {i}")
+        op = "" if signed else (" > 0" if positive else " >= 0")
+        raise ValueError(f"{name} must hold finite values{op}; got {arr[i].item()!r} at index {i}")
     return arr
 
 
@@ -76,16 +90,17 @@ def energy_queue_update(
 
 
 class EnergyQueues:
-    """The per-device energy queues Z_k^t of eq. (E1) or (E1') (see the module docstring).
+    """The per-device energy queues Z_k^t of eq. (E1), (E1') or (E1'') (module docstring).
 
     Args:
         budget_j: (N,) time-average energy budget E_bar_k per device per round [J/round], > 0.
-        value: (N,) initial Z^0 [J], >= 0; zeros by default.
-        rule: ``"every_round"`` (E1) or ``"at_participation"`` (E1').
+        value: (N,) initial Z^0 [J], >= 0 (any finite value under signed); zeros by default.
+        rule: ``"every_round"`` (E1), ``"at_participation"`` (E1') or ``"signed"`` (E1'').
 
     Attributes:
         budget_j: (N,) E_bar [J/round] (a copy; read-only by convention).
-        value: (N,) the current Z^t [J] (at_participation: as of each device's last move).
+        value: (N,) the current Z^t [J] (at_participation: as of each device's last move;
+            signed: negative where credit is banked).
         idle_rounds: (N,) int, the rounds since each device's last move whose drain (E1') has
             not taken yet (always 0 under every_round).
     """
@@ -98,7 +113,7 @@ class EnergyQueues:
         self.rule = rule
         self.budget_j = _vector("budget_j", budget_j, None, positive=True)
         n = self.budget_j.size
-        self.value = np.zeros(n) if value is None else _vector("value", value, n, positive=False)
+        self.value = np.zeros(n) if value is None else self._values("value", value)
         self.idle_rounds = np.zeros(n, dtype=np.int64)
 
     @property
@@ -106,14 +121,28 @@ class EnergyQueues:
         """N, the number of devices (queues)."""
         return int(self.budget_j.size)
 
+    @property
+    def price_weight_j(self) -> NDArray[np.float64]:
+        """(N,) max(Z, 0) [J], the queue values the step prices energy at (Z itself under
+        every_round and at_participation, whose Z never goes below 0)."""
+        return np.maximum(self.value, 0.0)
+
+    def _values(self, name: str, values: ArrayLike) -> NDArray[np.float64]:
+        """(N,) queue values checked for this rule (>= 0, or any finite value under signed)."""
+        signed = self.rule == "signed"
+        return _vector(name, values, self.n_devices, positive=False, signed=signed)
+
     def update(self, energy_j: ArrayLike) -> NDArray[np.float64]:
         """One round with every device's energy (N,) >= 0 [J]; returns a copy of Z.
 
         every_round: Z <- max(Z + E - E_bar, 0) for all (a device that spends 0 drains by
         E_bar). at_participation: the devices with E > 0 take (E1') with g = idle_rounds + 1;
-        the others only count the round in ``idle_rounds``.
+        the others only count the round in ``idle_rounds``. signed: Z <- Z + E - E_bar (E1'').
         """
         e = _vector("energy_j", energy_j, self.n_devices, positive=False)
+        if self.rule == "signed":
+            self.value = self.value + e - self.budget_j
+            return self.value.copy()
         if self.rule == "every_round":
             self.value = energy_queue_update(self.value, e, self.budget_j)
             return self.value.copy()
@@ -125,7 +154,7 @@ class EnergyQueues:
         return self.value.copy()
 
     def price(self, client_ids: ArrayLike, tx_power_w: ArrayLike) -> float:
-        """The energy price Pi = sum_k Z_k P_k over the given (scheduled) devices [J·W].
+        """The energy price Pi = sum_k max(Z_k, 0) P_k over the given (scheduled) devices [J·W].
 
         Args:
             client_ids: (K,) device indices in [0, N).
@@ -140,7 +169,7 @@ class EnergyQueues:
         if ids.size == 0:
             return 0.0
         p = _vector("tx_power_w", tx_power_w, ids.size, positive=False)
-        return float(np.dot(self.value[ids], p))
+        return float(np.dot(self.price_weight_j[ids], p))
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-serialisable state: ``format``, ``budget_j`` and ``value`` (lists of floats),
@@ -167,7 +196,7 @@ class EnergyQueues:
         """
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"state must be a dict with format={_STATE_FORMAT!r}")
-        value = _vector("state['value']", state.get("value"), self.n_devices, positive=False)
+        value = self._values("state['value']", state.get("value"))
         if strict and "budget_j" in state:
             saved = _vector("state['budget_j']", state["budget_j"], self.n_devices, positive=True)
             if not np.array_equal(saved, self.budget_j):
@@ -181,10 +210,10 @@ class EnergyQueues:
 
     def _idle_rounds(self, saved: Any) -> NDArray[np.int64]:
         """The saved ``idle_rounds`` checked against this queue's rule."""
-        if self.rule == "every_round":
+        if self.rule != "at_participation":
             if saved is not None:
                 raise ValueError(
-                    "state has idle_rounds (rule at_participation); this is every_round"
+                    f"state has idle_rounds (rule at_participation); this is {self.rule}"
                 )
             return np.zeros(self.n_devices, dtype=np.int64)
         if saved is None:

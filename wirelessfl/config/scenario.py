@@ -559,12 +559,14 @@ class ControllerConfig:
     )
     energy_queue: str = option(
         "every_round",
-        choices=("every_round", "at_participation"),  # optim.ENERGY_QUEUE_RULES
+        choices=("every_round", "at_participation", "signed"),  # optim.ENERGY_QUEUE_RULES
         doc="when a device's energy queue Z_k moves: every_round, Z_k <- max(Z_k + E_k - "
         "budget, 0) each round (event-driven modes: each aggregation) | at_participation, "
         "only in the rounds it spends energy, with the budget of every round since its last "
         "move, so idle rounds' budget is banked (docs/solvers.md, 'Queues updated at "
-        "participation'); needs energy_budget_j",
+        "participation') | signed, Z_k <- Z_k + E_k - budget each round with no max, so "
+        "unspent budget is credit the step spends at price 0 and the time-average energy "
+        "follows the budget (docs/solvers.md, 'The signed queue'); needs energy_budget_j",
         applies=_controller_keeps_budget,
     )
     energy_price: float = option(

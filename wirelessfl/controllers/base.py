@@ -27,7 +27,8 @@ the event-driven modes refuse it.
 Energy budgets (optional, ``ControllerContext.energy_budget_j``): the base class keeps one
 virtual queue per device (:class:`optim.EnergyQueues`, Z_k^{t+1} = max(Z_k^t + E_k^t - E_bar_k,
 0); with ``controller.energy_queue: at_participation`` a queue moves only in the rounds its
-device spends energy, by the budget of every round since its last move). Per round the
+device spends energy, by the budget of every round since its last move; with ``signed``
+Z_k^{t+1} = Z_k^t + E_k^t - E_bar_k with no max, priced at max(Z_k, 0)). Per round the
 simulator calls :meth:`Controller.price_energy` with the clients about to be decided for and
 their transmit powers, then :meth:`Controller.decide`, and after the round
 :meth:`Controller.observe_energy` with every device's energy. Controllers with
@@ -291,7 +292,7 @@ class Controller(ABC):
         return self.virtual_queue.value
 
     def price_energy(self, client_ids: np.ndarray, tx_power_w: np.ndarray) -> None:
-        """Store Pi = sum_k Z_k P_k over ``client_ids`` for the next :meth:`decide`.
+        """Store Pi = sum_k max(Z_k, 0) P_k over ``client_ids`` for the next :meth:`decide`.
 
         Args:
             client_ids: (K',) device indices of the clients :meth:`decide` will be called for.
@@ -317,16 +318,18 @@ class Controller(ABC):
         return float(self.ctx.settings.energy_price)
 
     def weighted_energy_queues(self, client_ids: np.ndarray) -> np.ndarray:
-        """(K',) omega Z_k + mu [J] of ``client_ids``, each device's price per J of its energy
-        (zeros without a budget)."""
+        """(K',) omega max(Z_k, 0) + mu [J] of ``client_ids``, each device's price per J of its
+        energy (zeros without a budget; the max matters only under ``energy_queue: signed``)."""
         if self.energy_queues is None:
             return np.zeros(len(client_ids))
-        return self.energy_weight * self.energy_queues.value[client_ids] + self.energy_price
+        weight_j = self.energy_queues.price_weight_j[client_ids]
+        return self.energy_weight * weight_j + self.energy_price
 
     def observe_energy(self, energy_j: np.ndarray) -> None:
         """Z_k <- max(Z_k + E_k - E_bar_k, 0) with every device's energy this round (N,) [J]
         (``controller.energy_queue: at_participation``: only the devices with E_k > 0, by the
-        budget of every round since their last move; :class:`optim.EnergyQueues`).
+        budget of every round since their last move; ``signed``: Z_k <- Z_k + E_k - E_bar_k,
+        no max; :class:`optim.EnergyQueues`).
 
         Devices not scheduled pass 0 (their queues drain, or bank the round). Resets the
         stored price to 0 (it was computed from the old queues). Without an energy budget this

@@ -46,7 +46,7 @@ ROUND_COLUMNS: dict[str, str] = {
     "energy_queue_mean_j": "mean over devices of the energy queues Z_k^{t+1} "
     "(controller.energy_budget_j; NaN without a budget; with controller.energy_queue: "
     "at_participation each device's Z as of the last round it spent, before the drain of the "
-    "rounds since)",
+    "rounds since; signed: Z_k may be negative, banked credit)",
     "planned_delay_s": "D^t the controller planned: the longest upload of the clients' "
     "messages as the algorithm's cost model sizes them, with the decided shares (and powers, "
     "where the controller decides them; before faults; the sketch controller adds compute; "
@@ -235,7 +235,8 @@ STUDY_ACCURACY_ENERGY_COLUMNS: dict[str, str] = {
 #: E_k is device k's time-average compute + transmit energy per round, Ē the budget
 STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "radio": "controller.radio",
-    "energy_queue": "controller.energy_queue: every_round (E1) or at_participation (E1')",
+    "energy_queue": "controller.energy_queue: every_round (E1), at_participation (E1') or "
+    "signed (E1'')",
     "budget_j": "controller.energy_budget_j, Ē [J per device per round]",
     "seed": "the run's seed",
     "mean_rel_gap": "mean over devices of |E_k - Ē| / Ē",
@@ -244,7 +245,8 @@ STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "devices": "N, the devices",
     "mean_energy_j": "mean over devices of E_k [J/round]",
     "queue_gap_j": "mean over devices of Z_k^T / T [J/round], the overspend the energy queue "
-    "of (E1) or (E1') still allows after the run's T rounds (replayed from clients.csv)",
+    "of (E1), (E1') or (E1'') still allows after the run's T rounds (replayed from "
+    "clients.csv; negative under signed: credit left unspent)",
     "delay_busy_share": "share of rounds that start with a busy delay queue (Q > 0)",
     "accuracy": "the last evaluated accuracy (the surrogate's: no measure of learning)",
     "virtual_time_s": "the run's virtual time [s]",
@@ -257,7 +259,7 @@ STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "lost_drain_j": "mean over devices of (1/T) sum_t max(Ē - Z_k^t - E_k^t, 0) [J/round], the "
     "budget the queue could not bank (E_k = Ē + Z_k^T / T - this; NaN without a band); with "
     "energy_queue at_participation the cut at each round the device spends, of Ē times the "
-    "rounds since its last, plus Ē times the rounds after its last",
+    "rounds since its last, plus Ē times the rounds after its last; 0 with signed (no max)",
 }
 
 #: ``summary.csv`` columns of the AirComp reproductions (``wirelessfl reproduce aircomp-*``,

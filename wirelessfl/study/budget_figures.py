@@ -72,10 +72,12 @@ def _replay_queues_j(
     spent: np.ndarray, budget_j: float, rule: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(T, N) Z_k^{t+1} [J] replayed from the energy per round ``spent`` (T, N) by (E1)
-    (``rule`` every_round) or (E1') (at_participation: a queue moves in the rounds its device
-    spends, by Ē times the rounds since its last move), and (N,) the budget each device's queue
-    did not bank [J]: the drain its max cut, plus (E1') the drain still pending after its last
-    move."""
+    (``rule`` every_round), (E1') (at_participation: a queue moves in the rounds its device
+    spends, by Ē times the rounds since its last move) or (E1'') (signed: no max), and (N,) the
+    budget each device's queue did not bank [J]: the drain its max cut, plus (E1') the drain
+    still pending after its last move; 0 under (E1''), which cuts nothing."""
+    if rule == "signed":
+        return np.cumsum(spent - budget_j, axis=0), np.zeros(spent.shape[1])
     queue_j = np.zeros_like(spent)
     z_j = np.zeros(spent.shape[1])
     lost_j = np.zeros(spent.shape[1])
@@ -93,7 +95,7 @@ def _replay_queues_j(
 
 def running_energy_j(run) -> tuple[np.ndarray, np.ndarray]:
     """(T, N) each device's energy per round [J/round] averaged over rounds 0..t, and (T, N)
-    its energy queue Z_k^{t+1} [J] replayed by (E1) or (E1') (the run's
+    its energy queue Z_k^{t+1} [J] replayed by (E1), (E1') or (E1'') (the run's
     ``controller.energy_queue``) from the ``clients`` table: the budget holds up to Z_k^T / T
     (docs/solvers.md, "Energy budgets in the online stage")."""
     from wirelessfl.results.groups import config_value
@@ -121,8 +123,8 @@ def lost_drain_j(run) -> np.ndarray:
     """(N,) each device's budget its queue could not bank, per round [J/round]. By (E1):
     (1/T) sum_t max(Ē − Z_k^t − E_k^t, 0), the part of a round's drain cut at Z = 0; by (E1')
     (``controller.energy_queue: at_participation``): the same cut at each move, of the drain
-    Ē g of the g rounds since the last one, plus Ē times the rounds after the last move. Either
-    way E_k = Ē + Z_k^T / T − this, exactly ((B3), docs/solvers.md)."""
+    Ē g of the g rounds since the last one, plus Ē times the rounds after the last move; by
+    (E1'') (signed): 0. Each way E_k = Ē + Z_k^T / T − this, exactly ((B3), docs/solvers.md)."""
     from wirelessfl.results.groups import config_value
 
     spent = _spent_j(run)
@@ -193,6 +195,8 @@ _STYLES = {
     ("fixed", "every_round"): ("x", "C1", "fixed"),
     ("joint", "at_participation"): ("s", "C9", "joint, queue at participation"),
     ("fixed", "at_participation"): ("+", "C8", "fixed, queue at participation"),
+    ("joint", "signed"): ("D", "C3", "joint, signed queue"),
+    ("fixed", "signed"): ("1", "C2", "fixed, signed queue"),
 }
 
 

@@ -907,11 +907,18 @@ REPRODUCTIONS: dict[str, Reproduction] = {
                 "controller.energy_queue": ["at_participation"],
                 "controller.energy_budget_j": [0.4, 0.6, 0.9, 1.2],
             },
+            # the signed queue of (E1''): inside the band, and 3 J above every band
+            "joint-signed": {
+                "controller.radio": ["joint"],
+                "controller.energy_queue": ["signed"],
+                "controller.energy_budget_j": [0.4, 0.6, 0.9, 1.2, 3.0],
+            },
         },
         claim="with power and clock as decisions each device's time-average energy meets its "
         "budget, and settles on it where the budget binds against the delay queue; with the "
         "fixed radio it barely moves; queues that move only when their device spends bring it "
-        "within 5 % of the budget inside the band",
+        "within 5 % of the budget inside the band; the signed queue makes it follow the budget "
+        "inside the band",
         seeds=5,
         full=[],
         draw=draw_budget,
