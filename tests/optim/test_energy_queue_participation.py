@@ -29,7 +29,7 @@ SPENT_J = np.array(
 
 
 def test_the_rules():
-    assert ENERGY_QUEUE_RULES == ("every_round", "at_participation")
+    assert ENERGY_QUEUE_RULES == ("every_round", "at_participation", "signed")
     with pytest.raises(ValueError, match="rule must be one of"):
         EnergyQueues(BUDGET_J, rule="sometimes")
 
