@@ -90,3 +90,15 @@ def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path):
     assert _rounds_text(tmp_path / "cut" / "rounds.csv") == _rounds_text(
         tmp_path / "full" / "rounds.csv"
     )
+
+
+def test_an_event_driven_run_moves_every_queue_at_every_aggregation(tmp_path):
+    """async, 4 clients at once: each aggregation is a round of (E1''), Z += E - E_bar."""
+    sc = small_scenario(**SIGNED, rounds=30, server={"mode": "async", "concurrency": 4})
+    run = Run(sc, tmp_path / "run")
+    result = run.execute()
+    spent_j = _spent_j(result)
+    z_j = run.sim.controller.energy_queues.value
+    np.testing.assert_allclose(z_j, (spent_j - BUDGET_J).sum(axis=0), rtol=1e-12)
+    assert (z_j < 0.0).any()
+    np.testing.assert_allclose(spent_j.mean(axis=0), BUDGET_J + z_j / len(spent_j), rtol=1e-12)
