@@ -190,9 +190,9 @@ class EnergyQueues:
             strict: also require the saved ``budget_j`` to equal this object's.
 
         Raises:
-            ValueError: wrong format, wrong length, negative or non-finite values, idle rounds
-                missing under at_participation (or present under every_round), or (strict) a
-                different budget.
+            ValueError: wrong format, wrong length, non-finite or (but under signed) negative
+                values, idle rounds missing under at_participation (or present under another
+                rule), or (strict) a different budget.
         """
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"state must be a dict with format={_STATE_FORMAT!r}")
