@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import platform
 import subprocess
@@ -67,10 +68,13 @@ from wirelessfl.results.run_folder import (
 )
 from wirelessfl.results.store import RunResult, load
 from wirelessfl.results.table_writer import DamagedTableError, TableWriter, verify_table
+from wirelessfl.sim.budget_check import budget_missed_line
 from wirelessfl.sim.callbacks import CallbackError, RoundCallback, RunInfo, call_each, plain_row
 from wirelessfl.sim.events import event_lines
 from wirelessfl.sim.simulator import Simulator
 from wirelessfl.sim.tensorboard_log import TensorBoardCallback, tensorboard_logdir
+
+_log = logging.getLogger(__name__)
 
 #: a checkpoint's file of ``Simulator.device_energy_j``
 DEVICE_ENERGY = "device_energy_j.npy"
@@ -253,6 +257,17 @@ class Run:
                 f"{run_again(self.out)}"
             ) from None
 
+    def _warn_unmet_budget(self, rounds: int) -> None:
+        """One warning line at the end of a run whose devices spent more than their budget
+        (:mod:`wirelessfl.sim.budget_check`; nothing without a budget, or after a resume from
+        a checkpoint of an older version, which did not keep the energy sums)."""
+        queues, energy = self.sim.controller.energy_queues, self.sim.device_energy_j
+        if queues is None or energy is None:
+            return
+        line = budget_missed_line(energy.sum(axis=0), queues.budget_j, rounds)
+        if line is not None:
+            _log.warning("wirelessfl: warning: %s", line)
+
     def _write_devices(self) -> None:
         """``devices.csv`` for the rounds simulated so far (nothing when the sums are unknown:
         a run resumed from a checkpoint of an older version)."""
@@ -341,11 +356,13 @@ class Run:
                     last_accuracy = initial["accuracy"]
             info = RunInfo(self.out, sc, tuple(columns), start, self.resume, initial)
             call_each(self.callbacks, "on_run_start", info, where=resume_hint)
+            done = start  # rounds in the tables
             for t in range(start, sc.rounds):
                 stopped = self.learner.stop_reason()
                 if stopped is not None:
                     break
                 outcome = self.sim.run_round(t)
+                done = t + 1
                 pending["rounds"].append(outcome.record)
                 failed = None
                 row = plain_row(columns, outcome.record)
@@ -400,6 +417,7 @@ class Run:
         self._write_meta(
             finished=True, ended=_now(), **({} if stopped is None else {STOPPED_EARLY: stopped})
         )
+        self._warn_unmet_budget(done)
         if not load_result:
             return None
         result = load(self.out)
