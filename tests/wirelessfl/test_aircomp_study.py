@@ -184,17 +184,57 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     assert all(p.stat().st_size > 0 for p in result["figures"])
 
 
-def test_minilm_study_pairs_fdma_dense_with_aircomp_on_the_fslora_task():
-    """AirComp and FDMA dense on MiniLM / Rotten Tomatoes, the FSLoRA scenario's task and split."""
+def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
+    """AirComp and FDMA dense at K = 5, 10, 20 (K = 20 of 20: full participation), the compressed
+    FDMA uploads at K = 5, each paired with AirComp on time, final accuracy and time to target,
+    on MiniLM / Rotten Tomatoes, the FSLoRA scenario's task and split."""
     spec = REPRODUCTIONS["aircomp-minilm"]
-    assert spec.sweeps == {
-        "aircomp": {"channel.uplink": ["aircomp"]},
-        "fdma_dense": {"channel.uplink": ["fdma"]},
+    ks = {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()}
+    assert ks == {
+        "aircomp": [5, 10, 20],
+        "fdma_dense": [5, 10, 20],
+        "fdma_soft": [5],
+        "fdma_topk": [5],
+        "fdma_dense_4bit": [5],
     }
+    assert spec.sweeps["fdma_soft"]["controller.sparsification"] == [0.1]
+    assert spec.sweeps["fdma_topk"]["compression.ratio"] == [0.1]
+    assert spec.sweeps["fdma_dense_4bit"]["quantize.bits"] == [4]
     assert spec.seeds >= 3 and spec.reference.value == {"channel.uplink": "aircomp"}
+    assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
+    assert "quantize.bits" in spec.reference.keys
     air = load_scenario(SCENARIO_DIR / spec.scenario, [])
     fslora = load_scenario(SCENARIO_DIR / "fslora/minilm_rotten_tomatoes.yaml", [])
     assert (air.learner.model, air.learner.dataset) == ("minilm", "rotten_tomatoes")
     assert air.n_clients == fslora.n_clients and air.learner.partition == fslora.learner.partition
     assert air.learner.dataset_options == fslora.learner.dataset_options
     assert air.algorithm.name == "fedit" and air.channel.aircomp.policy == "optimal"
+    assert air.n_clients == 20 == max(ks["aircomp"])
+
+
+def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: 9 runs; FDMA dense against AirComp at
+    every K, the compressed uploads at K = 5 only; growth rows only for the swept uplinks, each
+    D^t(20) / D^t(5) from the summary; a latency figure and accuracy figures per K."""
+    result = reproduce(
+        "aircomp-minilm",
+        out_dir=tmp_path,
+        overrides=[SURROGATE, "rounds=2", "eval_every=1"],
+        seeds=1,
+    )
+    table = result["summary"]
+    assert len(table) == 9 and table.finished.all()
+    paired = result["paired"]
+    contexts = {method: sorted(rows.context.unique()) for method, rows in paired.groupby("method")}
+    assert contexts["channel.uplink=fdma"] == sorted(f"n_scheduled={k}" for k in (5, 10, 20))
+    assert len(contexts) == 4
+    assert all(c == ["n_scheduled=5"] for m, c in contexts.items() if "fdma, " in m)
+    growth = result["tables"]["growth"].set_index("sweep")
+    assert sorted(growth.index) == ["aircomp", "fdma_dense"]
+    dense = table[table.sweep == "fdma_dense"].set_index("n_scheduled").mean_delay_s
+    assert growth.loc["fdma_dense", "delay_ratio"] == pytest.approx(dense[20] / dense[5])
+    assert growth.loc["aircomp", "delay_ratio"] == 1.0
+    names = {p.name for p in result["figures"]}
+    assert "aircomp_minilm_latency_vs_k.png" in names
+    for k in (5, 10, 20):
+        assert {f"aircomp_minilm_k{k}.png", f"aircomp_minilm_k{k}_time.png"} <= names

@@ -1,5 +1,5 @@
-"""The over-the-air aggregation study's figure and columns (reproduction ``aircomp-latency``,
-docs/results.md, "Over-the-air aggregation: latency against K and SNR").
+"""The over-the-air aggregation study's figures, columns and tables (reproductions
+``aircomp-*``, docs/results.md, "Over-the-air aggregation (Zhu et al.)").
 
 One line per uplink (AirComp; FDMA dense, quantised, SOFT, top-k): the mean upload time per
 round D^t (``mean_delay_s`` of ``summary.csv``) against a swept key, the mean over seeds
@@ -18,6 +18,7 @@ from wirelessfl.study.figures import save_figure, seed_band_figure
 __all__ = [
     "accuracy_figures",
     "aircomp_columns",
+    "draw_by_k",
     "default_study_tables",
     "draw_default_study",
     "draw_latency",
@@ -124,24 +125,32 @@ def draw_latency(
     return draw
 
 
-def draw_default_study(out: Path, runs: list) -> list[Path]:
-    """``aircomp-default``'s drawing: the upload time per round against K
-    (``aircomp_default_latency_vs_k.png``) and, at each K, accuracy against the round and
-    against virtual time (``aircomp_default_k<K>.png``, ``aircomp_default_k<K>_time.png``, a
-    symmetric-log time axis, linear below 10 ms)."""
-    from wirelessfl.results.groups import config_value
+def draw_by_k(stem: str, task: str, n_clients: int) -> Callable[[Path, list], list[Path]]:
+    """An AirComp study's drawing over K on a real task: the upload time per round against K
+    (``<stem>_latency_vs_k.png``) and, at each K, accuracy against the round and against
+    virtual time (``<stem>_k<K>.png``, ``<stem>_k<K>_time.png``, a symmetric-log time axis,
+    linear below 10 ms); ``task`` names the model and data in the titles."""
 
-    paths = draw_latency(
-        "aircomp_default_latency_vs_k",
-        "n_scheduled",
-        "scheduled clients K (of 60)",
-        "Upload time per round against K, default task (10 dB mean SNR)",
-    )(out, runs)
-    for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
-        chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
-        title = f"AirComp and FDMA, EfficientNet-Lite0 / MNIST-5k (K = {k} of 60)"
-        paths += accuracy_figures(out, chosen, f"aircomp_default_k{k}", title)
-    return paths
+    def draw(out: Path, runs: list) -> list[Path]:
+        from wirelessfl.results.groups import config_value
+
+        paths = draw_latency(
+            f"{stem}_latency_vs_k",
+            "n_scheduled",
+            f"scheduled clients K (of {n_clients})",
+            f"Upload time per round against K, {task} (10 dB mean SNR)",
+        )(out, runs)
+        for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
+            chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
+            title = f"AirComp and FDMA, {task} (K = {k} of {n_clients})"
+            paths += accuracy_figures(out, chosen, f"{stem}_k{k}", title)
+        return paths
+
+    return draw
+
+
+#: ``aircomp-default``'s drawing (``aircomp_default_latency_vs_k.png``, ``aircomp_default_k<K>``)
+draw_default_study = draw_by_k("aircomp_default", "EfficientNet-Lite0 / MNIST-5k", 60)
 
 
 def accuracy_figures(out: Path, runs: list, stem: str, title: str) -> list[Path]:
@@ -162,7 +171,8 @@ def default_study_tables(table: Any) -> dict[str, Any]:
     """``aircomp-default``'s tables from ``summary.csv``: ``by_k`` (per sweep and K, over
     seeds: the upload time per round, final accuracy, time to target, a client's transmit
     energy per round and AirComp's MSE, mean with min and max, and how many seeds reached the
-    target) and ``growth`` (per sweep and seed: D^t at the largest K over D^t at the smallest)."""
+    target) and ``growth`` (per sweep and seed: D^t at the largest K over D^t at the smallest;
+    sweeps run at one K only have no row)."""
     import pandas as pd
 
     values = [
@@ -181,6 +191,8 @@ def default_study_tables(table: Any) -> dict[str, Any]:
     for (sweep, seed), runs in table.groupby(["sweep", "seed"], sort=False):
         runs = runs.sort_values("n_scheduled")
         first, last = runs.iloc[0], runs.iloc[-1]
+        if first.n_scheduled == last.n_scheduled:
+            continue
         rows.append(
             {
                 "sweep": sweep,
