@@ -1066,7 +1066,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         "aggregation does not grow with K while FDMA's does, it reaches a target accuracy in "
         "less virtual time than FDMA, and its aggregation noise costs final accuracy",
         target_accuracy=0.6,
-        seeds=3,
+        seeds=5,
         full=[],
         draw=draw_by_k("aircomp_minilm", "MiniLM / Rotten Tomatoes", 20),
         reference=AIRCOMP_ACCURACY_REFERENCE,
