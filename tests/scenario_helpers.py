@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from wirelessfl.config import scenario_from_dict
 
 
@@ -74,3 +76,11 @@ def interrupt_at(run, round_index: int) -> None:
     run.sim.run_round = dying
     with pytest.raises(KeyboardInterrupt):
         run.execute()
+
+
+def spent_per_round_j(run, n_clients: int = 20) -> np.ndarray:
+    """(T, N) each device's compute + transmit energy per round [J], from the clients table."""
+    spent = np.zeros((len(run.rounds), n_clients))
+    c = run.clients
+    np.add.at(spent, (c["round"], c.client), c.compute_energy_j + c.transmit_energy_j)
+    return spent

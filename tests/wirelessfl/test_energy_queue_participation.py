@@ -1,8 +1,8 @@
 """``controller.energy_queue: at_participation`` in the simulator: a device's energy queue moves
 only in the rounds it spends (eq. E1' of optim/energy_queue.py), the time-average bound
 sum_t E_k^t <= E_bar T + Z_k^T holds on a closed loop, the lost drain of the budget study keeps
-(B3) exact, a resumed run equals an uninterrupted one, and the option without a budget is one
-line. Network-only runs (the surrogate learner, N = 20, K = 5)."""
+(B3) exact, and a resumed run equals an uninterrupted one (the refusal without a budget is in
+test_energy_queue_signed.py, for both rules). Network-only runs (the surrogate learner, N = 20, K = 5)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scenario_helpers import interrupt_at, small_scenario
+from scenario_helpers import interrupt_at, small_scenario, spent_per_round_j
 
-from wirelessfl.errors import ConfigError
 from wirelessfl.sim.runner import Run, resume_run, run_scenario
 from wirelessfl.study.budget_figures import lost_drain_j
 
@@ -27,28 +26,11 @@ AT_PARTICIPATION = {
 }
 
 
-def _spent_j(run) -> np.ndarray:
-    """(T, N) each device's compute + transmit energy per round [J], from the clients table."""
-    spent = np.zeros((len(run.rounds), 20))
-    c = run.clients
-    np.add.at(spent, (c["round"], c.client), c.compute_energy_j + c.transmit_energy_j)
-    return spent
-
-
-def test_the_option_without_a_budget_is_one_line():
-    with pytest.raises(ConfigError) as err:
-        small_scenario(**{"controller.energy_queue": "at_participation"})
-    assert str(err.value) == (
-        "controller.energy_queue: at_participation moves the energy queues, which need "
-        "controller.energy_budget_j; set a budget or use every_round"
-    )
-
-
 def test_a_closed_loop_keeps_the_bound_and_b3_stays_exact(tmp_path):
     run = Run(small_scenario(**AT_PARTICIPATION), tmp_path / "run")
     result = run.execute()
     queues = run.sim.controller.energy_queues
-    spent_j = _spent_j(result)
+    spent_j = spent_per_round_j(result)
     t_rounds = len(spent_j)
     # the queues moved in the rounds each device spent, by hand, with every gap's drain
     z_j, cut_j, last = np.zeros(20), np.zeros(20), np.full(20, -1)
@@ -101,7 +83,7 @@ def test_an_event_driven_run_moves_a_queue_at_the_aggregations_that_take_its_upd
     sc = small_scenario(**AT_PARTICIPATION, rounds=30, server={"mode": "async", "concurrency": 4})
     run = Run(sc, tmp_path / "run")
     result = run.execute()
-    spent_j = _spent_j(result)
+    spent_j = spent_per_round_j(result)
     z_j, last = np.zeros(20), np.full(20, -1)
     for t, row in enumerate(spent_j):
         for k in np.flatnonzero(row > 0.0):

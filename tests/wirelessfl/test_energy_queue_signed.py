@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scenario_helpers import interrupt_at, small_scenario
+from scenario_helpers import interrupt_at, small_scenario, spent_per_round_j
 
 from wirelessfl.errors import ConfigError
 from wirelessfl.sim.runner import Run, resume_run, run_scenario
@@ -24,19 +24,12 @@ BUDGET_J = 140.0
 SIGNED = {"controller.energy_budget_j": BUDGET_J, "controller.energy_queue": "signed"}
 
 
-def _spent_j(run) -> np.ndarray:
-    """(T, N) each device's compute + transmit energy per round [J], from the clients table."""
-    spent = np.zeros((len(run.rounds), 20))
-    c = run.clients
-    np.add.at(spent, (c["round"], c.client), c.compute_energy_j + c.transmit_energy_j)
-    return spent
-
-
-def test_the_option_without_a_budget_is_one_line():
+@pytest.mark.parametrize("rule", ["signed", "at_participation"])
+def test_the_option_without_a_budget_is_one_line(rule):
     with pytest.raises(ConfigError) as err:
-        small_scenario(**{"controller.energy_queue": "signed"})
+        small_scenario(**{"controller.energy_queue": rule})
     assert str(err.value) == (
-        "controller.energy_queue: signed moves the energy queues, which need "
+        f"controller.energy_queue: {rule} moves the energy queues, which need "
         "controller.energy_budget_j; set a budget or use every_round"
     )
 
@@ -45,7 +38,7 @@ def test_a_closed_loop_spends_the_budget_exactly_up_to_z_over_t(tmp_path):
     run = Run(small_scenario(**SIGNED), tmp_path / "run")
     result = run.execute()
     controller = run.sim.controller
-    spent_j = _spent_j(result)
+    spent_j = spent_per_round_j(result)
     t_rounds = len(spent_j)
     walk_j = np.cumsum(spent_j - BUDGET_J, axis=0)  # (E1'') by hand: Z^{t+1}
     np.testing.assert_allclose(result.rounds.energy_queue_mean_j, walk_j.mean(axis=1), rtol=1e-12)
@@ -97,7 +90,7 @@ def test_an_event_driven_run_moves_every_queue_at_every_aggregation(tmp_path):
     sc = small_scenario(**SIGNED, rounds=30, server={"mode": "async", "concurrency": 4})
     run = Run(sc, tmp_path / "run")
     result = run.execute()
-    spent_j = _spent_j(result)
+    spent_j = spent_per_round_j(result)
     z_j = run.sim.controller.energy_queues.value
     np.testing.assert_allclose(z_j, (spent_j - BUDGET_J).sum(axis=0), rtol=1e-12)
     assert (z_j < 0.0).any()
