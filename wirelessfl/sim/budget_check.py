@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from wirelessfl.sim.device_names import named_devices
+
 #: how far above its budget a device's time-average energy may end without a report (relative)
 TOLERANCE = 0.05
-_NAMED = 5
 
 
 def budget_missed_line(spent_j: np.ndarray, budget_j: np.ndarray, rounds: int) -> str | None:
@@ -26,9 +27,7 @@ def budget_missed_line(spent_j: np.ndarray, budget_j: np.ndarray, rounds: int) -
     missed = np.flatnonzero(mean_j > (1.0 + TOLERANCE) * budget_j)
     if missed.size == 0:
         return None
-    named = ", ".join(str(int(k)) for k in missed[:_NAMED])
-    if missed.size > _NAMED:
-        named += ", ..."
+    named = named_devices(missed)
     worst = int(missed[np.argmax(mean_j[missed] / budget_j[missed])])
     return (
         f"controller.energy_budget_j: after {rounds:,} rounds {missed.size:,} of "

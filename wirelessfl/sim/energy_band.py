@@ -49,6 +49,7 @@ from wirelessfl.algorithms.cost import RATIO
 from wirelessfl.controllers.base import Controller
 from wirelessfl.controllers.energy_min import least_energy
 from wirelessfl.controllers.radio_inputs import radio_inputs
+from wirelessfl.sim.device_names import named_devices
 
 __all__ = ["BAND_SEED", "budget_below_band", "energy_band_j"]
 
@@ -58,8 +59,6 @@ BAND_SEED = 20_261_126
 DRAWS_PER_DEVICE = 100
 #: at most this many rounds are drawn (large N)
 MAX_ROUNDS = 2_000
-#: devices named in the warning before "..."
-_NAMED = 5
 
 
 def energy_band_j(
@@ -138,9 +137,7 @@ def budget_below_band(budget_j: np.ndarray, band_j: np.ndarray, d_th_s: float) -
     short = np.flatnonzero(np.asarray(budget_j) < low_j)
     if short.size == 0:
         return None
-    named = ", ".join(str(int(k)) for k in short[:_NAMED])
-    if short.size > _NAMED:
-        named += ", ..."
+    named = named_devices(short)
     worst = int(short[np.argmax(low_j[short] - budget_j[short])])
     return (
         f"controller.energy_budget_j = {float(budget_j[worst]):g} J is below the least "

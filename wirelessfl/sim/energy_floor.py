@@ -24,11 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from channels.energy import ComputeEnergyModel
+from wirelessfl.sim.device_names import named_devices
 
 __all__ = ["budget_shortfall", "compute_energy_floor_j"]
-
-#: devices named in the warning before "..."
-_NAMED = 5
 
 
 def compute_energy_floor_j(
@@ -60,9 +58,7 @@ def budget_shortfall(budget_j: np.ndarray, floor_j: np.ndarray) -> str | None:
     short = np.flatnonzero(np.asarray(budget_j) < np.asarray(floor_j))
     if short.size == 0:
         return None
-    named = ", ".join(str(int(k)) for k in short[:_NAMED])
-    if short.size > _NAMED:
-        named += ", ..."
+    named = named_devices(short)
     worst = int(short[np.argmax(floor_j[short] - budget_j[short])])
     return (
         f"controller.energy_budget_j = {float(budget_j[worst]):g} J is below the least "

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["round_limit_shortfall"]
+from wirelessfl.sim.device_names import named_devices
 
-#: devices named in the warning before "..."
-_NAMED = 5
+__all__ = ["round_limit_shortfall"]
 
 
 def round_limit_shortfall(
@@ -27,9 +26,7 @@ def round_limit_shortfall(
     long = np.flatnonzero(np.asarray(compute_s) > d_th_s)
     if long.size == 0:
         return None
-    named = ", ".join(str(int(k)) for k in long[:_NAMED])
-    if long.size > _NAMED:
-        named += ", ..."
+    named = named_devices(long)
     worst = int(long[np.argmax(compute_s[long])])
     return (
         f"controller.d_th_s = {d_th_s:g} s is below the compute time at the highest clock of "
