@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 
 from wirelessfl.config import scenario_from_dict
@@ -84,3 +87,20 @@ def spent_per_round_j(run, n_clients: int = 20) -> np.ndarray:
     c = run.clients
     np.add.at(spent, (c["round"], c.client), c.compute_energy_j + c.transmit_energy_j)
     return spent
+
+
+def rounds_text(path: Path) -> list[list[str]]:
+    """``rounds.csv``'s cells as written, without ``wall_s`` (the only column a resume changes)."""
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    wall = rows[0].index("wall_s")
+    return [row[:wall] + row[wall + 1 :] for row in rows]
+
+
+def assert_same_tables(
+    full: Path, resumed: Path, names: tuple[str, ...] = ("events.csv", "clients.csv")
+) -> None:
+    """The tables ``names`` byte for byte and ``rounds.csv`` but for ``wall_s``."""
+    for name in names:
+        assert (resumed / name).read_bytes() == (full / name).read_bytes(), name
+    assert rounds_text(resumed / "rounds.csv") == rounds_text(full / "rounds.csv")

@@ -19,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scenario_helpers import digits_scenario, interrupt_at, small_scenario
+from scenario_helpers import (
+    assert_same_tables,
+    digits_scenario,
+    interrupt_at,
+    rounds_text,
+    small_scenario,
+)
 
 from channels import lora_training_flops
 from wirelessfl.errors import UserError
@@ -42,6 +48,9 @@ RANK = 4
 FLOPS = lora_training_flops(
     [tuple(s) for s in LAYERS], RANK, batch_size=16, steps=5, seq_len=197, base_params=86e6
 )
+
+#: the tables a resume must give byte for byte (rounds.csv: but for wall_s)
+TABLES = ("events.csv", "clients.csv", "devices.csv")
 
 
 def _network_only(
@@ -70,25 +79,11 @@ def _network_only(
     )
 
 
-def _rounds_text(path: Path) -> list[list[str]]:
-    """``rounds.csv``'s cells as written, without ``wall_s`` (the only column a resume changes)."""
-    with path.open(newline="") as f:
-        rows = list(csv.reader(f))
-    wall = rows[0].index("wall_s")
-    return [row[:wall] + row[wall + 1 :] for row in rows]
-
-
-def _assert_same_tables(full: Path, resumed: Path) -> None:
-    for name in ("events.csv", "clients.csv", "devices.csv"):
-        assert (resumed / name).read_bytes() == (full / name).read_bytes(), name
-    assert _rounds_text(resumed / "rounds.csv") == _rounds_text(full / "rounds.csv")
-
-
 def _cut(scenario, out: Path, stop_at: int) -> dict:
     """Run ``scenario`` into ``out`` until aggregation ``stop_at`` starts; the engine's state in
     the current checkpoint, after checking the uploads it holds in flight."""
     interrupt_at(Run(scenario, out), stop_at)
-    written = _rounds_text(out / "rounds.csv")
+    written = rounds_text(out / "rounds.csv")
     assert len(written) - 1 == stop_at  # rows past the checkpoint: the resume cuts and reruns
     state = json.loads((out / "state.json").read_text())
     next_round = state["next_round"]
@@ -120,7 +115,7 @@ def test_a_network_only_run_resumed_mid_way_equals_the_uninterrupted_one(
     assert engine["n_dispatched"] > scenario.server.concurrency  # slots were refilled
     assert bool(engine["computing"]) == computing  # clients still computing at the cut, too
     resume_run(tmp_path / "cut")
-    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    assert_same_tables(tmp_path / "full", tmp_path / "cut", TABLES)
 
 
 def test_downloads_faults_and_availability_resume_exactly(tmp_path):
@@ -142,7 +137,7 @@ def test_downloads_faults_and_availability_resume_exactly(tmp_path):
     engine = _cut(scenario, tmp_path / "cut", 17)
     assert engine["downlink"]["ends"] and engine["cuts"]  # downloads and cuts in flight
     resume_run(tmp_path / "cut")
-    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    assert_same_tables(tmp_path / "full", tmp_path / "cut", TABLES)
     # the updates in flight at the checkpoint were taken by later aggregations, stale
     rows = csv.DictReader((tmp_path / "full" / "clients.csv").open())
     taken = {(int(r["client"]), int(r["version"])): int(r["round"]) for r in rows}
@@ -177,7 +172,7 @@ def test_a_training_run_resumed_mid_way_equals_the_uninterrupted_one(tmp_path, a
     starts = set(in_flight["messages"]) if mode == "async" else set()
     assert set(in_flight["starts"]) == starts  # FedAsync mixes them in; FedBuff adds Delta
     resume_run(tmp_path / "cut")
-    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    assert_same_tables(tmp_path / "full", tmp_path / "cut", TABLES)
 
 
 def test_a_moving_cell_resumed_mid_way_equals_the_uninterrupted_one(tmp_path):
@@ -187,7 +182,7 @@ def test_a_moving_cell_resumed_mid_way_equals_the_uninterrupted_one(tmp_path):
     run_scenario(scenario, tmp_path / "full")
     _cut(scenario, tmp_path / "cut", 24)  # the checkpoint after aggregation 20
     resume_run(tmp_path / "cut")
-    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    assert_same_tables(tmp_path / "full", tmp_path / "cut", TABLES)
 
 
 def test_extending_a_finished_run_equals_running_it_longer(tmp_path):
@@ -197,7 +192,7 @@ def test_extending_a_finished_run_equals_running_it_longer(tmp_path):
     run_scenario(scenario, tmp_path / "full")
     run_scenario(replace(scenario, rounds=15), tmp_path / "short")
     Run.resume_from(tmp_path / "short", rounds=30).execute()
-    _assert_same_tables(tmp_path / "full", tmp_path / "short")
+    assert_same_tables(tmp_path / "full", tmp_path / "short", TABLES)
 
 
 # ---- the pieces of the state ----------------------------------------------------------------
@@ -327,4 +322,4 @@ def test_the_controller_dispatching_under_faults_resumes_exactly(tmp_path):
         assert rounds.energy_queue_mean_j[t] == pytest.approx(z.mean(), rel=1e-12)
     _cut(scenario, tmp_path / "cut", 24)  # the checkpoint after aggregation 20
     resume_run(tmp_path / "cut")
-    _assert_same_tables(tmp_path / "full", tmp_path / "cut")
+    assert_same_tables(tmp_path / "full", tmp_path / "cut", TABLES)

@@ -2,17 +2,16 @@
 only in the rounds it spends (eq. E1' of optim/energy_queue.py), the time-average bound
 sum_t E_k^t <= E_bar T + Z_k^T holds on a closed loop, the lost drain of the budget study keeps
 (B3) exact, and a resumed run equals an uninterrupted one (the refusal without a budget is in
-test_energy_queue_signed.py, for both rules). Network-only runs (the surrogate learner, N = 20, K = 5)."""
+test_energy_queue_signed.py, for both rules). Network-only runs (the surrogate learner,
+N = 20, K = 5)."""
 
 from __future__ import annotations
 
-import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from scenario_helpers import interrupt_at, small_scenario, spent_per_round_j
+from scenario_helpers import assert_same_tables, interrupt_at, small_scenario, spent_per_round_j
 
 from wirelessfl.sim.runner import Run, resume_run, run_scenario
 from wirelessfl.study.budget_figures import lost_drain_j
@@ -54,14 +53,6 @@ def test_a_closed_loop_keeps_the_bound_and_b3_stays_exact(tmp_path):
     )
 
 
-def _rounds_text(path: Path) -> list[list[str]]:
-    """``rounds.csv``'s cells as written, without ``wall_s`` (the only column a resume changes)."""
-    with path.open(newline="") as f:
-        rows = list(csv.reader(f))
-    wall = rows[0].index("wall_s")
-    return [row[:wall] + row[wall + 1 :] for row in rows]
-
-
 def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path):
     scenario = small_scenario(**AT_PARTICIPATION, rounds=20, **{"output.checkpoint_every": 1})
     run_scenario(scenario, tmp_path / "full")
@@ -71,11 +62,7 @@ def test_a_resumed_run_equals_the_uninterrupted_one(tmp_path):
     idle = sim["controller"]["energy_queues"]["idle_rounds"]
     assert max(idle) > 1  # a device between two moves at the checkpoint
     resume_run(tmp_path / "cut")
-    for name in ("events.csv", "clients.csv"):
-        assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
-    assert _rounds_text(tmp_path / "cut" / "rounds.csv") == _rounds_text(
-        tmp_path / "full" / "rounds.csv"
-    )
+    assert_same_tables(tmp_path / "full", tmp_path / "cut")
 
 
 def test_an_event_driven_run_moves_a_queue_at_the_aggregations_that_take_its_update(tmp_path):
