@@ -5,6 +5,7 @@ the run tables."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
         "aircomp-latency-snr",
         "aircomp-digits",
         "aircomp-default",
+        "aircomp-default-full",
         "aircomp-minilm",
     ]
     digits = REPRODUCTIONS["aircomp-digits"]
@@ -114,19 +116,16 @@ def test_fdma_energy_floor_is_the_vanishing_power_limit(tmp_path):
         assert row["mean_energy_floor_j"] < row["mean_client_transmit_energy_j"]
 
 
-def test_default_study_cuts_only_the_compressed_uploads_at_k_50():
-    """AirComp, FDMA dense and SOFT at every K; dense 4-bit and top-k without K = 50; each FDMA
-    run paired with AirComp on time, final accuracy and time to target; the real default task
-    with room for K = 50 and one Dirichlet split per seed (the uplink does not enter it)."""
+def test_default_study_runs_every_uplink_at_every_k():
+    """AirComp, FDMA dense, SOFT, dense 4-bit and top-k at every K; each FDMA run paired with
+    AirComp on time, final accuracy and time to target; the real default task with room for
+    K = 50 and one Dirichlet split per seed (the uplink does not enter it)."""
     spec = REPRODUCTIONS["aircomp-default"]
     ks = {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()}
-    assert ks == {
-        "aircomp": [5, 10, 20, 50],
-        "fdma_dense": [5, 10, 20, 50],
-        "fdma_soft": [5, 10, 20, 50],
-        "fdma_dense_4bit": [5, 10, 20],
-        "fdma_topk": [5, 10, 20],
-    }
+    every_k = [5, 10, 20, 50]
+    assert ks == dict.fromkeys(
+        ["aircomp", "fdma_dense", "fdma_soft", "fdma_dense_4bit", "fdma_topk"], every_k
+    )
     assert spec.seeds >= 3 and spec.target_accuracy is not None
     assert spec.reference.value == {"channel.uplink": "aircomp"}
     assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
@@ -137,6 +136,29 @@ def test_default_study_cuts_only_the_compressed_uploads_at_k_50():
     assert air.learner.partition == fdma.learner.partition == "dirichlet"
     assert air.learner.partition_options == fdma.learner.partition_options
     assert air.controller.name == "fixed" and air.channel.aircomp.policy == "optimal"
+
+
+def test_full_length_default_study_is_the_cut_one_at_the_default_length():
+    """``aircomp-default-full``: AirComp against FDMA dense at every K over the default task's
+    40 rounds of 5 local steps (scenarios/default.yaml), everything else as ``aircomp-default``,
+    with the results standard's seed count."""
+    spec = REPRODUCTIONS["aircomp-default-full"]
+    cut = REPRODUCTIONS["aircomp-default"]
+    assert spec.sweeps == {name: cut.sweeps[name] for name in ("aircomp", "fdma_dense")}
+    assert spec.seeds >= MIN_SEEDS and spec.reference.value == cut.reference.value
+    assert spec.reference.metrics == cut.reference.metrics
+    full = load_scenario(SCENARIO_DIR / spec.scenario)
+    short = load_scenario(SCENARIO_DIR / cut.scenario)
+    default = load_scenario(SCENARIO_DIR / "default.yaml")
+    assert (full.rounds, full.learner.local_steps) == (default.rounds, default.learner.local_steps)
+    assert (short.rounds, short.learner.local_steps) == (8, 3)
+    for section in ("channel", "devices", "controller"):
+        assert getattr(full, section) == getattr(short, section), section
+    assert replace(full.learner, local_steps=3) == short.learner
+    # constants.E is the local steps (the bound's E)
+    assert (full.constants.E, short.constants.E) == (5, 3)
+    same_length = {"rounds": 8, "learner": short.learner, "constants": short.constants}
+    assert replace(full, name=short.name, **same_length) == short
 
 
 def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
@@ -150,7 +172,7 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
         seeds=1,
     )
     table = result["summary"]
-    assert len(table) == 18 and table.finished.all()
+    assert len(table) == 20 and table.finished.all()
     bandwidth_hz = 10.0e6
     for _, row in table.iterrows():
         run = load(result["folder"] / row["sweep"] / row["run"])
@@ -171,13 +193,13 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     assert set(dense.metric) >= {"mean_delay_s", "final_accuracy"}
     assert sorted(dense.context.unique()) == sorted(f"n_scheduled={k}" for k in (5, 10, 20, 50))
     growth = result["tables"]["growth"].set_index("sweep")
-    for sweep, k_large in (("aircomp", 50), ("fdma_dense", 50), ("fdma_topk", 20)):
+    for sweep, k_large in (("aircomp", 50), ("fdma_dense", 50), ("fdma_topk", 50)):
         delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
         assert growth.loc[sweep, "k_large"] == k_large
         assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
     assert growth.loc["aircomp", "delay_ratio"] == 1.0
     by_k = result["tables"]["by_k"]
-    assert len(by_k) == 18 and (by_k.seeds == 1).all()
+    assert len(by_k) == 20 and (by_k.seeds == 1).all()
     names = {p.name for p in result["figures"]}
     assert "aircomp_default_latency_vs_k.png" in names
     for k in (5, 10, 20, 50):
