@@ -209,7 +209,7 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
 
 def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
     """AirComp and FDMA dense at K = 5, 10, 20 (K = 20 of 20: full participation), the compressed
-    FDMA uploads at K = 5, each paired with AirComp on time, final accuracy and time to target
+    FDMA uploads at K = 5 and 10, each paired with AirComp on time, final accuracy and time to target
     over the results standard's seed count, on MiniLM / Rotten Tomatoes, the FSLoRA scenario's
     task and split."""
     spec = REPRODUCTIONS["aircomp-minilm"]
@@ -217,9 +217,9 @@ def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
     assert ks == {
         "aircomp": [5, 10, 20],
         "fdma_dense": [5, 10, 20],
-        "fdma_soft": [5],
-        "fdma_topk": [5],
-        "fdma_dense_4bit": [5],
+        "fdma_soft": [5, 10],
+        "fdma_topk": [5, 10],
+        "fdma_dense_4bit": [5, 10],
     }
     assert spec.sweeps["fdma_soft"]["controller.sparsification"] == [0.1]
     assert spec.sweeps["fdma_topk"]["compression.ratio"] == [0.1]
@@ -236,10 +236,10 @@ def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
     assert air.n_clients == 20 == max(ks["aircomp"])
 
 
-def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5(tmp_path):
-    """Network-only (the surrogate), 2 rounds, one seed: 9 runs; FDMA dense against AirComp at
-    every K, the compressed uploads at K = 5 only; growth rows only for the swept uplinks, each
-    D^t(20) / D^t(5) from the summary; a latency figure and accuracy figures per K."""
+def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5_and_10(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: 12 runs; FDMA dense against AirComp at
+    every K, the compressed uploads at K = 5 and 10; growth rows for every uplink, each D^t at
+    its largest K over D^t(5) from the summary; a latency figure and accuracy figures per K."""
     result = reproduce(
         "aircomp-minilm",
         out_dir=tmp_path,
@@ -247,16 +247,19 @@ def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5(tmp_p
         seeds=1,
     )
     table = result["summary"]
-    assert len(table) == 9 and table.finished.all()
+    assert len(table) == 12 and table.finished.all()
     paired = result["paired"]
     contexts = {method: sorted(rows.context.unique()) for method, rows in paired.groupby("method")}
     assert contexts["channel.uplink=fdma"] == sorted(f"n_scheduled={k}" for k in (5, 10, 20))
     assert len(contexts) == 4
-    assert all(c == ["n_scheduled=5"] for m, c in contexts.items() if "fdma, " in m)
+    small_k = ["n_scheduled=10", "n_scheduled=5"]
+    assert all(c == small_k for m, c in contexts.items() if "fdma, " in m)
     growth = result["tables"]["growth"].set_index("sweep")
-    assert sorted(growth.index) == ["aircomp", "fdma_dense"]
-    dense = table[table.sweep == "fdma_dense"].set_index("n_scheduled").mean_delay_s
-    assert growth.loc["fdma_dense", "delay_ratio"] == pytest.approx(dense[20] / dense[5])
+    assert sorted(growth.index) == sorted(REPRODUCTIONS["aircomp-minilm"].sweeps)
+    for sweep, k_large in (("fdma_dense", 20), ("fdma_topk", 10), ("fdma_dense_4bit", 10)):
+        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
+        assert growth.loc[sweep, "k_large"] == k_large
+        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
     assert growth.loc["aircomp", "delay_ratio"] == 1.0
     names = {p.name for p in result["figures"]}
     assert "aircomp_minilm_latency_vs_k.png" in names

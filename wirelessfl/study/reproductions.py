@@ -504,16 +504,16 @@ def aircomp_default_full_sweeps() -> dict[str, dict[str, list]]:
 
 def aircomp_minilm_sweeps() -> dict[str, dict[str, list]]:
     """``aircomp-minilm``'s uplinks: AirComp and FDMA dense at K = 5, 10 and 20 (of N = 20: K =
-    20 is full participation), FDMA SOFT, top-k and dense at 4 bits at K = 5 (a run costs
-    about K / 5 times a K = 5 one on a CPU)."""
+    20 is full participation), FDMA SOFT, top-k and dense at 4 bits at K = 5 and 10 (a run
+    costs about K / 5 times a K = 5 one on a CPU)."""
     every_k = uplinks("n_scheduled", [5, 10, 20])
-    k5 = uplinks("n_scheduled", [5])
+    small_k = uplinks("n_scheduled", [5, 10])
     return {
         "aircomp": every_k["aircomp"],
         "fdma_dense": every_k["fdma_dense"],
-        "fdma_soft": k5["fdma_soft"],
-        "fdma_topk": k5["fdma_topk"],
-        "fdma_dense_4bit": k5["fdma_dense_4bit"],
+        "fdma_soft": small_k["fdma_soft"],
+        "fdma_topk": small_k["fdma_topk"],
+        "fdma_dense_4bit": small_k["fdma_dense_4bit"],
     }
 
 
