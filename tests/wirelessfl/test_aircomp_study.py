@@ -208,10 +208,10 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
 
 
 def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
-    """AirComp and FDMA dense at K = 5, 10, 20 (K = 20 of 20: full participation), the compressed
-    FDMA uploads at K = 5 and 10, each paired with AirComp on time, final accuracy and time to target
-    over the results standard's seed count, on MiniLM / Rotten Tomatoes, the FSLoRA scenario's
-    task and split."""
+    """AirComp and FDMA dense at K = 5, 10, 20 (K = 20 of 20: full participation), the
+    compressed FDMA uploads at K = 5 and 10, each paired with AirComp on time, final accuracy
+    and time to target over the results standard's seed count, on MiniLM / Rotten Tomatoes,
+    the FSLoRA scenario's task and split."""
     spec = REPRODUCTIONS["aircomp-minilm"]
     ks = {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()}
     assert ks == {
