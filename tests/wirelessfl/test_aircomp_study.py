@@ -20,6 +20,19 @@ from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
 SURROGATE = 'learner={"kind":"surrogate","shape":{"layer_shapes":[[64,64],[64,32]]}}'
 
 
+def _network_only_study(name: str, out) -> dict:
+    """Reproduction ``name`` with the surrogate learner, 2 rounds evaluated each, one seed."""
+    return reproduce(name, out_dir=out, overrides=[SURROGATE, "rounds=2", "eval_every=1"], seeds=1)
+
+
+def _assert_growth(table, growth, k_large_by_sweep: dict[str, int]) -> None:
+    """``growth.csv``'s row of each sweep: its largest K and D^t there over D^t at K = 5."""
+    for sweep, k_large in k_large_by_sweep.items():
+        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
+        assert growth.loc[sweep, "k_large"] == k_large
+        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
+
+
 def test_the_reproductions_are_listed_and_pair_with_aircomp():
     names = [name for name in REPRODUCTIONS if name.startswith("aircomp-")]
     assert names == [
@@ -165,12 +178,7 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     """Network-only (the surrogate), 2 rounds, one seed: AirComp's D^t is n / B at every K,
     FDMA's is sum_k bits_k / (B log2(1 + SNR_k)) (equal-delay shares, band noise) from each
     round's clients; every K gets its accuracy figures."""
-    result = reproduce(
-        "aircomp-default",
-        out_dir=tmp_path,
-        overrides=[SURROGATE, "rounds=2", "eval_every=1"],
-        seeds=1,
-    )
+    result = _network_only_study("aircomp-default", tmp_path)
     table = result["summary"]
     assert len(table) == 20 and table.finished.all()
     bandwidth_hz = 10.0e6
@@ -193,10 +201,7 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
     assert set(dense.metric) >= {"mean_delay_s", "final_accuracy"}
     assert sorted(dense.context.unique()) == sorted(f"n_scheduled={k}" for k in (5, 10, 20, 50))
     growth = result["tables"]["growth"].set_index("sweep")
-    for sweep, k_large in (("aircomp", 50), ("fdma_dense", 50), ("fdma_topk", 50)):
-        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
-        assert growth.loc[sweep, "k_large"] == k_large
-        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
+    _assert_growth(table, growth, {"aircomp": 50, "fdma_dense": 50, "fdma_topk": 50})
     assert growth.loc["aircomp", "delay_ratio"] == 1.0
     by_k = result["tables"]["by_k"]
     assert len(by_k) == 20 and (by_k.seeds == 1).all()
@@ -240,12 +245,7 @@ def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5_and_1
     """Network-only (the surrogate), 2 rounds, one seed: 12 runs; FDMA dense against AirComp at
     every K, the compressed uploads at K = 5 and 10; growth rows for every uplink, each D^t at
     its largest K over D^t(5) from the summary; a latency figure and accuracy figures per K."""
-    result = reproduce(
-        "aircomp-minilm",
-        out_dir=tmp_path,
-        overrides=[SURROGATE, "rounds=2", "eval_every=1"],
-        seeds=1,
-    )
+    result = _network_only_study("aircomp-minilm", tmp_path)
     table = result["summary"]
     assert len(table) == 12 and table.finished.all()
     paired = result["paired"]
@@ -256,10 +256,7 @@ def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5_and_1
     assert all(c == small_k for m, c in contexts.items() if "fdma, " in m)
     growth = result["tables"]["growth"].set_index("sweep")
     assert sorted(growth.index) == sorted(REPRODUCTIONS["aircomp-minilm"].sweeps)
-    for sweep, k_large in (("fdma_dense", 20), ("fdma_topk", 10), ("fdma_dense_4bit", 10)):
-        delays = table[table.sweep == sweep].set_index("n_scheduled").mean_delay_s
-        assert growth.loc[sweep, "k_large"] == k_large
-        assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
+    _assert_growth(table, growth, {"fdma_dense": 20, "fdma_topk": 10, "fdma_dense_4bit": 10})
     assert growth.loc["aircomp", "delay_ratio"] == 1.0
     names = {p.name for p in result["figures"]}
     assert "aircomp_minilm_latency_vs_k.png" in names

@@ -498,8 +498,8 @@ def aircomp_default_sweeps() -> dict[str, dict[str, list]]:
 def aircomp_default_full_sweeps() -> dict[str, dict[str, list]]:
     """``aircomp-default-full``'s uplinks: AirComp and FDMA dense at K = 5 ... 50, the two the
     claims compare, over the default task's whole length."""
-    every_k = uplinks("n_scheduled", [5, 10, 20, 50])
-    return {name: every_k[name] for name in ("aircomp", "fdma_dense")}
+    cut = aircomp_default_sweeps()
+    return {name: cut[name] for name in ("aircomp", "fdma_dense")}
 
 
 def aircomp_minilm_sweeps() -> dict[str, dict[str, list]]:
