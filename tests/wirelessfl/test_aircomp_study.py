@@ -42,6 +42,7 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
         "aircomp-default",
         "aircomp-default-full",
         "aircomp-minilm",
+        "aircomp-minilm-50",
     ]
     digits = REPRODUCTIONS["aircomp-digits"]
     assert digits.reference.value == {"channel.uplink": "fdma"} and digits.seeds >= 3
@@ -213,19 +214,14 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
 
 
 def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
-    """AirComp and FDMA dense at K = 5, 10, 20 (K = 20 of 20: full participation), the
-    compressed FDMA uploads at K = 5 and 10, each paired with AirComp on time, final accuracy
+    """AirComp, FDMA dense and the compressed FDMA uploads at K = 5, 10, 20 (K = 20 of 20:
+    full participation), each FDMA upload paired with AirComp on time, final accuracy
     and time to target over the results standard's seed count, on MiniLM / Rotten Tomatoes,
     the FSLoRA scenario's task and split."""
     spec = REPRODUCTIONS["aircomp-minilm"]
     ks = {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()}
-    assert ks == {
-        "aircomp": [5, 10, 20],
-        "fdma_dense": [5, 10, 20],
-        "fdma_soft": [5, 10],
-        "fdma_topk": [5, 10],
-        "fdma_dense_4bit": [5, 10],
-    }
+    assert set(ks) == {"aircomp", "fdma_dense", "fdma_soft", "fdma_topk", "fdma_dense_4bit"}
+    assert all(k == [5, 10, 20] for k in ks.values())
     assert spec.sweeps["fdma_soft"]["controller.sparsification"] == [0.1]
     assert spec.sweeps["fdma_topk"]["compression.ratio"] == [0.1]
     assert spec.sweeps["fdma_dense_4bit"]["quantize.bits"] == [4]
@@ -241,24 +237,59 @@ def test_minilm_study_pairs_every_fdma_upload_with_aircomp_on_the_fslora_task():
     assert air.n_clients == 20 == max(ks["aircomp"])
 
 
-def test_minilm_study_draws_each_k_and_pairs_the_compressed_uploads_at_k_5_and_10(tmp_path):
-    """Network-only (the surrogate), 2 rounds, one seed: 12 runs; FDMA dense against AirComp at
-    every K, the compressed uploads at K = 5 and 10; growth rows for every uplink, each D^t at
+def test_minilm_study_draws_each_k_and_pairs_every_upload_at_every_k(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: 15 runs; every FDMA upload against
+    AirComp at every K; growth rows for every uplink, each D^t at
     its largest K over D^t(5) from the summary; a latency figure and accuracy figures per K."""
     result = _network_only_study("aircomp-minilm", tmp_path)
     table = result["summary"]
-    assert len(table) == 12 and table.finished.all()
+    assert len(table) == 15 and table.finished.all()
     paired = result["paired"]
     contexts = {method: sorted(rows.context.unique()) for method, rows in paired.groupby("method")}
-    assert contexts["channel.uplink=fdma"] == sorted(f"n_scheduled={k}" for k in (5, 10, 20))
     assert len(contexts) == 4
-    small_k = ["n_scheduled=10", "n_scheduled=5"]
-    assert all(c == small_k for m, c in contexts.items() if "fdma, " in m)
+    assert all(c == sorted(f"n_scheduled={k}" for k in (5, 10, 20)) for c in contexts.values())
     growth = result["tables"]["growth"].set_index("sweep")
     assert sorted(growth.index) == sorted(REPRODUCTIONS["aircomp-minilm"].sweeps)
-    _assert_growth(table, growth, {"fdma_dense": 20, "fdma_topk": 10, "fdma_dense_4bit": 10})
+    _assert_growth(table, growth, {name: 20 for name in growth.index})
     assert growth.loc["aircomp", "delay_ratio"] == 1.0
     names = {p.name for p in result["figures"]}
     assert "aircomp_minilm_latency_vs_k.png" in names
     for k in (5, 10, 20):
         assert {f"aircomp_minilm_k{k}.png", f"aircomp_minilm_k{k}_time.png"} <= names
+
+
+def test_minilm_50_study_is_the_minilm_task_split_over_50_clients():
+    """``aircomp-minilm-50``: minilm.yaml's task and settings with N = 50 instead of 20 (its
+    name aside), AirComp and FDMA dense at K = 5 and 50, FDMA dense paired with AirComp on time,
+    final accuracy and time to target over the results standard's seed count."""
+    spec = REPRODUCTIONS["aircomp-minilm-50"]
+    assert {name: grid["n_scheduled"] for name, grid in spec.sweeps.items()} == {
+        "aircomp": [5, 50],
+        "fdma_dense": [5, 50],
+    }
+    assert spec.seeds >= MIN_SEEDS and spec.reference.value == {"channel.uplink": "aircomp"}
+    assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
+    fifty = load_scenario(SCENARIO_DIR / spec.scenario, [])
+    twenty = load_scenario(SCENARIO_DIR / REPRODUCTIONS["aircomp-minilm"].scenario, [])
+    assert (fifty.n_clients, twenty.n_clients) == (50, 20)
+    same = replace(fifty, n_clients=twenty.n_clients, name=twenty.name)
+    assert same == twenty
+
+
+def test_minilm_50_study_pairs_dense_with_aircomp_at_k_5_and_50(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: 4 runs; FDMA dense against AirComp at
+    K = 5 and 50; growth rows D^t(50) / D^t(5); a latency figure and accuracy figures per K."""
+    result = _network_only_study("aircomp-minilm-50", tmp_path)
+    table = result["summary"]
+    assert len(table) == 4 and table.finished.all()
+    paired = result["paired"]
+    assert sorted(paired.context.unique()) == ["n_scheduled=5", "n_scheduled=50"]
+    assert set(paired.method) == {"channel.uplink=fdma"}
+    growth = result["tables"]["growth"].set_index("sweep")
+    _assert_growth(table, growth, {"aircomp": 50, "fdma_dense": 50})
+    assert growth.loc["aircomp", "delay_ratio"] == 1.0
+    assert growth.loc["fdma_dense", "delay_ratio"] > 1.0
+    names = {p.name for p in result["figures"]}
+    assert "aircomp_minilm_50_latency_vs_k.png" in names
+    for k in (5, 50):
+        assert {f"aircomp_minilm_50_k{k}.png", f"aircomp_minilm_50_k{k}_time.png"} <= names
