@@ -449,13 +449,16 @@ AIRCOMP_RATIO = 0.1
 AIRCOMP_BITS = 4
 
 
-def uplinks(key: str, values: list) -> dict[str, dict[str, list]]:
+def uplinks(
+    key: str, values: list, names: tuple[str, ...] | None = None
+) -> dict[str, dict[str, list]]:
     """The AirComp study's sweeps over ``key``: AirComp, and FDMA dense, dense at b bits,
     SOFT at O fixed, top-k at O and top-k at O and b bits (labels in
-    :data:`~wirelessfl.study.aircomp_figures.UPLINK_LABELS`)."""
+    :data:`~wirelessfl.study.aircomp_figures.UPLINK_LABELS`); only ``names``, in that order,
+    where given."""
     fdma = {"channel.uplink": ["fdma"], key: values}
     topk = {**fdma, "algorithm.name": ["fedit_topk"], "compression.ratio": [AIRCOMP_RATIO]}
-    return {
+    every = {
         "aircomp": {"channel.uplink": ["aircomp"], key: values},
         "fdma_dense": fdma,
         "fdma_dense_4bit": {**fdma, "quantize.bits": [AIRCOMP_BITS]},
@@ -467,6 +470,7 @@ def uplinks(key: str, values: list) -> dict[str, dict[str, list]]:
         "fdma_topk": topk,
         "fdma_topk_4bit": {**topk, "quantize.bits": [AIRCOMP_BITS]},
     }
+    return every if names is None else {name: every[name] for name in names}
 
 
 #: the AirComp study in real training: the latency reference's pairing on time, final accuracy and
@@ -488,11 +492,8 @@ AIRCOMP_DENSE_REFERENCE = Reference(
 def aircomp_default_sweeps() -> dict[str, dict[str, list]]:
     """``aircomp-default``'s uplinks: AirComp, FDMA dense, SOFT, dense at 4 bits and top-k at
     K = 5 ... 50; top-k at 4 bits left out (the latency study has it)."""
-    every_k = uplinks("n_scheduled", [5, 10, 20, 50])
-    return {
-        name: every_k[name]
-        for name in ("aircomp", "fdma_dense", "fdma_soft", "fdma_dense_4bit", "fdma_topk")
-    }
+    names = ("aircomp", "fdma_dense", "fdma_soft", "fdma_dense_4bit", "fdma_topk")
+    return uplinks("n_scheduled", [5, 10, 20, 50], names)
 
 
 def aircomp_default_full_sweeps() -> dict[str, dict[str, list]]:
@@ -506,18 +507,14 @@ def aircomp_minilm_sweeps() -> dict[str, dict[str, list]]:
     """``aircomp-minilm``'s uplinks: AirComp, FDMA dense, SOFT, top-k and dense at 4 bits at
     K = 5, 10 and 20 (of N = 20: K = 20 is full participation; a run costs about K / 5 times a
     K = 5 one on a CPU); top-k at 4 bits left out, as in ``aircomp-default``."""
-    every_k = uplinks("n_scheduled", [5, 10, 20])
-    return {
-        name: every_k[name]
-        for name in ("aircomp", "fdma_dense", "fdma_soft", "fdma_topk", "fdma_dense_4bit")
-    }
+    names = ("aircomp", "fdma_dense", "fdma_soft", "fdma_topk", "fdma_dense_4bit")
+    return uplinks("n_scheduled", [5, 10, 20], names)
 
 
 def aircomp_minilm_50_sweeps() -> dict[str, dict[str, list]]:
     """``aircomp-minilm-50``'s uplinks: AirComp and FDMA dense at K = 5 and 50 of N = 50 (the
     MiniLM task split over 50 clients; K = 5 anchors the growth with K)."""
-    both_k = uplinks("n_scheduled", [5, 50])
-    return {name: both_k[name] for name in ("aircomp", "fdma_dense")}
+    return uplinks("n_scheduled", [5, 50], ("aircomp", "fdma_dense"))
 
 
 def dp_ffa_sweeps(sigmas: list[float]) -> dict[str, dict[str, list]]:
