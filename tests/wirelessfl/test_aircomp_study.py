@@ -40,6 +40,7 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
         "aircomp-latency-snr",
         "aircomp-digits",
         "aircomp-default",
+        "aircomp-default-snr",
         "aircomp-default-full",
         "aircomp-minilm",
         "aircomp-minilm-50",
@@ -173,6 +174,69 @@ def test_full_length_default_study_is_the_cut_one_at_the_default_length():
     assert (full.constants.E, short.constants.E) == (5, 3)
     same_length = {"rounds": 8, "learner": short.learner, "constants": short.constants}
     assert replace(full, name=short.name, **same_length) == short
+
+
+def test_default_snr_study_is_the_default_study_at_k_10_over_three_snrs():
+    """``aircomp-default-snr``: AirComp and FDMA dense at K = 10 and 0, 10, 20 dB on
+    ``aircomp-default``'s scenario, FDMA paired with AirComp at each SNR over the results
+    standard's seed count; its 10 dB points are ``aircomp-default``'s K = 10 runs."""
+    spec = REPRODUCTIONS["aircomp-default-snr"]
+    cut = REPRODUCTIONS["aircomp-default"]
+    assert spec.scenario == cut.scenario and set(spec.sweeps) == {"aircomp", "fdma_dense"}
+    assert spec.seeds >= MIN_SEEDS and spec.reference.value == {"channel.uplink": "aircomp"}
+    assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
+    for name, grid in spec.sweeps.items():
+        assert grid["channel.mean_snr_db"] == [0.0, 10.0, 20.0] and grid["n_scheduled"] == [10]
+        at_10_db = {**grid, "channel.mean_snr_db": [10.0]}
+        in_default = {**cut.sweeps[name], "n_scheduled": [10]}
+        assert _scenario(spec.scenario, at_10_db) == _scenario(cut.scenario, in_default)
+
+
+def _scenario(path: str, grid: dict[str, list]):
+    """The scenario at ``path`` with one-value ``grid`` applied as overrides."""
+    assert all(len(values) == 1 for values in grid.values())
+    return load_scenario(SCENARIO_DIR / path, [f"{k}={v[0]}" for k, v in grid.items()])
+
+
+def test_default_snr_study_shifts_every_snr_and_pairs_fdma_at_each(tmp_path):
+    """Network-only (the surrogate), 2 rounds, one seed: 6 runs; every FDMA run's clients see
+    the 0 dB run's fades shifted by the mean SNR, so its D^t is the closed form of those SNRs
+    and falls as the SNR rises; AirComp's D^t does not move and its MSE falls; FDMA paired
+    with AirComp at each SNR; ``by_snr.csv`` is the summary's mean per SNR; figures per SNR."""
+    result = _network_only_study("aircomp-default-snr", tmp_path)
+    table = result["summary"]
+    assert len(table) == 6 and table.finished.all()
+    fdma = table[table.sweep == "fdma_dense"].sort_values("channel.mean_snr_db")
+    runs = [load(result["folder"] / "fdma_dense" / name) for name in fdma.run]
+    base = runs[0].clients
+    for snr_db, run, delay_s in zip((0.0, 10.0, 20.0), runs, fdma.mean_delay_s, strict=True):
+        sent = run.clients[run.clients.status == "arrived"]
+        assert list(run.clients.client) == list(base.client)
+        np.testing.assert_allclose(run.clients.snr_db, base.snr_db + snr_db, atol=1e-9)
+        per_round_s = [
+            float(np.sum(q.bits / (10.0e6 * np.log2(1.0 + 10.0 ** (q.snr_db / 10.0)))))
+            for _, q in sent.groupby("round")
+        ]
+        assert delay_s == pytest.approx(np.mean(per_round_s), rel=1e-9)
+    assert fdma.mean_delay_s.is_monotonic_decreasing and fdma.mean_delay_s.is_unique
+    air = table[table.sweep == "aircomp"].sort_values("channel.mean_snr_db")
+    assert air.mean_delay_s.nunique() == 1
+    assert air.mean_aircomp_mse.is_monotonic_decreasing and air.mean_aircomp_mse.is_unique
+    paired = result["paired"]
+    assert set(paired.method) == {"channel.uplink=fdma"}
+    assert len(paired.context.unique()) == 3
+    by_snr = result["tables"]["by_snr"].set_index(["sweep", "channel.mean_snr_db"])
+    for _, row in table.iterrows():
+        means = by_snr.loc[(row["sweep"], row["channel.mean_snr_db"])]
+        assert means.mean_delay_s_mean == pytest.approx(row["mean_delay_s"])
+        assert means.seeds == 1
+    names = {p.name for p in result["figures"]}
+    assert "aircomp_default_snr_latency_vs_snr.png" in names
+    for snr in (0, 10, 20):
+        assert {
+            f"aircomp_default_snr_snr{snr}.png",
+            f"aircomp_default_snr_snr{snr}_time.png",
+        } <= names
 
 
 def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):

@@ -19,10 +19,13 @@ __all__ = [
     "accuracy_figures",
     "aircomp_columns",
     "draw_by_k",
+    "draw_by_snr",
     "default_study_tables",
     "draw_default_study",
     "draw_latency",
     "fdma_energy_floor_j",
+    "per_value_table",
+    "snr_study_tables",
     "uplink_label",
 ]
 
@@ -130,20 +133,51 @@ def draw_by_k(stem: str, task: str, n_clients: int) -> Callable[[Path, list], li
     (``<stem>_latency_vs_k.png``) and, at each K, accuracy against the round and against
     virtual time (``<stem>_k<K>.png``, ``<stem>_k<K>_time.png``, a symmetric-log time axis,
     linear below 10 ms); ``task`` names the model and data in the titles."""
+    return _draw_over(
+        stem,
+        "n_scheduled",
+        "k",
+        f"scheduled clients K (of {n_clients})",
+        f"Upload time per round against K, {task} (10 dB mean SNR)",
+        lambda k: f"AirComp and FDMA, {task} (K = {k} of {n_clients})",
+    )
+
+
+def draw_by_snr(stem: str, task: str, k: int) -> Callable[[Path, list], list[Path]]:
+    """An AirComp study's drawing over the mean SNR on a real task at ``k`` scheduled clients:
+    the upload time per round against the SNR (``<stem>_latency_vs_snr.png``) and, at each
+    SNR, accuracy against the round and against virtual time (``<stem>_snr<dB>.png``,
+    ``<stem>_snr<dB>_time.png``)."""
+    return _draw_over(
+        stem,
+        "channel.mean_snr_db",
+        "snr",
+        "mean SNR [dB]",
+        f"Upload time per round against the mean SNR, {task} (K = {k})",
+        lambda snr_db: f"AirComp and FDMA, {task} (K = {k}, mean SNR {snr_db} dB)",
+    )
+
+
+def _draw_over(
+    stem: str,
+    key: str,
+    tag: str,
+    xlabel: str,
+    latency_title: str,
+    accuracy_title: Callable[[str], str],
+) -> Callable[[Path, list], list[Path]]:
+    """The latency figure ``<stem>_latency_vs_<tag>.png`` against ``key`` and the accuracy
+    figures ``<stem>_<tag><value>`` at each of its values (written with ``:g``, the form
+    ``accuracy_title`` gets too)."""
 
     def draw(out: Path, runs: list) -> list[Path]:
         from wirelessfl.results.groups import config_value
 
-        paths = draw_latency(
-            f"{stem}_latency_vs_k",
-            "n_scheduled",
-            f"scheduled clients K (of {n_clients})",
-            f"Upload time per round against K, {task} (10 dB mean SNR)",
-        )(out, runs)
-        for k in sorted({int(config_value(run, "n_scheduled")) for run in runs}):
-            chosen = [run for run in runs if int(config_value(run, "n_scheduled")) == k]
-            title = f"AirComp and FDMA, {task} (K = {k} of {n_clients})"
-            paths += accuracy_figures(out, chosen, f"{stem}_k{k}", title)
+        paths = draw_latency(f"{stem}_latency_vs_{tag}", key, xlabel, latency_title)(out, runs)
+        for value in sorted({float(config_value(run, key)) for run in runs}):
+            chosen = [run for run in runs if float(config_value(run, key)) == value]
+            text = f"{value:g}"
+            paths += accuracy_figures(out, chosen, f"{stem}_{tag}{text}", accuracy_title(text))
         return paths
 
     return draw
@@ -169,24 +203,10 @@ def accuracy_figures(out: Path, runs: list, stem: str, title: str) -> list[Path]
 
 def default_study_tables(table: Any) -> dict[str, Any]:
     """``aircomp-default``'s tables from ``summary.csv``: ``by_k`` (per sweep and K, over
-    seeds: the upload time per round, final accuracy, time to target, a client's transmit
-    energy per round and AirComp's MSE, mean with min and max, and how many seeds reached the
-    target) and ``growth`` (per sweep and seed: D^t at the largest K over D^t at the smallest;
-    sweeps run at one K only have no row)."""
+    seeds: :func:`per_value_table`) and ``growth`` (per sweep and seed: D^t at the largest K
+    over D^t at the smallest; sweeps run at one K only have no row)."""
     import pandas as pd
 
-    values = [
-        "mean_delay_s",
-        "final_accuracy",
-        "time_to_target_s",
-        "mean_client_transmit_energy_j",
-        "mean_aircomp_mse",
-    ]
-    grouped = table.groupby(["sweep", "n_scheduled"], sort=False)
-    by_k = grouped[values].agg(["mean", "min", "max"])
-    by_k.columns = [f"{value}_{stat}" for value, stat in by_k.columns]
-    by_k["seeds"] = grouped.seed.count()
-    by_k["seeds_at_target"] = grouped.time_to_target_s.count()
     rows = []
     for (sweep, seed), runs in table.groupby(["sweep", "seed"], sort=False):
         runs = runs.sort_values("n_scheduled")
@@ -202,4 +222,30 @@ def default_study_tables(table: Any) -> dict[str, Any]:
                 "delay_ratio": last.mean_delay_s / first.mean_delay_s,
             }
         )
-    return {"by_k": by_k.reset_index(), "growth": pd.DataFrame(rows)}
+    return {"by_k": per_value_table(table, "n_scheduled"), "growth": pd.DataFrame(rows)}
+
+
+def snr_study_tables(table: Any) -> dict[str, Any]:
+    """An SNR study's table from ``summary.csv``: ``by_snr`` (per sweep and mean SNR, over
+    seeds: :func:`per_value_table`)."""
+    return {"by_snr": per_value_table(table, "channel.mean_snr_db")}
+
+
+def per_value_table(table: Any, key: str) -> Any:
+    """Per sweep and value of ``key``, over seeds: the upload time per round, final accuracy,
+    time to target, a client's transmit energy per round and AirComp's MSE, mean with min
+    and max (``<column>_mean``, ``_min``, ``_max``), the seeds and the seeds that reached the
+    target."""
+    values = [
+        "mean_delay_s",
+        "final_accuracy",
+        "time_to_target_s",
+        "mean_client_transmit_energy_j",
+        "mean_aircomp_mse",
+    ]
+    grouped = table.groupby(["sweep", key], sort=False)
+    stats = grouped[values].agg(["mean", "min", "max"])
+    stats.columns = [f"{value}_{stat}" for value, stat in stats.columns]
+    stats["seeds"] = grouped.seed.count()
+    stats["seeds_at_target"] = grouped.time_to_target_s.count()
+    return stats.reset_index()
