@@ -43,6 +43,7 @@ def test_the_reproductions_are_listed_and_pair_with_aircomp():
         "aircomp-default-snr",
         "aircomp-default-full",
         "aircomp-minilm",
+        "aircomp-minilm-snr",
         "aircomp-minilm-50",
     ]
     digits = REPRODUCTIONS["aircomp-digits"]
@@ -176,20 +177,24 @@ def test_full_length_default_study_is_the_cut_one_at_the_default_length():
     assert replace(full, name=short.name, **same_length) == short
 
 
-def test_default_snr_study_is_the_default_study_at_k_10_over_three_snrs():
-    """``aircomp-default-snr``: AirComp and FDMA dense at K = 10 and 0, 10, 20 dB on
-    ``aircomp-default``'s scenario, FDMA paired with AirComp at each SNR over the results
-    standard's seed count; its 10 dB points are ``aircomp-default``'s K = 10 runs."""
-    spec = REPRODUCTIONS["aircomp-default-snr"]
-    cut = REPRODUCTIONS["aircomp-default"]
-    assert spec.scenario == cut.scenario and set(spec.sweeps) == {"aircomp", "fdma_dense"}
+@pytest.mark.parametrize(
+    ("name", "k_study", "k"),
+    [("aircomp-default-snr", "aircomp-default", 10), ("aircomp-minilm-snr", "aircomp-minilm", 5)],
+)
+def test_snr_study_is_the_k_study_at_one_k_over_three_snrs(name, k_study, k):
+    """``aircomp-default-snr`` and ``aircomp-minilm-snr``: AirComp and FDMA dense at one K
+    and 0, 10, 20 dB on their K study's scenario, FDMA paired with AirComp at each SNR over
+    the results standard's seed count; their 10 dB points are the K study's runs at that K."""
+    spec = REPRODUCTIONS[name]
+    by_k = REPRODUCTIONS[k_study]
+    assert spec.scenario == by_k.scenario and set(spec.sweeps) == {"aircomp", "fdma_dense"}
     assert spec.seeds >= MIN_SEEDS and spec.reference.value == {"channel.uplink": "aircomp"}
     assert spec.reference.metrics == ("mean_delay_s", "final_accuracy", "time_to_target_s")
-    for name, grid in spec.sweeps.items():
-        assert grid["channel.mean_snr_db"] == [0.0, 10.0, 20.0] and grid["n_scheduled"] == [10]
+    for uplink, grid in spec.sweeps.items():
+        assert grid["channel.mean_snr_db"] == [0.0, 10.0, 20.0] and grid["n_scheduled"] == [k]
         at_10_db = {**grid, "channel.mean_snr_db": [10.0]}
-        in_default = {**cut.sweeps[name], "n_scheduled": [10]}
-        assert _scenario(spec.scenario, at_10_db) == _scenario(cut.scenario, in_default)
+        in_k_study = {**by_k.sweeps[uplink], "n_scheduled": [k]}
+        assert _scenario(spec.scenario, at_10_db) == _scenario(by_k.scenario, in_k_study)
 
 
 def _scenario(path: str, grid: dict[str, list]):
