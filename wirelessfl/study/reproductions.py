@@ -505,11 +505,28 @@ def aircomp_default_full_sweeps() -> dict[str, dict[str, list]]:
     return {name: cut[name] for name in ("aircomp", "fdma_dense")}
 
 
-def snr_sweeps(k: int) -> dict[str, dict[str, list]]:
-    """An SNR study's uplinks: AirComp and FDMA dense at K = ``k`` and a mean SNR of 0, 10
-    and 20 dB (10 dB is the scenario's own mean SNR, so that point is the K study's)."""
+def aircomp_snr_study(
+    scenario: str, k: int, stem: str, task: str, target_accuracy: float
+) -> Reproduction:
+    """An AirComp study against the SNR on a real task: AirComp and FDMA dense at K = ``k``
+    and a mean SNR of 0, 10 and 20 dB (10 dB is the scenario's own, so that point is its K
+    study's), FDMA paired with AirComp at each SNR, 5 seeds; ``by_snr.csv`` and the figures
+    of :func:`~wirelessfl.study.aircomp_figures.draw_by_snr` (``stem``, ``task``)."""
     by_snr = uplinks("channel.mean_snr_db", [0.0, 10.0, 20.0], ("aircomp", "fdma_dense"))
-    return {name: {**grid, "n_scheduled": [k]} for name, grid in by_snr.items()}
+    return Reproduction(
+        scenario=scenario,
+        sweeps={name: {**grid, "n_scheduled": [k]} for name, grid in by_snr.items()},
+        claim=f"Zhu et al.: on {task} at K = {k}, the upload time of over-the-air aggregation "
+        "does not depend on the SNR while FDMA's falls as it rises, and at low SNR its "
+        "aggregation noise costs accuracy against FDMA's exact aggregate",
+        target_accuracy=target_accuracy,
+        seeds=5,
+        full=[],
+        draw=draw_by_snr(stem, task, k),
+        reference=AIRCOMP_DENSE_REFERENCE,
+        run_columns=aircomp_columns,
+        tables=snr_study_tables,
+    )
 
 
 def aircomp_minilm_sweeps() -> dict[str, dict[str, list]]:
@@ -1076,19 +1093,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         run_columns=aircomp_columns,
         tables=default_study_tables,
     ),
-    "aircomp-default-snr": Reproduction(
-        scenario="aircomp/default.yaml",
-        sweeps=snr_sweeps(10),
-        claim="Zhu et al.: on the default task at K = 10, the upload time of over-the-air "
-        "aggregation does not depend on the SNR while FDMA's falls as it rises, and at low SNR "
-        "its aggregation noise costs accuracy against FDMA's exact aggregate",
-        target_accuracy=0.4,
-        seeds=5,
-        full=[],
-        draw=draw_by_snr("aircomp_default_snr", "EfficientNet-Lite0 / MNIST-5k", 10),
-        reference=AIRCOMP_DENSE_REFERENCE,
-        run_columns=aircomp_columns,
-        tables=snr_study_tables,
+    "aircomp-default-snr": aircomp_snr_study(
+        "aircomp/default.yaml", 10, "aircomp_default_snr", "EfficientNet-Lite0 / MNIST-5k", 0.4
     ),
     "aircomp-default-full": Reproduction(
         scenario="aircomp/default_full.yaml",
@@ -1119,19 +1125,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {
         tables=default_study_tables,
         run_columns=aircomp_columns,
     ),
-    "aircomp-minilm-snr": Reproduction(
-        scenario="aircomp/minilm.yaml",
-        sweeps=snr_sweeps(5),
-        claim="Zhu et al.: on MiniLM / Rotten Tomatoes at K = 5, the upload time of "
-        "over-the-air aggregation does not depend on the SNR while FDMA's falls as it rises, "
-        "and at low SNR its aggregation noise costs accuracy against FDMA's exact aggregate",
-        target_accuracy=0.6,
-        seeds=5,
-        full=[],
-        draw=draw_by_snr("aircomp_minilm_snr", "MiniLM / Rotten Tomatoes", 5),
-        reference=AIRCOMP_DENSE_REFERENCE,
-        run_columns=aircomp_columns,
-        tables=snr_study_tables,
+    "aircomp-minilm-snr": aircomp_snr_study(
+        "aircomp/minilm.yaml", 5, "aircomp_minilm_snr", "MiniLM / Rotten Tomatoes", 0.6
     ),
     "aircomp-minilm-50": Reproduction(
         scenario="aircomp/minilm_50_clients.yaml",
