@@ -33,6 +33,16 @@ def _assert_growth(table, growth, k_large_by_sweep: dict[str, int]) -> None:
         assert growth.loc[sweep, "delay_ratio"] == pytest.approx(delays[k_large] / delays[5])
 
 
+def _equal_delay_mean_s(sent, bandwidth_hz: float) -> float:
+    """FDMA's equal-delay upload time under the band noise rule, mean over rounds [s]:
+    sum_k bits_k / (B log2(1 + SNR_k)) over each round's arrived clients ``sent``."""
+    per_round_s = [
+        float(np.sum(q.bits / (bandwidth_hz * np.log2(1.0 + 10.0 ** (q.snr_db / 10.0)))))
+        for _, q in sent.groupby("round")
+    ]
+    return float(np.mean(per_round_s))
+
+
 def test_the_reproductions_are_listed_and_pair_with_aircomp():
     names = [name for name in REPRODUCTIONS if name.startswith("aircomp-")]
     assert names == [
@@ -218,11 +228,7 @@ def test_default_snr_study_shifts_every_snr_and_pairs_fdma_at_each(tmp_path):
         sent = run.clients[run.clients.status == "arrived"]
         assert list(run.clients.client) == list(base.client)
         np.testing.assert_allclose(run.clients.snr_db, base.snr_db + snr_db, atol=1e-9)
-        per_round_s = [
-            float(np.sum(q.bits / (10.0e6 * np.log2(1.0 + 10.0 ** (q.snr_db / 10.0)))))
-            for _, q in sent.groupby("round")
-        ]
-        assert delay_s == pytest.approx(np.mean(per_round_s), rel=1e-9)
+        assert delay_s == pytest.approx(_equal_delay_mean_s(sent, 10.0e6), rel=1e-9)
     assert fdma.mean_delay_s.is_monotonic_decreasing and fdma.mean_delay_s.is_unique
     air = table[table.sweep == "aircomp"].sort_values("channel.mean_snr_db")
     assert air.mean_delay_s.nunique() == 1
@@ -259,11 +265,9 @@ def test_default_study_runs_and_its_times_are_the_closed_forms(tmp_path):
         if row["sweep"] == "aircomp":
             assert row["mean_delay_s"] == pytest.approx((sent.bits / 32 / bandwidth_hz).max())
             continue
-        per_round_s = [
-            float(np.sum(q.bits / (bandwidth_hz * np.log2(1.0 + 10.0 ** (q.snr_db / 10.0)))))
-            for _, q in sent.groupby("round")
-        ]
-        assert row["mean_delay_s"] == pytest.approx(np.mean(per_round_s), rel=1e-9)
+        assert row["mean_delay_s"] == pytest.approx(
+            _equal_delay_mean_s(sent, bandwidth_hz), rel=1e-9
+        )
     air = table[table.sweep == "aircomp"]
     assert air.mean_delay_s.nunique() == 1
     paired = result["paired"]
