@@ -457,15 +457,18 @@ def uplinks(
     """The AirComp study's sweeps over ``key``: AirComp, and FDMA dense, dense at b bits,
     SOFT at O fixed, top-k at O and top-k at O and b bits (labels in
     :data:`~wirelessfl.study.aircomp_figures.UPLINK_LABELS`); only ``names``, in that order,
-    where given."""
+    where given. The sparse uploads carry their index bits (``payload.index_overhead``): they
+    are compared with dense and analog uploads, which need none (docs/simulator.md, "Index
+    bits")."""
     fdma = {"channel.uplink": ["fdma"], key: values}
-    topk = {**fdma, "algorithm.name": ["fedit_topk"], "compression.ratio": [AIRCOMP_RATIO]}
+    sparse = {**fdma, "payload.index_overhead": [True]}
+    topk = {**sparse, "algorithm.name": ["fedit_topk"], "compression.ratio": [AIRCOMP_RATIO]}
     every = {
         "aircomp": {"channel.uplink": ["aircomp"], key: values},
         "fdma_dense": fdma,
         "fdma_dense_4bit": {**fdma, "quantize.bits": [AIRCOMP_BITS]},
         "fdma_soft": {
-            **fdma,
+            **sparse,
             "algorithm.name": ["soft"],
             "controller.sparsification": [AIRCOMP_RATIO],
         },
