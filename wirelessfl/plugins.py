@@ -13,7 +13,8 @@ A plug-in registers algorithms, controllers, channel models, sparsifiers, data s
 A run's ``config.yaml`` lists its plug-ins resolved so (absolute paths, module names): ``run
 --resume``, a sweep's worker processes and anything else reading the run folder import them
 again. A plug-in is imported once per process; one that cannot be imported is a ``UserError``
-of one line naming where it was given and what went wrong.
+of one line naming where it was given and what went wrong (a plug-in that calls
+``sys.exit`` at import too).
 """
 
 from __future__ import annotations
@@ -126,8 +127,18 @@ def _import(plugin: str) -> str | None:
         if is_plugin_file(plugin):
             return _import_file(Path(plugin))
         return _import_module(plugin)
+    except SystemExit as err:  # sys.exit() at import would end the command with no run
+        return (
+            f"the plug-in exited at import ({_shown(_exit_text(err))}); a plug-in registers "
+            "names and must not exit"
+        )
     except Exception as err:  # noqa: BLE001 - a plug-in's own failure, reported in one line
         return _raised(err)
+
+
+def _exit_text(err: SystemExit) -> str:
+    """``SystemExit(0)``, ``SystemExit('why')``, ``SystemExit()``: how the plug-in exited."""
+    return f"SystemExit({'' if err.code is None else repr(err.code)})"
 
 
 def _raised(err: BaseException) -> str:

@@ -251,6 +251,8 @@ def test_scenario_keys_lists_a_plugin_algorithms_settings(tmp_path):
 
 RAISING = 'raise RuntimeError("the plug-in needs MY_SETTING")\n'
 MISSING_LIBRARY = "import not_a_library_xyz\n"
+EXITS = "import sys\n\nsys.exit(0)\n"
+EXITS_WHY = "import sys\n\nsys.exit('needs MY_SETTING')\n"
 
 
 def _scenario_with(tmp_path: Path, plugins: object) -> str:
@@ -277,6 +279,16 @@ def _scenario_with(tmp_path: Path, plugins: object) -> str:
             "module named 'not_a_library_xyz'",
         ),
         (
+            ["run", "paper", "--plugin", "exits.py"],
+            "--plugin {tmp}/exits.py: the plug-in exited at import (SystemExit(0)); a plug-in "
+            "registers names and must not exit",
+        ),
+        (
+            ["sweep", "paper", "--plugin", "exits_why"],
+            "--plugin exits_why: the plug-in exited at import (SystemExit('needs MY_SETTING')); "
+            "a plug-in registers names and must not exit",
+        ),
+        (
             ["scenario-keys", "--plugin", "not a name"],
             "--plugin: 'not a name' is neither a module name (Python names joined by dots, e.g. "
             "my_plugins.greedy) nor a .py file",
@@ -300,6 +312,8 @@ def test_a_plugin_that_cannot_be_imported_is_one_line(
     monkeypatch.setattr(sys, "path", list(sys.path))  # plug-ins add their folders
     (tmp_path / "raising.py").write_text(RAISING)
     (tmp_path / "needs_library.py").write_text(MISSING_LIBRARY)
+    (tmp_path / "exits.py").write_text(EXITS)
+    (tmp_path / "exits_why.py").write_text(EXITS_WHY)  # imported as a module, from the cwd
     (tmp_path / "harmless.py").write_text('"""Registers nothing."""\n')
     _scenario_with(tmp_path, [])
     code = main([a.format(tmp=tmp_path) for a in argv])
