@@ -421,6 +421,41 @@ def test_bad_override_gets_one_line(tmp_path, capsys, sets, fragment):
     assert not out.exists()
 
 
+#: (id, shipped scenario, --set items, the whole error line): refused when the scenario is
+#: read, not after the models are built
+REFUSED_AT_LOAD = [
+    (
+        "stage-h2tune",
+        "h2tune/hybrid",
+        ["compression.sparsifier=topk"],
+        "compression.sparsifier: algorithm 'h2tune' cannot take a compression stage (its shared "
+        "tensors are averaged whole, not as sparse LoRA updates); use sparsifier: none",
+    ),
+    (
+        "quantiser-h2tune",
+        "h2tune/hybrid",
+        ["quantize.bits=4"],
+        "quantize.bits: algorithm 'h2tune' cannot take a quantiser stage (its shared tensors "
+        "are averaged whole, not as sparse LoRA updates); leave it null",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "sets", "line"),
+    [pytest.param(sc, s, line, id=i) for i, sc, s, line in REFUSED_AT_LOAD],
+)
+def test_what_the_run_cannot_take_is_refused_at_load(tmp_path, capsys, scenario, sets, line):
+    out = tmp_path / "out"
+    argv = ["run", scenario, "--out", str(out), "--quiet"]
+    for item in sets:
+        argv += ["--set", item]
+    code, err, elapsed = _run_cli(argv, capsys)
+    _assert_one_line(code, err, elapsed, line)
+    assert err.strip() == f"wirelessfl: error: {line}"
+    assert not out.exists()
+
+
 def test_directory_missing_and_oversized_files(tmp_path, capsys):
     out = str(tmp_path / "out")
     folder = tmp_path / "a_folder"

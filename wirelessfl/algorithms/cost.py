@@ -137,10 +137,23 @@ class CostModel:
         self.compression = resolve_compression(
             getattr(scenario, "compression", None), self.OWN_STAGE
         )
-        self._check_compression(self.compression)
         self.quantizer = resolve_quantizer(getattr(scenario, "quantize", None))
-        self._check_quantizer(self.quantizer)
+        problem = self.stage_refusal(self.name, scenario)
+        if problem is not None:
+            raise ConfigError(problem)
         self._check_fixed_ranks()
+
+    @classmethod
+    def stage_refusal(cls, algorithm: str, scenario: Any) -> str | None:
+        """The one line refusing ``scenario``'s compression or quantiser stage to
+        ``algorithm`` (None: its message takes both). The scenario asks it at load, before
+        any model is built; the cost model asks again."""
+        stage = resolve_compression(getattr(scenario, "compression", None), cls.OWN_STAGE)
+        quantizer = resolve_quantizer(getattr(scenario, "quantize", None))
+        chooses = bool(getattr(getattr(scenario, "controller", None), "bits_choices", None))
+        return cls._compression_refusal(algorithm, stage) or cls._quantizer_refusal(
+            algorithm, quantizer, chooses
+        )
 
     @classmethod
     def fixed_ranks_refusal(cls, algorithm: str, key: str) -> str:
@@ -160,60 +173,59 @@ class CostModel:
         raise ConfigError(self.fixed_ranks_refusal(self.name, key))
 
     # ---- the stage --------------------------------------------------------------------------
-    def _check_compression(self, stage: Compression) -> None:
-        """One line for a stage this algorithm's message cannot take."""
+    @classmethod
+    def _compression_refusal(cls, algorithm: str, stage: Compression) -> str | None:
+        """One line for a stage this algorithm's message cannot take (None: it takes it)."""
         if not stage.active:
-            return
-        if self.COMPRESSES is None:
-            raise ConfigError(
-                f"compression.sparsifier: algorithm {self.name!r} cannot take a compression "
-                f"stage ({self.NO_STAGE_REASON}); use sparsifier: none"
+            return None
+        if cls.COMPRESSES is None:
+            return (
+                f"compression.sparsifier: algorithm {algorithm!r} cannot take a compression "
+                f"stage ({cls.NO_STAGE_REASON}); use sparsifier: none"
             )
-        if stage.sparsifier == "soft" and not self.SENDS_PAIRS:
-            raise ConfigError(
+        if stage.sparsifier == "soft" and not cls.SENDS_PAIRS:
+            return (
                 f"compression.sparsifier: soft weighs each rank component by ||B_i||^2 ||A_i||^2 "
-                f"of the pair it sends, and algorithm {self.name!r} sends B alone; use topk, "
+                f"of the pair it sends, and algorithm {algorithm!r} sends B alone; use topk, "
                 "random or structured"
             )
-        if (
-            stage.importance == "factors"
-            and stage.sparsifier == "soft"
-            and not self.CARRIES_FACTORS
-        ):
-            raise ConfigError(
+        if stage.importance == "factors" and stage.sparsifier == "soft" and not cls.CARRIES_FACTORS:
+            return (
                 f"compression.importance: factors takes eq. (3)'s weights from the client's local "
-                f"factors, which algorithm {self.name!r}'s message does not carry; use update"
+                f"factors, which algorithm {algorithm!r}'s message does not carry; use update"
             )
-        if self.COMPRESSES == "factors" and stage.error_feedback:
-            raise ConfigError(
-                f"compression.error_feedback: algorithm {self.name!r} sends its trained factors, "
+        if cls.COMPRESSES == "factors" and stage.error_feedback:
+            return (
+                f"compression.error_feedback: algorithm {algorithm!r} sends its trained factors, "
                 "not an update, so a memory of unsent values has nothing to add to; set "
                 "compression.error_feedback: false"
             )
+        return None
 
-    def _check_quantizer(self, quantizer: Quantizer) -> None:
-        """One line for a quantiser this algorithm's message cannot take, or a choice of b its
-        penalty cannot weigh."""
-        chooses = bool(getattr(getattr(self.scenario, "controller", None), "bits_choices", None))
+    @classmethod
+    def _quantizer_refusal(cls, algorithm: str, quantizer: Quantizer, chooses: bool) -> str | None:
+        """One line for a quantiser this algorithm's message cannot take, or a choice of b
+        (``chooses``: ``controller.bits_choices``) its penalty cannot weigh; None: neither."""
         if not (quantizer.active or chooses):
-            return
+            return None
         key = "quantize.bits" if quantizer.active else "controller.bits_choices"
-        if self.COMPRESSES is None:
-            raise ConfigError(
-                f"{key}: algorithm {self.name!r} cannot take a quantiser stage "
-                f"({self.NO_STAGE_REASON.replace('sparsify', 'quantise')}); leave it null"
+        if cls.COMPRESSES is None:
+            return (
+                f"{key}: algorithm {algorithm!r} cannot take a quantiser stage "
+                f"({cls.NO_STAGE_REASON.replace('sparsify', 'quantise')}); leave it null"
             )
-        if self.COMPRESSES == "factors" and quantizer.error_feedback:
-            raise ConfigError(
-                f"quantize.error_feedback: algorithm {self.name!r} sends its trained factors, "
+        if cls.COMPRESSES == "factors" and quantizer.error_feedback:
+            return (
+                f"quantize.error_feedback: algorithm {algorithm!r} sends its trained factors, "
                 "not an update, so a memory of quantisation residuals has nothing to add to; set "
                 "quantize.error_feedback: false"
             )
-        if chooses and not self.QUANTIZER_PENALTY:
-            raise ConfigError(
-                f"controller.bits_choices: algorithm {self.name!r}'s penalty has no quantiser "
+        if chooses and not cls.QUANTIZER_PENALTY:
+            return (
+                f"controller.bits_choices: algorithm {algorithm!r}'s penalty has no quantiser "
                 "term to weigh b against its bits; set quantize.bits for a fixed b"
             )
+        return None
 
     @property
     def quantizes(self) -> bool:

@@ -1172,6 +1172,7 @@ class Scenario:
         self._validate_server()
         check_uplink(self)
         self._validate_fixed_ranks()
+        self._validate_stages()
         self._validate_privacy()
         for warning in self.constants.resolve(self.learner):
             _warn_once(warning)
@@ -1191,6 +1192,14 @@ class Scenario:
         cost = ALGORITHMS.load(self.algorithm.name).CostModel
         if not cost.FIXED_RANKS:
             raise ConfigError(cost.fixed_ranks_refusal(self.algorithm.name, key))
+
+    def _validate_stages(self) -> None:
+        """A compression or quantiser stage the algorithm's message cannot take (its cost
+        model's ``stage_refusal``): its one line, at load, before any model is built."""
+        cost = ALGORITHMS.load(self.algorithm.name).CostModel
+        problem = cost.stage_refusal(self.algorithm.name, self)
+        if problem is not None:
+            raise ConfigError(problem)
 
     def _validate_privacy(self) -> None:
         """What the DP mechanisms need (docs/privacy.md): real training; for client-level DP
