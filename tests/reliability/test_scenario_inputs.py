@@ -422,7 +422,7 @@ def test_bad_override_gets_one_line(tmp_path, capsys, sets, fragment):
 
 
 #: (id, shipped scenario, --set items, the whole error line): refused when the scenario is
-#: read, not after the models are built
+#: read, not after the models are built or the run has started
 REFUSED_AT_LOAD = [
     (
         "stage-h2tune",
@@ -437,6 +437,14 @@ REFUSED_AT_LOAD = [
         ["quantize.bits=4"],
         "quantize.bits: algorithm 'h2tune' cannot take a quantiser stage (its shared tensors "
         "are averaged whole, not as sparse LoRA updates); leave it null",
+    ),
+    (
+        "buffer-above-n-clients",
+        "network_only",
+        ["n_clients=10", "n_scheduled=3", "server.mode=buffered", "server.buffer_size=11"],
+        "server.buffer_size: must be <= n_clients (10), got 11 (a client whose update waits in "
+        "the buffer is dispatched again only after the aggregation, so at most n_clients updates "
+        "fill it)",
     ),
 ]
 
@@ -454,6 +462,16 @@ def test_what_the_run_cannot_take_is_refused_at_load(tmp_path, capsys, scenario,
     _assert_one_line(code, err, elapsed, line)
     assert err.strip() == f"wirelessfl: error: {line}"
     assert not out.exists()
+
+
+def test_a_buffer_of_every_client_runs(tmp_path):
+    """M = N fills: the clients in flight refill the slots until every client has arrived."""
+    from wirelessfl.sim import run_scenario
+
+    sets = ["rounds=2", "n_clients=10", "n_scheduled=3", "server.mode=buffered"]
+    sc = load_scenario("network_only", [*sets, "server.buffer_size=10"])
+    rounds = run_scenario(sc, tmp_path / "out").rounds
+    assert list(rounds["n_arrived"]) == [10, 10]
 
 
 def test_directory_missing_and_oversized_files(tmp_path, capsys):

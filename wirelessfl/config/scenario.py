@@ -1253,8 +1253,8 @@ class Scenario:
             )
 
     def _validate_server(self) -> None:
-        """The event-driven modes: the concurrency fits N; what they do not model yet is
-        refused in one line (docs/simulator.md, "Asynchronous rounds")."""
+        """The event-driven modes: the concurrency and FedBuff's buffer fit N; what they do not
+        model yet is refused in one line (docs/simulator.md, "Asynchronous rounds")."""
         sv = self.server
         if not sv.event_driven:
             return
@@ -1262,6 +1262,12 @@ class Scenario:
             raise ConfigError(
                 f"server.concurrency: must be <= n_clients ({self.n_clients:,}), got "
                 f"{sv.concurrency:,}"
+            )
+        if sv.mode == "buffered" and sv.buffer_size > self.n_clients:
+            raise ConfigError(
+                f"server.buffer_size: must be <= n_clients ({self.n_clients:,}), got "
+                f"{sv.buffer_size:,} (a client whose update waits in the buffer is dispatched "
+                "again only after the aggregation, so at most n_clients updates fill it)"
             )
         if not ALGORITHMS.load(self.algorithm.name).CostModel.SINGLE_UPDATES:
             raise ConfigError(
