@@ -8,6 +8,7 @@ normal file, a byte-order mark, merge keys) are loaded with ``load_scenario``.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -604,6 +605,23 @@ def test_shipped_scenarios_load(name):
 )
 def test_paper_scenarios_load(path):
     load_scenario(path)
+
+
+LISTED = sorted(p for p in SCENARIO_DIR.rglob("*.yaml") if "kind: listed" in p.read_text())
+
+
+@pytest.mark.parametrize("path", LISTED, ids=lambda p: p.stem)
+def test_a_header_names_only_the_listed_device_speeds(path):
+    """The FLOP/s a shipped scenario's header comment gives (numbers like 1e10) are speeds
+    of its ``devices.per_client_flops_per_s``."""
+    header = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    named = {float(x) for x in re.findall(r"\b\d(?:\.\d+)?e\d+\b", " ".join(header))}
+    assert named, f"{path.name}: its header gives no device speed"
+    assert named <= set(load_scenario(path).devices.per_client_flops_per_s)
 
 
 def test_listed_device_speeds_set_each_clients_compute_time(tmp_path):
