@@ -20,11 +20,12 @@ opacus = pytest.importorskip("opacus")
 from opacus.accountants import RDPAccountant  # noqa: E402
 
 from wirelessfl.algorithms import make_algorithm  # noqa: E402
+from wirelessfl.config.privacy import update_noise_multiplier  # noqa: E402
 from wirelessfl.models.rng import torch_generator  # noqa: E402
 from wirelessfl.plans import ClientPlan  # noqa: E402
 from wirelessfl.privacy.accounting import epsilon, sampling_rate  # noqa: E402
 from wirelessfl.privacy.mechanism import add_gaussian_noise, clip_to_norm  # noqa: E402
-from wirelessfl.privacy.stage import PrivacyStage, update_noise_multiplier  # noqa: E402
+from wirelessfl.privacy.stage import PrivacyStage  # noqa: E402
 from wirelessfl.sim import resume_run  # noqa: E402
 from wirelessfl.sim.runner import Run  # noqa: E402
 from wirelessfl.training.private_state import PrivateState  # noqa: E402
@@ -55,8 +56,13 @@ def test_epsilon_equals_opacus_documented_example():
 
 
 def test_stage_epsilon_is_the_accountant_stepped_once_per_release():
-    sc = _dp(n_clients=100, n_scheduled=10, **{"privacy.delta": 1e-5})
-    stage = PrivacyStage(sc)
+    # a fixed denominator (McMahan et al.'s estimator): amplification by sampling at q = K/N
+    sc = _dp(
+        n_clients=100,
+        n_scheduled=10,
+        **{"privacy.delta": 1e-5, "strategy.aggregation": "unbiased"},
+    )
+    stage = PrivacyStage(sc, [0.01] * 100)
     assert sampling_rate(sc) == pytest.approx(0.1)
     by_hand = RDPAccountant()
     for _ in range(30):
@@ -69,9 +75,19 @@ def test_stage_epsilon_is_the_accountant_stepped_once_per_release():
 
 
 def test_no_amplification_where_sampling_is_not_uniform():
-    assert sampling_rate(_dp(**{"selection.method": "best_snr"})) == 1.0
-    assert sampling_rate(_dp(**{"availability.model": "markov"})) == 1.0
+    fixed = {"strategy.aggregation": "unbiased"}
+    assert sampling_rate(_dp(**fixed)) == pytest.approx(0.5)
+    assert sampling_rate(_dp(**{**fixed, "selection.method": "best_snr"})) == 1.0
+    assert sampling_rate(_dp(**{**fixed, "availability.model": "markov"})) == 1.0
     assert sampling_rate(_dp("local")) == 1.0  # the server sees who sent
+
+
+def test_no_amplification_without_a_fixed_denominator_or_under_replace():
+    # weights normalised over the arrived: a zeroed client scheduled is not a client absent
+    assert sampling_rate(_dp()) == 1.0
+    unbiased = {"strategy.aggregation": "unbiased"}
+    assert sampling_rate(_dp(**{**unbiased, "privacy.adjacency": "add_remove"})) == 0.5
+    assert sampling_rate(_dp(**{**unbiased, "privacy.adjacency": "replace"})) == 1.0
 
 
 def test_local_epsilon_follows_the_device_that_sent_most():
@@ -114,17 +130,25 @@ def test_noise_has_the_stated_std_and_comes_from_the_stream():
 
 
 def test_central_noise_std_is_z_c_max_weight():
-    stage = PrivacyStage(_dp(**{"privacy.noise_multiplier": 1.3, "privacy.clip_norm": 0.2}))
+    z_c = {"privacy.noise_multiplier": 1.3, "privacy.clip_norm": 0.2}
+    stage = PrivacyStage(_dp(**z_c))
     assert stage.noise_std([0.5, 0.3, 0.2]) == pytest.approx(1.3 * 0.2 * 0.5)
+    replace = PrivacyStage(_dp(**z_c, **{"privacy.adjacency": "replace"}))
+    assert replace.noise_std([0.5, 0.3, 0.2]) == pytest.approx(2 * 1.3 * 0.2 * 0.5)
+    # a fixed denominator: the largest weight of all N clients, (N / K) max p_k, whoever arrived
+    p = [0.05, 0.05, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2]
+    fixed = PrivacyStage(_dp(**z_c, **{"strategy.aggregation": "unbiased"}), p)
+    assert fixed.noise_std([0.1, 0.1]) == pytest.approx(1.3 * 0.2 * (8 / 4) * 0.2)
     local = PrivacyStage(_dp("local"))
     assert local.noise_std([0.5, 0.5]) == 0.0  # the devices noised their own updates
 
 
-def test_adaptive_update_noise_keeps_the_total_multiplier():
+@pytest.mark.parametrize(("adjacency", "s_b"), [("zero_out", 0.5), ("replace", 1.0)])
+def test_adaptive_update_noise_keeps_the_total_multiplier(adjacency, s_b):
     z, sigma_b = 1.0, 2.0
-    z_update = update_noise_multiplier(z, sigma_b)
-    assert (z_update**-2 + (2 * sigma_b) ** -2) ** -0.5 == pytest.approx(z)
-    assert update_noise_multiplier(z, None) == z
+    z_update = update_noise_multiplier(z, sigma_b, adjacency)
+    assert (z_update**-2 + (sigma_b / s_b) ** -2) ** -0.5 == pytest.approx(z)
+    assert update_noise_multiplier(z, None, adjacency) == z
 
 
 def test_adaptive_clip_moves_by_the_unclipped_fraction_on_average():
@@ -133,7 +157,7 @@ def test_adaptive_clip_moves_by_the_unclipped_fraction_on_average():
         n_scheduled=4,
         **{
             "privacy.adaptive_clipping": True,
-            "privacy.count_noise": 1.0,
+            "privacy.count_noise": 0.2,
             "privacy.clip_lr": 0.2,
             "privacy.target_quantile": 0.5,
         },
@@ -143,9 +167,19 @@ def test_adaptive_clip_moves_by_the_unclipped_fraction_on_average():
         stage = PrivacyStage(sc)
         stage.after_round({0: 0.01, 1: 0.02, 2: 0.04, 3: 9.0}, torch_generator(seed, "c", 0, 0))
         steps.append(math.log(stage.clip_norm / 0.05))
-    # 3 of 4 unclipped; the noise averages out: std of the mean 0.2 * 1 / 4 / sqrt(2000)
-    assert np.mean(steps) == pytest.approx(-0.2 * (3 / 4 - 0.5), abs=4 * 0.05 / math.sqrt(2000))
-    assert np.std(steps) == pytest.approx(0.2 * 1.0 / 4, rel=0.1)
+    # 3 of 4 unclipped: b_hat = 1/2 + (3 - 4/2 + 0.2 noise) / 4, 5 std inside [0, 1] (no clamp);
+    # the noise averages out: std of the mean 0.2 * 0.2 / 4 / sqrt(2000)
+    assert np.mean(steps) == pytest.approx(-0.2 * (3 / 4 - 0.5), abs=4 * 0.01 / math.sqrt(2000))
+    assert np.std(steps) == pytest.approx(0.2 * 0.2 / 4, rel=0.1)
+
+
+def test_the_count_is_centred_and_its_estimate_clamped_to_0_1():
+    sc = _dp(n_scheduled=4, **{"privacy.adaptive_clipping": True, "privacy.count_noise": 0.2})
+    stage = PrivacyStage(sc)
+    # 1 of 2 arrived unclipped, K = 4: 1/2 + (1 - 2/2 + 0.2 * 1.5) / 4
+    assert stage._b_hat(1, 2, 1.5) == pytest.approx(0.5 + 0.3 / 4)
+    assert stage._b_hat(4, 4, 30.0) == 1.0  # 1/2 + (2 + 6) / 4 = 2.5, clamped
+    assert stage._b_hat(0, 4, -30.0) == 0.0
 
 
 # ---- the stage inside an algorithm ----------------------------------------------------------
@@ -221,7 +255,15 @@ def test_refusals_are_one_line(overrides, words):
 
 # ---- runs -----------------------------------------------------------------------------------
 def test_a_run_reports_epsilon_and_stops_at_the_target(tmp_path):
-    sc = _dp(rounds=12, **{"privacy.delta": 1e-5, "privacy.target_epsilon": 20.0})
+    sc = _dp(
+        rounds=12,
+        eval_every=5,
+        **{
+            "privacy.delta": 1e-5,
+            "privacy.target_epsilon": 20.0,
+            "strategy.aggregation": "unbiased",
+        },
+    )
     result = Run(sc, tmp_path / "run").execute()
     rounds = result.rounds
     by_hand = RDPAccountant()
@@ -236,6 +278,21 @@ def test_a_run_reports_epsilon_and_stops_at_the_target(tmp_path):
     assert (rounds.dp_clip_norm == 0.05).all()
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert meta["finished"] and "privacy.target_epsilon" in meta["stopped_early"]
+    # the model the run stops with is evaluated, off the eval_every grid (rounds 4, 9)
+    assert done - 1 not in (4, 9)
+    evaluated = rounds.index[rounds.accuracy.notna()].tolist()
+    assert evaluated == [t for t in (4, 9) if t < done - 1] + [done - 1]
+
+
+def test_a_target_no_round_can_meet_is_refused_at_start_in_one_line(tmp_path):
+    sc = _dp(**{"privacy.noise_multiplier": 0.5, "privacy.target_epsilon": 0.01})
+    one_round = epsilon([(0.5, 1.0, 1)], delta=8**-1.1)
+    with pytest.raises(ConfigError) as err:
+        Run(sc, tmp_path / "run").execute()
+    text = str(err.value)
+    assert "\n" not in text and "privacy.target_epsilon" in text and "no round" in text
+    assert f"{one_round:.4g}" in text
+    assert not (tmp_path / "run" / "rounds.csv").exists()
 
 
 def test_resume_draws_the_same_noise(tmp_path):

@@ -9,17 +9,36 @@ A rule maps ``(p, n_clients, n_scheduled)`` to one weight per arrived client, wi
 
 They coincide for equal p_k when all K scheduled clients arrive. Registered in
 ``wirelessfl.registries.AGGREGATIONS``; a new rule is one function plus one line there.
+
+A rule whose weight of a client does not depend on who else arrived has a *fixed
+denominator* (``unbiased``, McMahan et al.'s estimator, arXiv:1710.06963): it says so with
+:func:`fixed_denominator`, and client-level DP reads it
+(:func:`wirelessfl.config.privacy.has_fixed_denominator`) (docs/privacy.md, "Adjacency"): one
+client absent then removes its own term and nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wirelessfl.config.schema import option
 from wirelessfl.registries import AGGREGATIONS
 
-__all__ = ["aggregation_option", "unbiased_weights", "weighted_mean_weights"]
+__all__ = [
+    "aggregation_option",
+    "fixed_denominator",
+    "unbiased_weights",
+    "weighted_mean_weights",
+]
+
+Rule = Callable[[Sequence[float], int, int], list[float]]
+
+
+def fixed_denominator(rule: Rule) -> Rule:
+    """Mark ``rule`` as one whose w_k depends on p_k, N and K alone (not on who else arrived)."""
+    rule.fixed_denominator = True  # type: ignore[attr-defined]
+    return rule
 
 
 def aggregation_option(weights_of: str = "") -> Any:
@@ -39,6 +58,7 @@ def weighted_mean_weights(p: Sequence[float], n_clients: int, n_scheduled: int) 
     return [x / total for x in p] if total > 0 else []
 
 
+@fixed_denominator
 def unbiased_weights(p: Sequence[float], n_clients: int, n_scheduled: int) -> list[float]:
     """(N / K) p_k: Algorithm 3, lines 15-16."""
     return [n_clients / n_scheduled * x for x in p]

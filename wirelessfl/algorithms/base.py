@@ -129,7 +129,7 @@ class FederatedAlgorithm(ABC):
         if self.scenario.privacy.client_level:
             from wirelessfl.privacy.stage import PrivacyStage
 
-            self.privacy = PrivacyStage(self.scenario)
+            self.privacy = PrivacyStage(self.scenario, runtime.data_fractions)
 
     def cost_or_fail(self) -> CostModel:
         """The cost model (built by :meth:`bind`)."""

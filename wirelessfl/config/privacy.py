@@ -11,12 +11,60 @@ from typing import Any
 
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
+from wirelessfl.registries import AGGREGATIONS
 
-__all__ = ["PRIVACY_MODES", "PrivacyConfig", "updates_per_aggregation"]
+__all__ = [
+    "ADJACENCIES",
+    "PRIVACY_MODES",
+    "PrivacyConfig",
+    "count_sensitivity",
+    "has_fixed_denominator",
+    "update_noise_multiplier",
+    "update_sensitivity_factor",
+    "updates_per_aggregation",
+]
 
 #: ``privacy.mode``: no client-level DP, noise added by the server to the aggregate, or by each
 #: device to its own update.
 PRIVACY_MODES = ("none", "central", "local")
+#: ``privacy.adjacency`` (docs/privacy.md, "Adjacency"): which neighbouring runs the guarantee
+#: tells apart. zero_out: one client's contribution replaced by zero, who is scheduled, who
+#: arrives and the weights as they are; add_remove: one client's data present or absent
+#: (Opacus's and McMahan et al.'s), which needs a fixed-denominator aggregate; replace: one
+#: client's contribution replaced by any other.
+ADJACENCIES = ("zero_out", "add_remove", "replace")
+
+
+def has_fixed_denominator(rule: str) -> bool:
+    """Whether the ``strategy.aggregation`` rule ``rule`` weighs a client independently of who
+    else arrived (marked by ``wirelessfl.algorithms.aggregation.fixed_denominator``)."""
+    return bool(getattr(AGGREGATIONS.load(rule), "fixed_denominator", False))
+
+
+def update_sensitivity_factor(adjacency: str) -> float:
+    """How far one client moves the release, in units of w_k C (central; C local): 2 under
+    ``replace`` (one clipped update against another), else 1 (against zero, or absent)."""
+    return 2.0 if adjacency == "replace" else 1.0
+
+
+def count_sensitivity(adjacency: str) -> float:
+    """Sensitivity of adaptive clipping's centred count sum_k (b_k - 1/2): 1 under ``replace``
+    (b_k - 1/2 from -1/2 to 1/2), else 1/2 (a term against none; Andrew et al.,
+    arXiv:1905.03871, section 3)."""
+    return 1.0 if adjacency == "replace" else 0.5
+
+
+def update_noise_multiplier(z: float, count_noise: float | None, adjacency: str) -> float:
+    """z_Delta, the update's noise over its sensitivity, that leaves the update and the count
+    together one Gaussian mechanism at ``z`` (None: no count is released, z_Delta = z).
+
+    Two Gaussian releases with multipliers z_Delta and sigma_b / s_b compose to one at
+    (z_Delta^-2 + (sigma_b / s_b)^-2)^-1/2 (Andrew et al., Theorem 1, with s_b of
+    :func:`count_sensitivity`), so z_Delta = (z^-2 - (sigma_b / s_b)^-2)^-1/2: with the centred
+    count (s_b = 1/2) their (z^-2 - (2 sigma_b)^-2)^-1/2. Needs sigma_b / s_b > z."""
+    if count_noise is None:
+        return z
+    return (z**-2 - (count_noise / count_sensitivity(adjacency)) ** -2) ** -0.5
 
 
 def updates_per_aggregation(scenario: Any) -> int:
@@ -73,6 +121,16 @@ class PrivacyConfig:
         gt=0.0,
         doc="z: noise std over the sensitivity (with adaptive_clipping, the z of the update and "
         "the clipped-count estimate together, Andrew et al. Theorem 1)",
+        applies=_client_level,
+    )
+    adjacency: str = option(
+        "zero_out",
+        choices=ADJACENCIES,
+        doc="the neighbouring runs the guarantee tells apart: zero_out (one client's "
+        "contribution replaced by zero; schedule, arrivals and weights as they are) | "
+        "add_remove (one client present or absent; needs a fixed-denominator aggregate, "
+        "strategy.aggregation: unbiased, in synchronous rounds) | replace (one client's "
+        "contribution replaced by any other: twice the noise, no amplification)",
         applies=_client_level,
     )
     adaptive_clipping: bool = option(

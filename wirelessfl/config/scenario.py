@@ -15,7 +15,12 @@ from typing import Any, ClassVar
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
 from wirelessfl.config.aircomp import UPLINKS, AirCompConfig, check_uplink
-from wirelessfl.config.privacy import PrivacyConfig, updates_per_aggregation
+from wirelessfl.config.privacy import (
+    PrivacyConfig,
+    count_sensitivity,
+    has_fixed_denominator,
+    updates_per_aggregation,
+)
 from wirelessfl.config.schema import hidden_option, key_text, option, settings_option, show
 from wirelessfl.config.wireless import (
     CLOCK_KEYS,
@@ -1229,12 +1234,15 @@ class Scenario:
             )
         if not pv.client_level:
             return
+        self._validate_adjacency()
         per_aggregation = updates_per_aggregation(self)
         sigma_b = pv.count_noise if pv.count_noise is not None else per_aggregation / 20.0
-        if pv.adaptive_clipping and 2.0 * sigma_b <= pv.noise_multiplier:
+        s_b = count_sensitivity(pv.adjacency)
+        if pv.adaptive_clipping and sigma_b / s_b <= pv.noise_multiplier:
+            need = "2 sigma_b > z" if s_b == 0.5 else "sigma_b > z under adjacency: replace"
             raise ConfigError(
                 f"privacy.count_noise: adaptive clipping spends part of z on the noised count, "
-                f"which needs 2 sigma_b > z; sigma_b = {sigma_b:g} (null: {per_aggregation} / 20, "
+                f"which needs {need}; sigma_b = {sigma_b:g} (null: {per_aggregation} / 20, "
                 "the updates an aggregation takes), z = "
                 f"{pv.noise_multiplier:g}; raise privacy.count_noise"
             )
@@ -1250,6 +1258,34 @@ class Scenario:
                 f"algorithm {algorithm!r} does not aggregate one; use an algorithm whose "
                 "CostModel.SINGLE_UPDATES (fedit, fedit_topk, ffa_lora, soft) or privacy.mode: "
                 "none"
+            )
+
+    def _validate_adjacency(self) -> None:
+        """``privacy.adjacency: add_remove`` where one client absent removes its own term and
+        nothing else: central mode, synchronous rounds, a fixed-denominator aggregate
+        (docs/privacy.md, "Adjacency"); one line otherwise."""
+        pv = self.privacy
+        if pv.adjacency != "add_remove":
+            return
+        other = "or privacy.adjacency: zero_out | replace"
+        if pv.mode == "local":
+            raise ConfigError(
+                "privacy.adjacency: add_remove: in local mode each device's release is its own "
+                "and who sends is public; use privacy.adjacency: zero_out | replace"
+            )
+        if self.server.event_driven:
+            raise ConfigError(
+                f"privacy.adjacency: add_remove: with server.mode: {self.server.mode} which "
+                "updates an aggregation takes depends on every client in flight, so one client "
+                f"absent moves more than its own term; use server.mode: sync, {other}"
+            )
+        rule = getattr(self.strategy, "aggregation", "weighted_mean")
+        if not has_fixed_denominator(rule):
+            raise ConfigError(
+                f"privacy.adjacency: add_remove needs a fixed denominator, and "
+                f"strategy.aggregation: {rule} normalises over the arrived clients (one client "
+                "absent moves every weight: up to 2 w_k C in all); use strategy.aggregation: "
+                f"unbiased (McMahan et al.'s estimator), {other}"
             )
 
     def _validate_server(self) -> None:

@@ -4,9 +4,11 @@ Client-level DP (``privacy.mode``) composes one subsampled Gaussian mechanism pe
 
 - central: one per aggregation, noise multiplier z, sampling rate q = K/N when every client
   is equally likely to be scheduled (``selection.method: uniform``, ``availability.model:
-  always``), else q = 1 (no amplification). Opacus's analysis is for Poisson sampling at rate
-  q; K of N drawn without replacement is not Poisson, and q = K/N is the customary stand-in
-  (McMahan et al., arXiv:1710.06963, sample Poisson; docs/privacy.md says what this assumes);
+  always``) and the aggregate has a fixed denominator (``strategy.aggregation: unbiased``)
+  under ``privacy.adjacency: zero_out | add_remove``, else q = 1 (no amplification). Opacus's
+  analysis is for Poisson sampling at rate q; K of N drawn without replacement is not
+  Poisson, and q = K/N is the customary stand-in (McMahan et al., arXiv:1710.06963, sample
+  Poisson; docs/privacy.md says what this assumes);
 - local: per device, one per round it sent, q = 1 (the server sees who sent: no
   amplification); the reported epsilon is the largest over the devices.
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["History", "default_delta", "epsilon", "sampling_rate"]
+__all__ = ["History", "default_delta", "epsilon", "fixed_denominator", "sampling_rate"]
 
 #: Opacus's accountant history: (noise multiplier, sample rate, steps) per phase.
 History = list[tuple[float, float, int]]
@@ -57,18 +59,39 @@ def epsilon(
     return float(prv.get_epsilon(delta))
 
 
+def fixed_denominator(scenario: Any) -> bool:
+    """Whether the server's weights have a fixed denominator: synchronous rounds whose
+    ``strategy.aggregation`` rule is marked so (``unbiased``; :mod:`wirelessfl.algorithms.
+    aggregation``). Only then does one client absent remove its own term and nothing else."""
+    from wirelessfl.config.privacy import has_fixed_denominator
+
+    if scenario.server.event_driven:
+        return False
+    return has_fixed_denominator(getattr(scenario.strategy, "aggregation", "weighted_mean"))
+
+
 def sampling_rate(scenario: Any) -> float:
     """q of client-level central DP: K/N under uniform scheduling of always-available clients
-    in synchronous rounds, else 1 (the event-driven modes among them; module docstring)."""
+    in synchronous rounds with a fixed-denominator aggregate, under ``zero_out`` or
+    ``add_remove`` adjacency; else 1 (module docstring, docs/privacy.md "Adjacency").
+
+    With weights normalised over the arrived clients, a client scheduled with its update
+    zeroed is not the same as a client not scheduled (the others' weights differ), so the
+    subsampled Gaussian analysis does not apply; under ``replace`` Opacus's analysis (for
+    add/remove) does not either."""
     uniform = (
         not scenario.server.event_driven
         and scenario.selection.method == "uniform"
         and scenario.availability.model == "always"
         and not scenario.selection.available_only
     )
-    if scenario.privacy.mode == "central" and uniform:
-        return scenario.n_scheduled / scenario.n_clients
-    return 1.0
+    amplified = (
+        scenario.privacy.mode == "central"
+        and uniform
+        and scenario.privacy.adjacency != "replace"
+        and fixed_denominator(scenario)
+    )
+    return scenario.n_scheduled / scenario.n_clients if amplified else 1.0
 
 
 def default_delta(scenario: Any) -> float:

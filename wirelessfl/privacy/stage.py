@@ -12,25 +12,34 @@ Order with the compression stage (docs/privacy.md, "Order with compression"):
   adds the memory of earlier rounds, so a clip before sparsifying would not bound it); the
   server, trusted in this mode, sees the masks; the released model is noised everywhere.
 
-With weights w_k fixed by public information (the data fractions p_k, the counts), replacing
-one client's clipped update moves sum_k w_k Delta_k by at most 2 w_k C, and adding or removing
-it by w_k C: the noise std z C max_k w_k is the Gaussian mechanism at multiplier z for
-add/remove adjacency, the one Opacus's accountants assume. With uniform weights 1/K this is
-McMahan et al.'s fixed-denominator estimator (arXiv:1710.06963).
+Adjacency (``privacy.adjacency``, docs/privacy.md "Adjacency"): the noise std is z times
+the release's sensitivity to one client. With weights w_k public (the data fractions p_k,
+the counts, who arrived), replacing one client's clipped update by zero moves
+theta + sum_k w_k Delta_k by at most w_k C (``zero_out``), by any other clipped update by
+2 w_k C (``replace``). Removing the client (``add_remove``) moves it by w_k C only when the
+weights have a fixed denominator (``strategy.aggregation: unbiased``, McMahan et al.'s
+estimator, arXiv:1710.06963): normalised over the arrived clients, the others' weights move
+too, up to 2 w_k C in all. The std is z C max_k w_k (twice under ``replace``), max over the
+arrived, or over all N clients with a fixed denominator (the std then does not depend on who
+arrived, which the subsampled analysis needs).
 
-Adaptive clipping (Andrew et al., arXiv:1905.03871, Algorithm 1): each client also reports
-b_k = 1[||Delta_k|| <= C]; the server estimates b_hat = (sum_k b_k + N(0, sigma_b^2)) / K and
+Adaptive clipping (Andrew et al., arXiv:1905.03871, Algorithm 1 and section 3): each client
+also reports b_k = 1[||Delta_k|| <= C]; the server releases the *centred* count
+sum_k (b_k - 1/2) + N(0, sigma_b^2), of sensitivity 1/2 (1 under ``replace``), estimates
+b_hat = clip(1/2 + (that) / K, 0, 1) (the clamp of the paper's reference implementation) and
 sets C <- C exp(-eta_C (b_hat - gamma)); the update noise multiplier is
-z_Delta = (z^-2 - (2 sigma_b)^-2)^-1/2, so that both releases together are worth one Gaussian
-mechanism at z (their Theorem 1): the accountant counts z.
+z_Delta = (z^-2 - (sigma_b / s_b)^-2)^-1/2 (:func:`~wirelessfl.config.privacy.
+update_noise_multiplier`), so that both releases together are one Gaussian mechanism at z
+(their Theorem 1): the accountant counts z.
 
 The event-driven server modes (``server.mode``, docs/privacy.md "Asynchronous rounds") add
 updates with the weights of :mod:`wirelessfl.sim.staleness`: FedBuff and semi_sync
 theta + sum_k w_k Delta_k with w_k = eta_g s(tau_k) / n, FedAsync
 theta + w (Delta + theta_start - theta) with w = alpha s(tau), where theta and theta_start are
-models already released. Either way one client's clipped update moves the release by at most
-w_k C, so the server's noise std is z C max_k w_k over the updates the aggregation takes,
-staleness weights included; one release per aggregation that took an update, at q = 1.
+models already released. Either way zeroing one client's clipped update moves the release by at most
+w_k C (2 w_k C replacing it), so the server's noise std is z C max_k w_k (twice under
+``replace``) over the updates the aggregation takes, staleness weights included; one release
+per aggregation that took an update, at q = 1.
 Locally noised updates are counted at their dispatch (:meth:`PrivacyStage.dispatched`).
 """
 
@@ -43,21 +52,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from wirelessfl.config.privacy import updates_per_aggregation
-from wirelessfl.privacy.accounting import History, default_delta, epsilon, sampling_rate
+from wirelessfl.config.privacy import (
+    update_noise_multiplier,
+    update_sensitivity_factor,
+    updates_per_aggregation,
+)
+from wirelessfl.privacy.accounting import (
+    History,
+    default_delta,
+    epsilon,
+    fixed_denominator,
+    sampling_rate,
+)
 from wirelessfl.privacy.mechanism import add_gaussian_noise, clip_to_norm
 
-__all__ = ["NORM", "PrivacyStage", "update_noise_multiplier"]
+__all__ = ["NORM", "PrivacyStage"]
 
 #: ``Message.diagnostics`` entry: the client's update norm ||Delta_k||_2 before clipping.
 NORM = "dp_update_norm"
-
-
-def update_noise_multiplier(z: float, count_noise: float | None) -> float:
-    """z_Delta of the update given the total z and sigma_b (None: no count is released)."""
-    if count_noise is None:
-        return z
-    return (z**-2 - (2.0 * count_noise) ** -2) ** -0.5
 
 
 class PrivacyStage:
@@ -65,15 +77,22 @@ class PrivacyStage:
 
     Args:
         scenario: the whole scenario (its ``privacy`` section, N, K, selection).
+        data_fractions: p_k of every client (N,); needed with a fixed-denominator aggregate,
+            whose largest weight over all N clients sets the noise.
 
     Server state (checkpointed, :meth:`state_dict`): the clip norm C, the releases counted
     (central: aggregations; local: updates each device sent).
     """
 
-    def __init__(self, scenario: Any) -> None:
+    def __init__(self, scenario: Any, data_fractions: Sequence[float] | None = None) -> None:
         pv = scenario.privacy
         self.mode: str = pv.mode
         self.z = float(pv.noise_multiplier)
+        self.adjacency: str = pv.adjacency
+        #: one client's largest move of the release, in units of w_k C (C locally)
+        self.sensitivity_factor = update_sensitivity_factor(self.adjacency)
+        #: the largest weight over all N clients (a fixed denominator), else None: the arrived
+        self.weight_bound = self._weight_bound(scenario, data_fractions)
         self.adaptive = bool(pv.adaptive_clipping)
         #: K of the synchronous round, the updates an event-driven aggregation takes
         self.per_aggregation = updates_per_aggregation(scenario)
@@ -82,7 +101,7 @@ class PrivacyStage:
             self.count_noise = (
                 pv.count_noise if pv.count_noise is not None else self.per_aggregation / 20.0
             )
-        self.z_update = update_noise_multiplier(self.z, self.count_noise)
+        self.z_update = update_noise_multiplier(self.z, self.count_noise, self.adjacency)
         self.target_quantile = float(pv.target_quantile)
         self.clip_lr = float(pv.clip_lr)
         self.sample_rate = sampling_rate(scenario)
@@ -97,16 +116,31 @@ class PrivacyStage:
         self._clipped_fraction = math.nan
         self._round_clip_norm = self.clip_norm
 
+    @staticmethod
+    def _weight_bound(scenario: Any, data_fractions: Sequence[float] | None) -> float | None:
+        """max_k w_k over all N clients of a fixed-denominator rule (central), else None."""
+        if scenario.privacy.mode != "central" or not fixed_denominator(scenario):
+            return None
+        if data_fractions is None:
+            raise ValueError("a fixed-denominator aggregate needs every client's data fraction")
+        from wirelessfl.registries import AGGREGATIONS
+
+        rule = AGGREGATIONS.load(scenario.strategy.aggregation)
+        p = [float(x) for x in data_fractions]
+        return max(abs(w) for w in rule(p, scenario.n_clients, scenario.n_scheduled))
+
     # ---- client side ---------------------------------------------------------------------
     def before_compression(
         self, shared: MutableMapping[str, torch.Tensor], generator: torch.Generator
     ) -> float:
-        """Local mode: clip the update to C and add N(0, (z C)^2) to every value, in place;
-        central: nothing. Returns ||Delta_k|| before clipping (NaN: not measured here)."""
+        """Local mode: clip the update to C and add N(0, (z C)^2) to every value (2 z C under
+        ``replace``), in place; central: nothing. Returns ||Delta_k|| before clipping (NaN: not
+        measured here)."""
         if self.mode != "local":
             return math.nan
         norm = clip_to_norm(shared, self.clip_norm)
-        add_gaussian_noise(shared, self.z * self.clip_norm, generator, names=sorted(shared))
+        std = self.z * self.sensitivity_factor * self.clip_norm
+        add_gaussian_noise(shared, std, generator, names=sorted(shared))
         return norm
 
     def after_compression(self, shared: MutableMapping[str, torch.Tensor]) -> float:
@@ -125,10 +159,15 @@ class PrivacyStage:
 
     # ---- server side ---------------------------------------------------------------------
     def noise_std(self, weights: Sequence[float]) -> float:
-        """Central: the std z_Delta C max_k |w_k| added to every aggregated value; 0 local."""
+        """Central: the std z_Delta C max_k |w_k| (twice under ``replace``) added to every
+        aggregated value, max over ``weights`` (the arrived) or over all N clients with a fixed
+        denominator; 0 local."""
         if self.mode != "central" or not weights:
             return 0.0
-        return self.z_update * self.clip_norm * max(abs(float(w)) for w in weights)
+        largest = self.weight_bound
+        if largest is None:
+            largest = max(abs(float(w)) for w in weights)
+        return self.z_update * self.sensitivity_factor * self.clip_norm * largest
 
     def release(
         self,
@@ -159,8 +198,15 @@ class PrivacyStage:
         if self.adaptive:
             assert generator is not None and self.count_noise is not None
             noise = float(torch.randn((), generator=generator, dtype=torch.float64))
-            b_hat = (unclipped + self.count_noise * noise) / self.per_aggregation
+            b_hat = self._b_hat(unclipped, len(norms), noise)
             self.clip_norm *= math.exp(-self.clip_lr * (b_hat - self.target_quantile))
+
+    def _b_hat(self, unclipped: float, arrived: int, noise: float) -> float:
+        """The estimated unclipped fraction from the released centred count
+        sum_k (b_k - 1/2) + sigma_b noise over the ``arrived`` clients: 1/2 + that / K, clamped
+        to [0, 1] (module docstring; ``noise`` a standard normal draw)."""
+        centred = unclipped - 0.5 * arrived + self.count_noise * noise
+        return min(1.0, max(0.0, 0.5 + centred / self.per_aggregation))
 
     # ---- accounting ----------------------------------------------------------------------
     def history(self, extra: int = 0) -> History:

@@ -550,7 +550,7 @@ class AsyncEngine:
         events = period.log.table().with_event(end_s, Kind.AGGREGATE, SERVER, float(len(taken)))
         sc = sim.scenario
         evaluation = {}
-        if (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1:
+        if sim.evaluates_after(t):
             evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
         energy = self._energy(taken + period.lost)
         control = self._observe_controller(taken, energy)

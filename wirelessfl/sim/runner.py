@@ -31,7 +31,7 @@ from wirelessfl import __version__
 from wirelessfl.config.loader import read_mapping, scenario_yaml, with_plugins
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.config.schema import build, to_dict
-from wirelessfl.errors import SimulationError, UserError
+from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
     AIRCOMP_FADING_ROUND_COLUMNS,
@@ -221,6 +221,17 @@ class Run:
         meta.update(extra)
         atomic_write_text(self.out / META, json.dumps(meta, indent=2, default=float))
 
+    def _refuse_unreachable_stop(self) -> None:
+        """A new run whose stop rule already forbids round 0 (``privacy.target_epsilon`` below
+        the epsilon of one round) is refused in one line before anything is written."""
+        reason = self.learner.stop_reason()
+        if reason is not None:
+            raise ConfigError(
+                f"{reason}: no round can run (that is the epsilon of one round); raise "
+                "privacy.target_epsilon, or the noise (privacy.noise_multiplier, "
+                "privacy.sample_noise_multiplier)"
+            )
+
     def _initial_evaluation(self, start: int) -> dict[str, float] | None:
         """The evaluation before round 0 that an earlier process of this run made: the
         checkpoint's, else ``meta.json``'s (a run killed before its first checkpoint). A
@@ -325,6 +336,7 @@ class Run:
     def _execute(self, progress: bool, load_result: bool) -> RunResult | None:
         sc = self.scenario
         if not self.resume:
+            self._refuse_unreachable_stop()
             atomic_write_text(self.out / CONFIG, scenario_yaml(sc))
         writers = self._open_tables()
         start = 0

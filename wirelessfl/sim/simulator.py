@@ -740,10 +740,19 @@ class Simulator:
 
     def _evaluate(self, r: _Round) -> dict[str, float]:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
-        sc = self.scenario
-        if not ((r.t + 1) % sc.eval_every == 0 or r.t == sc.rounds - 1):
+        if not self.evaluates_after(r.t):
             return {}
         return self._checked_evaluation(r.t, f"round {r.t}", KEPT)
+
+    def evaluates_after(self, t: int) -> bool:
+        """Whether round (or aggregation) ``t`` ends with an evaluation: every ``eval_every``,
+        the last of ``rounds``, and the last a stop rule lets run (the learner's
+        ``stop_reason``: ``privacy.target_epsilon``), so a run that stops early ends with its
+        final model evaluated. Asked after ``t``'s aggregation; evaluating draws nothing."""
+        sc = self.scenario
+        if (t + 1) % sc.eval_every == 0 or t == sc.rounds - 1:
+            return True
+        return self.learner.stop_reason() is not None
 
     def evaluate_initial(self) -> dict[str, float]:
         """Held-out metrics of the initial global state, before round 0 is trained.
