@@ -22,6 +22,7 @@ line naming the file, the client and the field.
 from __future__ import annotations
 
 import io
+import json
 import math
 import numbers
 import pickle
@@ -40,6 +41,8 @@ __all__ = [
     "trace_kind",
 ]
 
+#: the first two bytes of a gzip file
+_GZIP_MAGIC = b"\x1f\x8b"
 #: (module, name) pairs the restricted unpickler builds: numpy scalars and their dtypes.
 _ALLOWED_GLOBALS = {
     ("numpy.core.multiarray", "scalar"),
@@ -49,36 +52,84 @@ _ALLOWED_GLOBALS = {
 }
 
 
+#: what the unpickler raises for bytes that are no (complete) pickle
+_BROKEN = (
+    pickle.UnpicklingError,
+    EOFError,
+    ValueError,
+    TypeError,
+    IndexError,
+    KeyError,
+    AttributeError,
+)
+
+
+class _RefusedGlobal(pickle.UnpicklingError):
+    """A global the restricted unpickler does not build (its ``module.name``)."""
+
+
 class _PlainUnpickler(pickle.Unpickler):
     """Builds plain data and numpy scalars only; any other global is refused unexecuted."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED_GLOBALS:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name}")
+        raise _RefusedGlobal(f"{module}.{name}")
+
+
+def _what_else(data: bytes) -> str | None:
+    """What ``data`` is when it is plainly not a pickle (empty, gzip, JSON); None otherwise."""
+    if not data:
+        return "is empty (0 bytes), not a pickle"
+    if data[:2] == _GZIP_MAGIC:
+        return "is gzip-compressed, not a pickle; decompress it first (gunzip FILE)"
+    if data.lstrip()[:1] in (b"{", b"["):
+        try:
+            json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return (
+            "is JSON, not a pickle (traces convert reads FedScale's pickles; a JSON trace needs "
+            "no conversion: give it to availability.trace or devices.trace)"
+        )
+    return None
+
+
+def _unreadable(data: bytes, err: Exception) -> str:
+    """Why the pickle in ``data`` could not be read: cut short, or its own error."""
+    if data[:1] == pickle.PROTO and not data.endswith(pickle.STOP):
+        return (
+            f"is a truncated pickle ({len(data):,} bytes that stop before its end: an "
+            "interrupted download or copy?)"
+        )
+    return f"is not a readable pickle ({type(err).__name__}: {err})"
 
 
 def load_trace_pickle(path: str | Path) -> dict[Any, Any]:
     """The dict pickled in ``path``, built by the restricted unpickler (module docstring).
 
     Raises:
-        ValueError: one line when the file is unreadable, not a pickle, names a global other
-            than a numpy scalar's (refused before anything runs), or is not a non-empty dict.
+        ValueError: one line when the file is unreadable, empty, gzip-compressed, JSON, a
+            truncated pickle or no pickle at all, names a global other than a numpy scalar's
+            (refused before anything runs), or is not a non-empty dict.
     """
     where = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as err:
         raise ValueError(f"{where}: cannot read: {err.strerror or err}") from None
+    other = _what_else(data)
+    if other is not None:
+        raise ValueError(f"{where}: {other}")
     try:
         trace = _PlainUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as err:
+    except _RefusedGlobal as err:
         raise ValueError(
             f"{where}: the pickle refers to {err}, which is refused (a pickle can run code); "
             "accepted: plain containers, numbers, strings and numpy scalars"
         ) from None
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
-        raise ValueError(f"{where}: not a readable pickle ({type(err).__name__}: {err})") from None
+    except _BROKEN as err:
+        raise ValueError(f"{where}: {_unreadable(data, err)}") from None
     if not isinstance(trace, dict) or not trace:
         got = "an empty dict" if isinstance(trace, dict) else type(trace).__name__
         raise ValueError(f"{where}: expected a non-empty dict keyed by client id, got {got}")

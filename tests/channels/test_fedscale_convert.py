@@ -5,6 +5,7 @@ plain data and numpy scalars is refused before it runs. Files are written in Fed
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pickle
@@ -143,3 +144,46 @@ def test_the_command_writes_one_client_per_line_and_refuses_bad_input(tmp_path):
     assert too_many.stderr.strip().splitlines() == [
         f"wirelessfl: error: --clients: 9 asked for, but {source} holds 3 clients"
     ]
+
+
+def _truncated(data: dict) -> bytes:
+    whole = pickle.dumps(data)
+    return whole[: len(whole) // 2]
+
+
+#: (id, file bytes, what the one line says the file is)
+NOT_PICKLES = [
+    ("truncated", lambda: _truncated(DEVICE), "is a truncated pickle ("),
+    ("json", lambda: json.dumps({"0": {"active": [1]}}).encode(), "is JSON, not a pickle ("),
+    ("gzip", lambda: gzip.compress(pickle.dumps(DEVICE)), "is gzip-compressed, not a pickle; "),
+    ("empty", lambda: b"", "is empty (0 bytes), not a pickle"),
+    ("text", lambda: b"hello world\n", "is not a readable pickle (UnpicklingError: "),
+]
+
+
+@pytest.mark.parametrize(("make", "what"), [pytest.param(m, w, id=i) for i, m, w in NOT_PICKLES])
+def test_a_file_that_is_not_a_whole_pickle_says_what_it_is(tmp_path, make, what):
+    """What the file is comes first, and nothing about what a pickle may run."""
+    source = tmp_path / "trace.pkl"
+    source.write_bytes(make())
+    with pytest.raises(ValueError) as err:
+        load_trace_pickle(source)
+    line = str(err.value)
+    assert line.startswith(f"{source}: {what}")
+    assert "\n" not in line and "refused" not in line
+
+
+def test_the_command_says_a_file_is_gzip_in_one_line(tmp_path):
+    source = tmp_path / "client_device_capacity.gz"
+    source.write_bytes(gzip.compress(pickle.dumps(DEVICE)))
+    out = tmp_path / "out.json"
+    command = [sys.executable, "-m", "wirelessfl", "traces", "convert", "--from", "fedscale"]
+    done = subprocess.run(
+        [*command, str(source), "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"wirelessfl: error: {source}: is gzip-compressed, not a pickle; decompress it first "
+        "(gunzip FILE)\n"
+    )
+    assert not out.exists()
