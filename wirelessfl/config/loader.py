@@ -166,13 +166,14 @@ def _check_depth(data: Any, where: str) -> None:
             stack.extend((v, level + 1) for v in value)
 
 
-def _split_override(item: Any) -> tuple[str, list[str], str]:
-    """``"a.b=1"`` → ("a.b", ["a", "b"], "1"), refusing malformed keys with one line."""
+def _split_override(item: Any, option: str = "--set") -> tuple[str, list[str], str]:
+    """``"a.b=1"`` → ("a.b", ["a", "b"], "1"), refusing malformed keys with one line naming
+    ``option`` (``--set``, ``--grid``)."""
     if not isinstance(item, str):
-        raise ConfigError(f"--set: expected a KEY=VALUE string, got {one_line(repr(item), 60)}")
+        raise ConfigError(f"{option}: expected a KEY=VALUE string, got {one_line(repr(item), 60)}")
     if "=" not in item:
         raise ConfigError(
-            f"--set: expected KEY=VALUE (e.g. rounds=50 or controller.V=1e-3), "
+            f"{option}: expected KEY=VALUE (e.g. rounds=50 or controller.V=1e-3), "
             f"got {one_line(repr(item), 80)}"
         )
     key, raw = item.split("=", 1)
@@ -180,21 +181,21 @@ def _split_override(item: Any) -> tuple[str, list[str], str]:
     shown = one_line(key, 80)
     if not key:
         raise ConfigError(
-            f"--set {one_line(repr(item), 80)}: the key before '=' is empty; write KEY=VALUE, "
+            f"{option} {one_line(repr(item), 80)}: the key before '=' is empty; write KEY=VALUE, "
             "e.g. rounds=50"
         )
     parts = key.split(".")
     if any(not p for p in parts):
         raise ConfigError(
-            f"--set {shown}: empty name between dots; write names separated by single dots, "
+            f"{option} {shown}: empty name between dots; write names separated by single dots, "
             "e.g. controller.V=1e-3"
         )
     for part in parts:
         if not _KEY_PART.match(part):
             raise ConfigError(
-                f"--set {shown}: {one_line(repr(part), 60)} is not a key name; names are letters, "
-                "digits, _ and - separated by dots, a list item as name[index] (see wirelessfl "
-                "scenario-keys)"
+                f"{option} {shown}: {one_line(repr(part), 60)} is not a key name; names are "
+                "letters, digits, _ and - separated by dots, a list item as name[index] (see "
+                "wirelessfl scenario-keys)"
             )
     return key, parts, raw
 
@@ -217,19 +218,22 @@ def _path_text(steps: list[str | int]) -> str:
     return text
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+def apply_overrides(
+    data: dict[str, Any], overrides: Sequence[str] | None, option: str = "--set"
+) -> dict[str, Any]:
     """Apply ``key.sub=value`` strings; values are parsed as YAML (``1e6``, ``true``, ``[1, 2]``).
 
     A key names a path of tables and list items (``strategy.groups[0].rank``); a missing table
     is created, a list item must exist. Raises ConfigError naming ``--set KEY`` for a malformed
     key, a value that is not valid YAML, a path through a value that is not a table (or not a
-    list, before an index), or an index past the end of its list.
+    list, before an index), or an index past the end of its list (``option``: the option the
+    items came from, ``--set`` or ``--grid``).
     """
     if isinstance(overrides, str):
         overrides = [overrides]
     for item in overrides or []:
-        key, parts, raw = _split_override(item)
-        where = f"--set {one_line(key, 80)}"
+        key, parts, raw = _split_override(item, option)
+        where = f"{option} {one_line(key, 80)}"
         value = parse_value(raw, where, key)
         steps = _steps(parts)
         node: Any = data
@@ -301,18 +305,20 @@ def load_scenario(
     name_or_path: str | Path | None = None,
     overrides: list[str] | None = None,
     plugins: Sequence[str] = (),
+    grid: Sequence[str] = (),
 ) -> Scenario:
     """Read, override and validate a scenario; raises ConfigError with one clear line.
 
-    The plug-ins of its ``plugins`` key (files relative to its folder) and of the ``plugins``
-    argument (``--plugin``: files relative to the current folder) are imported first, so that
-    the names they register validate; the scenario lists them all, resolved
-    (:mod:`wirelessfl.plugins`).
+    ``grid`` holds a sweep's grid values as ``KEY=VALUE`` items, applied after ``overrides``;
+    their errors name ``--grid``. The plug-ins of its ``plugins`` key (files relative to its
+    folder) and of the ``plugins`` argument (``--plugin``: files relative to the current
+    folder) are imported first, so that the names they register validate; the scenario lists
+    them all, resolved (:mod:`wirelessfl.plugins`).
     """
     path = resolve_scenario_path(name_or_path)
     where = f"scenario: {_show_path(path)}"
     data = _numbers_in(read_mapping(path), where)
-    return _build_with_plugins(data, path.parent, where, plugins, overrides)
+    return _build_with_plugins(data, path.parent, where, plugins, overrides, grid)
 
 
 def scenario_from_dict(
@@ -352,15 +358,17 @@ def _build_with_plugins(
     where: str,
     plugins: Sequence[str],
     overrides: list[str] | None,
+    grid: Sequence[str] = (),
 ) -> Scenario:
     data = with_plugins(data, base_dir, where, plugins)
     imported = list(data.get(PLUGINS_KEY) or [])
-    data = apply_overrides(data, overrides)
-    if (data.get(PLUGINS_KEY) or []) != imported:
-        raise ConfigError(
-            f"--set {PLUGINS_KEY}: plug-ins are imported before --set and --grid apply; give "
-            f"them with --plugin MODULE_OR_FILE (added to the scenario's {PLUGINS_KEY})"
-        )
+    for option, items in (("--set", overrides), ("--grid", grid)):
+        data = apply_overrides(data, items, option)
+        if (data.get(PLUGINS_KEY) or []) != imported:
+            raise ConfigError(
+                f"{option} {PLUGINS_KEY}: plug-ins are imported before --set and --grid apply; "
+                f"give them with --plugin MODULE_OR_FILE (added to the scenario's {PLUGINS_KEY})"
+            )
     return build(Scenario, data)
 
 

@@ -70,9 +70,14 @@ def plan_sweep(
                     f"--grid: two runs would share the folder {name!r} (repeated value)"
                 )
             seen.add(name)
-            sets = [*overrides, *(f"{k}={format_value(v)}" for k, v in params.items())]
+            sets = [*overrides, *grid_sets(params)]
             points.append(SweepPoint(name, params, int(seed), (*sets, f"seed={int(seed)}")))
     return points
+
+
+def grid_sets(params: dict[str, Any]) -> list[str]:
+    """A grid point's values as ``KEY=VALUE`` items (``load_scenario``'s ``grid``)."""
+    return [f"{k}={format_value(v)}" for k, v in params.items()]
 
 
 def override_params(overrides: Sequence[str]) -> dict[str, str]:

@@ -46,7 +46,7 @@ from wirelessfl.study.folder import (
     write_spec,
 )
 from wirelessfl.study.grid import normalize_grid, plain
-from wirelessfl.study.plan import override_params, plan_sweep, seed_list
+from wirelessfl.study.plan import grid_sets, override_params, plan_sweep, seed_list
 
 #: runs a sweep may run at a time (each is a process importing the simulator, maybe torch)
 MIN_JOBS, MAX_JOBS = 1, 256
@@ -144,8 +144,14 @@ def run_sweep(
     plugins = tuple(resolve_plugin(p, Path.cwd(), "--plugin") for p in plugins)
     seeds = seed_list(seeds, load_scenario(scenario_path, fixed, plugins).seed)
     points = plan_sweep(grid, seeds, fixed)
-    # validate every point before running anything (a bad key or value fails in a second)
-    scenarios = {p.name: load_scenario(scenario_path, list(p.overrides), plugins) for p in points}
+    # validate every point before running anything (a bad key or value fails in a second;
+    # a grid item's errors name --grid)
+    scenarios = {
+        p.name: load_scenario(
+            scenario_path, [*fixed, f"seed={p.seed}"], plugins, grid_sets(p.params)
+        )
+        for p in points
+    }
     if executor == "ray" and any(s.learner.executor == "ray" for s in scenarios.values()):
         raise UserError(
             "--executor ray: the runs set learner.executor: ray, and their training actors "
