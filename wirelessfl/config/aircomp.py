@@ -11,7 +11,7 @@ from channels.aircomp import AIRCOMP_POLICIES
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-__all__ = ["UPLINKS", "AirCompConfig", "check_uplink", "uses_aircomp"]
+__all__ = ["UPLINKS", "AirCompConfig", "check_uplink", "learner_uplinks", "uses_aircomp"]
 
 #: ``channel.uplink``: orthogonal digital uploads (FDMA shares) or over-the-air aggregation
 UPLINKS = ("fdma", "aircomp")
@@ -94,8 +94,37 @@ class AirCompConfig:
         return None if self.threshold_snr_db is None else 10.0 ** (self.threshold_snr_db / 10.0)
 
 
+def learner_uplinks(kind: str) -> tuple[str, ...]:
+    """The uplinks whose aggregate the ``learner.kind`` ``kind`` forms: its class's
+    ``UPLINKS`` (``wirelessfl.learners.base.Learner``; FDMA alone when it names none)."""
+    from wirelessfl.registries import LEARNERS
+
+    factory = LEARNERS.load(kind)
+    learner = getattr(factory, "__self__", factory)  # a class, or its from_scenario
+    return tuple(getattr(learner, "UPLINKS", ("fdma",)))
+
+
+def _check_learner_forms(scenario: Any) -> None:
+    """One line where the learner would aggregate without the uplink's effect."""
+    uplink, kind = scenario.channel.uplink, scenario.learner.kind
+    if uplink not in learner_uplinks(kind):
+        raise ConfigError(
+            f"channel.uplink: {uplink}: learner.kind {kind!r} has no over-the-air sum (it would "
+            "average the updates exactly, without the analog aggregate's noise, while the "
+            f"tables report {uplink}'s timing); use channel.uplink: fdma, or a learner.kind "
+            f"that forms it ({', '.join(_kinds_forming(uplink))})"
+        )
+
+
+def _kinds_forming(uplink: str) -> list[str]:
+    from wirelessfl.registries import LEARNERS
+
+    return [kind for kind in LEARNERS.names() if uplink in learner_uplinks(kind)]
+
+
 def check_uplink(scenario: Any) -> None:
-    """A one-line ``ConfigError`` for what over-the-air aggregation cannot run: an algorithm
+    """A one-line ``ConfigError`` for what over-the-air aggregation cannot run: a learner
+    without an over-the-air sum (its class's ``UPLINKS``), an algorithm
     whose aggregate is not a weighted sum of its clients' shared tensors (its cost model's
     ``SINGLE_UPDATES``), the event-driven server modes (one analog sum per synchronous round),
     a fixed transmit power per client (the AirComp policy sets the powers), quantisation (a
@@ -105,6 +134,7 @@ def check_uplink(scenario: Any) -> None:
         return
     from wirelessfl.registries import ALGORITHMS
 
+    _check_learner_forms(scenario)
     name = scenario.algorithm.name
     if not ALGORITHMS.load(name).CostModel.SINGLE_UPDATES:
         raise ConfigError(

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -61,6 +62,11 @@ class ClientReport:
 
 class Learner(ABC):
     """Produces the model updates of a run (network-only surrogate or real training)."""
+
+    #: The ``channel.uplink`` values whose aggregate this learner forms. FDMA's exact weighted
+    #: sum is every learner's; a learner that lists ``aircomp`` applies the over-the-air sum
+    #: (:meth:`receive_over_the_air`). Any other uplink is refused in one line at load.
+    UPLINKS: ClassVar[tuple[str, ...]] = ("fdma",)
 
     @abstractmethod
     def geometry(self) -> ModelGeometry:
@@ -126,10 +132,13 @@ class Learner(ABC):
         return None
 
     def receive_over_the_air(self, air: AirRound) -> None:
-        """The channel of the next :meth:`aggregate` (``channel.uplink: aircomp``): the real
-        learner sums the updates as the server receives them, noise included; default: ignored
-        (a network-only learner's progress model does not see the aggregation error)."""
-        return None
+        """The channel of the next :meth:`aggregate` (``channel.uplink: aircomp``), called only
+        on a learner whose :attr:`UPLINKS` lists it: the real learner sums the updates as the
+        server receives them, noise included; the network-only one adds the noise's term to
+        its bound. A learner that cannot is refused at load, so this is never ignored."""
+        raise SimulationError(
+            f"{type(self).__name__} has no over-the-air sum (UPLINKS: {', '.join(self.UPLINKS)})"
+        )
 
     def metric_names(self) -> dict[str, str]:
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""

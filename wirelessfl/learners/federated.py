@@ -92,6 +92,9 @@ class RoundObserver(Protocol):
 class FederatedLearner(Learner):
     """Federated LoRA fine-tuning of a registry model on a registry data set."""
 
+    #: the over-the-air sum is applied to the real updates (:meth:`receive_over_the_air`)
+    UPLINKS = ("fdma", "aircomp")
+
     def __init__(self, scenario: Any) -> None:
         self.scenario = scenario
         self.runtime = Runtime(scenario)

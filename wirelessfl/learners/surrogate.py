@@ -78,6 +78,9 @@ _DISPATCH_REPORTS = 4096
 class SurrogateLearner(Learner):
     """Bound-driven loss model for network-only runs (see module docstring)."""
 
+    #: the over-the-air sum is seen as its noise term in the bound (module docstring)
+    UPLINKS = ("fdma", "aircomp")
+
     def __init__(
         self,
         *,

@@ -567,6 +567,11 @@ class Simulator:
         ch = self.scenario.channel
         if ch.uplink != "aircomp":
             return None
+        if ch.uplink not in self.learner.UPLINKS:  # a learner handed in, not built by kind
+            raise ConfigError(
+                f"channel.uplink: aircomp: the learner {type(self.learner).__name__} has no "
+                "over-the-air sum (its UPLINKS); use channel.uplink: fdma"
+            )
         if self.controller.decides_tx_power:
             raise ConfigError(
                 f"channel.uplink: aircomp sets the transmit powers by channel.aircomp.policy, "
