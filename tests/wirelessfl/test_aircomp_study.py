@@ -92,17 +92,22 @@ def test_latency_study_runs_and_agrees_with_the_tables(tmp_path):
 def test_compressed_fdma_uploads_take_their_share_of_the_dense_time(tmp_path):
     """FDMA's equal-delay shares make D^t proportional to the bits sent (same channel draws
     at the same K and seed): top-k and SOFT send ceil(O n_l) values of 32 bits per adapted
-    module l, the quantised runs b bits per value plus one 32-bit scale per module."""
+    module l, the quantised runs b bits per value plus one 32-bit scale per module; the sparse
+    ones also send their index, per module the smaller of a bitmask (n_l bits) and a list of
+    ceil(log2 n_l)-bit coordinates."""
     result = reproduce("aircomp-latency-k", out_dir=tmp_path, overrides=["rounds=2"], seeds=1)
     table = result["summary"].set_index(["sweep", "n_scheduled"])
     modules, per_module = 24, 8 * (768 + 768)  # rank 8 on 24 modules of 768 x 768
-    sparse = modules * math.ceil(0.1 * per_module)
+    kept = math.ceil(0.1 * per_module)
+    sparse = modules * kept
+    index = modules * min(per_module, kept * math.ceil(math.log2(per_module)))
+    assert index == 294_912  # the bitmask: 1,229 coordinates of 14 bits would take 17,206
     bits = {
         "fdma_dense": 32 * modules * per_module,
         "fdma_dense_4bit": 4 * modules * per_module + 32 * modules,
-        "fdma_soft": 32 * sparse,
-        "fdma_topk": 32 * sparse,
-        "fdma_topk_4bit": 4 * sparse + 32 * modules,
+        "fdma_soft": 32 * sparse + index,
+        "fdma_topk": 32 * sparse + index,
+        "fdma_topk_4bit": 4 * sparse + 32 * modules + index,
     }
     for sweep, sent_bits in bits.items():
         run = load(result["folder"] / sweep / table.loc[(sweep, 5), "run"])

@@ -441,7 +441,13 @@ ENERGY_BUDGETS_J = [0.2, 0.4, 0.6, 0.9, 1.2, 3.0]
 #: the AirComp study: every FDMA uplink against AirComp at the same K (or SNR) and seed
 AIRCOMP_REFERENCE = Reference(
     {"channel.uplink": "aircomp"},
-    keys=("algorithm.name", "compression.ratio", "controller.sparsification", "quantize.bits"),
+    keys=(
+        "algorithm.name",
+        "compression.ratio",
+        "controller.sparsification",
+        "quantize.bits",
+        "payload.index_overhead",
+    ),
     metrics=("mean_delay_s",),
     label="AirComp",
 )
