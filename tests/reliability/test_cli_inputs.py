@@ -66,6 +66,12 @@ CASES = [
      "foreign_table"),
     ("plot-study-foreign-index", ["plot", "{tmp}/foreign_index"], 2, LINE, "foreign_index"),
     ("plot-study-binary-index", ["plot", "{tmp}/binary_index"], 2, LINE, "binary_index"),
+    ("plot-folder-lost-columns", ["plot", "{tmp}/lost_columns"], 2, LINE,
+     "results: {tmp}/lost_columns/rounds.csv has no columns t_end_s, accuracy (every rounds.csv "
+     "wirelessfl writes has them: the file was cut or edited, or another program wrote it)"),
+    ("plot-kind-lacks-a-column",
+     ["plot", "{tmp}/no_queue", "--kind", "queue", "-o", "{tmp}/q.png"], 2, LINE,
+     "no_queue has no column queue in rounds.csv"),
     ("plot-unknown-kind", ["plot", "{run}", "--kind", "pie"], 2, ARGPARSE, "--kind"),
     ("plot-x-for-wrong-kind", ["plot", "{run}", "--kind", "offline", "--x", "time"], 2, LINE,
      "--x"),
@@ -183,6 +189,9 @@ CASES = [
      "--resume: give only the run folder"),
     ("run-resume-with-scenario", ["run", NETWORK_ONLY, "--resume", "{run}"], 2, LINE,
      "--resume: give only the run folder"),
+    ("run-resume-lost-columns", ["run", "--resume", "{tmp}/lost_columns_resume", "--quiet"], 2,
+     LINE, "rounds.csv: its columns differ from the ones this run writes (it has no column "
+     "t_end_s, accuracy;"),
     ("run-resume-missing", ["run", "--resume", "{tmp}/missing", "--quiet"], 2, LINE, "--resume"),
     ("run-resume-a-file", ["run", "--resume", "{file}", "--quiet"], 2, LINE, "--resume"),
     ("run-resume-name-too-long", ["run", "--resume", "{tmp}/{long}", "--quiet"], 2, LINE,
@@ -224,7 +233,19 @@ def places(tmp_path_factory) -> dict[str, str]:
     (tmp / "binary_index" / "index.csv").write_bytes(b"\x00\x01\xff")
     run = tmp / "run"
     assert cli.main(["run", NETWORK_ONLY, "--set", "rounds=3", "--out", str(run), "--quiet"]) == 0
+    _copy_without(run, tmp / "lost_columns", ["t_end_s", "accuracy"])
+    _copy_without(run, tmp / "lost_columns_resume", ["t_end_s", "accuracy"])
+    _copy_without(run, tmp / "no_queue", ["queue"])
     return {"tmp": str(tmp), "file": str(tmp / "file.txt"), "run": str(run), "long": LONG}
+
+
+def _copy_without(run: Path, folder: Path, columns: list[str]) -> None:
+    """A copy of the run folder ``run`` whose rounds.csv lost ``columns``."""
+    import pandas as pd
+
+    shutil.copytree(run, folder)
+    rounds = pd.read_csv(folder / "rounds.csv")
+    rounds.drop(columns=columns).to_csv(folder / "rounds.csv", index=False)
 
 
 def _fill(text: str, places: dict[str, str]) -> str:

@@ -4,6 +4,7 @@ more run and study folders."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +127,26 @@ def figure_of_folders(
     try:
         return PLOTS[kind](runs, **kwargs)
     except KeyError as err:
-        column = err.args[0] if err.args else None
-        lacking = [r for r in runs if column not in r.rounds.columns]
-        if not isinstance(column, str) or not lacking:
+        columns = _missing_columns(err)
+        lacking = [r for r in runs if any(c not in r.rounds.columns for c in columns)]
+        if not columns or not lacking:
             raise
+        names = ", ".join(c for c in columns if c not in lacking[0].rounds.columns)
         raise UserError(
-            f"plot --kind {kind}: {short_path(lacking[0].path)} has no column {column!r} "
+            f"plot --kind {kind}: {short_path(lacking[0].path)} has no column {names} "
             "in rounds.csv (not a wirelessfl run folder, or one written by another version)"
         ) from None
+
+
+def _missing_columns(err: KeyError) -> list[str]:
+    """The column names a ``KeyError`` names: one name, or pandas' ``"['a', 'b'] not in
+    index"``."""
+    arg = err.args[0] if err.args else None
+    if not isinstance(arg, str):
+        return []
+    if arg.startswith("[") and arg.endswith("] not in index"):
+        return re.findall(r"'([^']*)'", arg)
+    return [arg]
 
 
 def add_plot_command(subparsers: Any) -> argparse.ArgumentParser:

@@ -69,6 +69,20 @@ ROUND_COLUMNS: dict[str, str] = {
     "wall_s": "wall-clock seconds the round took (training + simulation)",
 }
 
+#: The ``rounds.csv`` columns the readers of run folders need (the summaries, the study index,
+#: the figures): every rounds.csv wirelessfl has written holds them; one that lacks any was cut
+#: or edited, and is refused in one line naming the file and the columns.
+CORE_ROUND_COLUMNS = (
+    "round",
+    "t_end_s",
+    "delay_s",
+    "sparsification",
+    "bits_up",
+    "queue_after",
+    "rank",
+    "accuracy",
+)
+
 EVENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "time_s": "virtual time of the event",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from wirelessfl.errors import UserError
+from wirelessfl.results.columns import CORE_ROUND_COLUMNS
 from wirelessfl.results.energy import DEVICES_FILE
 from wirelessfl.results.files import atomic_write_text
 from wirelessfl.results.run_folder import INITIAL_EVALUATION, read_evaluation
@@ -72,7 +74,7 @@ def load(path: str | Path) -> RunResult:
     meta = _read_mapping(path / "meta.json", json.loads)
     return RunResult(
         path,
-        read_table(path / "rounds.csv"),
+        read_rounds(path),
         config,
         meta,
         read_table(path / "events.csv"),
@@ -107,9 +109,15 @@ def _read_mapping(path: Path, parse) -> dict[str, Any]:
     return data
 
 
-def read_table(path: Path) -> pd.DataFrame | None:
+def read_rounds(folder: Path) -> pd.DataFrame | None:
+    """A run folder's ``rounds.csv`` (:func:`read_table`), refused in one line when it lacks a
+    column of ``CORE_ROUND_COLUMNS``."""
+    return read_table(folder / "rounds.csv", CORE_ROUND_COLUMNS)
+
+
+def read_table(path: Path, required: Sequence[str] = ()) -> pd.DataFrame | None:
     """A run folder's CSV table without a partial last row (None when missing; ``UserError``
-    when it cannot be read)."""
+    when it cannot be read or lacks a ``required`` column)."""
     import pandas as pd
 
     if not path.exists():
@@ -117,7 +125,15 @@ def read_table(path: Path) -> pd.DataFrame | None:
     try:
         raw = path.read_bytes()
         complete = raw[: raw.rfind(b"\n") + 1]
-        return pd.read_csv(io.BytesIO(complete))
+        table = pd.read_csv(io.BytesIO(complete))
     except (OSError, UnicodeDecodeError, ValueError) as err:  # pandas' parser errors too
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UserError(f"results: {path} cannot be read as a table ({first})") from None
+    missing = [name for name in required if name not in table.columns]
+    if missing:
+        noun, them = ("column", "it") if len(missing) == 1 else ("columns", "them")
+        raise UserError(
+            f"results: {path} has no {noun} {', '.join(missing)} (every {path.name} wirelessfl "
+            f"writes has {them}: the file was cut or edited, or another program wrote it)"
+        )
+    return table

@@ -115,10 +115,10 @@ def summarize_folder(folder: Path) -> dict[str, float]:
 
     from wirelessfl.errors import UserError
     from wirelessfl.results.energy import DEVICES_FILE
-    from wirelessfl.results.store import read_config, read_table
+    from wirelessfl.results.store import read_config, read_rounds, read_table
 
     try:
-        rounds = read_table(folder / "rounds.csv")
+        rounds = read_rounds(folder)
         config = read_config(folder)
         devices = read_table(folder / DEVICES_FILE)
         current = devices is not None and rounds is not None

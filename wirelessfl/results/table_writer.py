@@ -87,8 +87,11 @@ def verify_table(path: Path, columns: Sequence[str], mark: TableMark) -> hashlib
     with open(path, "rb") as fh:
         first = fh.readline()
     if first != (",".join(columns) + "\n").encode("utf-8"):
+        header = first.decode("utf-8", "replace").rstrip("\r\n").split(",")
+        missing = [name for name in columns if name not in header]
+        lacking = f"it has no column {', '.join(missing)}; " if missing else ""
         raise DamagedTableError(
-            f"{path.name}: its columns differ from the ones this run writes (was it "
+            f"{path.name}: its columns differ from the ones this run writes ({lacking}was it "
             "written by another version of wirelessfl?); continue it with that version"
         )
     if path.stat().st_size < mark.n_bytes:
