@@ -294,6 +294,61 @@ def test_a_stopped_parallel_sweep_leaves_no_worker_running(tmp_path, stop):
         parent.wait()
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes with /proc")
+def test_the_workers_end_with_a_killed_sweep_and_a_rerun_finishes(tmp_path):
+    """``kill -9`` of a ``--jobs 2`` sweep ends its workers with it: an immediate re-run is not
+    refused by a run folder's lock, and finishes both runs."""
+    out = tmp_path / "s"
+    sets = ["rounds=4000", "n_clients=20", "n_scheduled=5"]
+    argv = [
+        sys.executable,
+        "-m",
+        "wirelessfl",
+        "sweep",
+        "paper",
+        "--grid",
+        "controller.V=1e-4,1e-2",
+    ]
+    argv += ["--jobs", "2", "--quiet", *(x for s in sets for x in ("--set", s)), "--out", str(out)]
+    runs = [out / "controller.V=0.0001,seed=0", out / "controller.V=0.01,seed=0"]
+    parent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    family: set[int] = set()
+    try:
+        deadline = time.monotonic() + 30
+        while not all(len(_lines(run / "rounds.csv")) > 2 for run in runs):
+            assert parent.poll() is None and time.monotonic() < deadline, "the runs never started"
+            time.sleep(0.05)
+        family = _descendants(parent.pid)
+        parent.kill()
+        parent.wait()
+        again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert not [pid for pid in family if _running(pid)]
+    finally:  # leave nothing behind if the test failed
+        for pid in family:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+    index = load_study(out).index
+    assert index["finished"].all() and (index["rounds_done"] == 4000).all()
+
+
+def test_a_worker_without_a_parent_death_signal_exits_when_the_parent_does():
+    """Where the kernel has no parent-death signal, a thread waits on the parent's sentinel
+    (here a pipe whose writing end closes, as a dead parent's does) and ends the process."""
+    code = (
+        "import os, threading\n"
+        "from wirelessfl.study.executor import _exit_when_ready\n"
+        "read, write = os.pipe()\n"
+        "threading.Timer(0.2, os.close, (write,)).start()\n"
+        "print('waiting', flush=True)\n"
+        "_exit_when_ready(read)\n"
+        "raise SystemExit(5)  # not reached\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "waiting\n", "")
+
+
 def _lines(path: Path) -> list[str]:
     try:
         return path.read_text().splitlines()

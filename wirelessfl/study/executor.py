@@ -3,17 +3,22 @@ executor; ``--executor ray`` is :mod:`wirelessfl.study.ray_sweep`).
 
 The parallel executor owns its worker processes: on an interrupt, an exception or a worker that
 dies, it terminates every worker at once rather than waiting for their runs to end (a run
-killed at any instant resumes from its last checkpoint).
+killed at any instant resumes from its last checkpoint). A worker also ends with the sweep's
+process however that ends (``kill -9`` included), so that none keeps a run folder locked.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import queue
 import signal
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +32,8 @@ from wirelessfl.results.summary import summarize_run
 _POLL_S = 0.2
 #: seconds a terminated worker gets to exit before it is killed
 _GRACE_S = 5.0
+#: prctl's option that sets the signal a process gets when its parent ends (linux/prctl.h)
+_PR_SET_PDEATHSIG = 1
 #: where a sweep's runs go: here (one after another, or ``--jobs`` worker processes) or Ray tasks
 EXECUTORS = ("local", "ray")
 
@@ -138,19 +145,47 @@ def _work(worker: int, workers: int, todo: Any, outcomes: Any) -> None:
 
     Puts ``(worker, index, kind, value)`` on ``outcomes``: ``started``, then ``done`` with the
     outcome or ``raised`` with ``(exception, traceback text)``. Ctrl-C is left to the parent,
-    which terminates the workers; a worker whose parent is gone stops before its next run.
+    which terminates the workers; a worker ends with its parent (:func:`_end_with_parent`).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     share_cores(workers)
-    parent = multiprocessing.parent_process()
+    _end_with_parent(multiprocessing.parent_process())
     for index, task in iter(todo.get, None):
-        if parent is not None and not parent.is_alive():
-            return
         outcomes.put((worker, index, "started", None))
         try:
             outcomes.put((worker, index, "done", execute(task)))
         except BaseException as err:
             outcomes.put((worker, index, "raised", (_portable(err), traceback.format_exc())))
+
+
+def _end_with_parent(parent: BaseProcess | None) -> None:
+    """End this worker as soon as ``parent`` (the sweep's process) ends, however it ends: the
+    kernel's parent-death signal on Linux, elsewhere a thread waiting on its sentinel."""
+    if parent is None:
+        return
+    if not _set_parent_death_signal():
+        watch = threading.Thread(target=_exit_when_ready, args=(parent.sentinel,), daemon=True)
+        watch.start()
+    if not parent.is_alive():  # it ended before the signal or the watch was set
+        os._exit(1)
+
+
+def _set_parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when its parent ends (``prctl(PR_SET_PDEATHSIG)``);
+    whether it took."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_when_ready(sentinel: int) -> None:
+    """Wait until ``sentinel`` is ready (the parent ended), then end this process at once."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _run_parallel(tasks: Sequence[RunTask], workers: int, started: Started, done: Done) -> None:
