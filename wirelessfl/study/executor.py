@@ -10,9 +10,7 @@ process however that ends (``kill -9`` included), so that none keeps a run folde
 from __future__ import annotations
 
 import argparse
-import ctypes
 import multiprocessing
-import multiprocessing.connection
 import os
 import pickle
 import queue
@@ -175,6 +173,8 @@ def _set_parent_death_signal() -> bool:
     whether it took."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here, in the worker: the command line that registers sweep never needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
@@ -184,7 +184,9 @@ def _set_parent_death_signal() -> bool:
 
 def _exit_when_ready(sentinel: int) -> None:
     """Wait until ``sentinel`` is ready (the parent ended), then end this process at once."""
-    multiprocessing.connection.wait([sentinel])
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
     os._exit(1)
 
 
