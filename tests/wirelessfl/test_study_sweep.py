@@ -263,10 +263,7 @@ def test_a_stopped_parallel_sweep_leaves_no_worker_running(tmp_path, stop):
     runs = [out / "controller.V=0.0001,seed=0", out / "controller.V=0.01,seed=0"]
     family: set[int] = set()
     try:
-        deadline = time.monotonic() + 20
-        while not all(len(_lines(run / "rounds.csv")) > 2 for run in runs):
-            assert parent.poll() is None and time.monotonic() < deadline, "the runs never started"
-            time.sleep(0.1)
+        _wait_for_rounds(parent, runs, 20)
         family = _descendants(parent.pid)
         workers = [
             pid for pid in family if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
@@ -294,6 +291,14 @@ def test_a_stopped_parallel_sweep_leaves_no_worker_running(tmp_path, stop):
         parent.wait()
 
 
+def _wait_for_rounds(parent: subprocess.Popen, runs: list[Path], seconds: float) -> None:
+    """Wait until every run of ``runs`` has written two rounds, ``parent`` still running."""
+    deadline = time.monotonic() + seconds
+    while not all(len(_lines(run / "rounds.csv")) > 2 for run in runs):
+        assert parent.poll() is None and time.monotonic() < deadline, "the runs never started"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes with /proc")
 def test_the_workers_end_with_a_killed_sweep_and_a_rerun_finishes(tmp_path):
@@ -315,10 +320,7 @@ def test_the_workers_end_with_a_killed_sweep_and_a_rerun_finishes(tmp_path):
     parent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     family: set[int] = set()
     try:
-        deadline = time.monotonic() + 30
-        while not all(len(_lines(run / "rounds.csv")) > 2 for run in runs):
-            assert parent.poll() is None and time.monotonic() < deadline, "the runs never started"
-            time.sleep(0.05)
+        _wait_for_rounds(parent, runs, 30)
         family = _descendants(parent.pid)
         parent.kill()
         parent.wait()
