@@ -13,6 +13,7 @@ import pytest
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.results import load
+from wirelessfl.study.aircomp_figures import uplink_label
 from wirelessfl.study.paired import MIN_SEEDS
 from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
 
@@ -109,9 +110,17 @@ def test_compressed_fdma_uploads_take_their_share_of_the_dense_time(tmp_path):
         "fdma_topk": 32 * sparse + index,
         "fdma_topk_4bit": 4 * sparse + 32 * modules + index,
     }
+    labels = {
+        "fdma_dense": "FDMA fedit",
+        "fdma_dense_4bit": "FDMA fedit (b = 4)",
+        "fdma_soft": "FDMA soft (O = 0.1, index)",
+        "fdma_topk": "FDMA fedit_topk (O = 0.1, index)",
+        "fdma_topk_4bit": "FDMA fedit_topk (O = 0.1, index, b = 4)",
+    }
     for sweep, sent_bits in bits.items():
         run = load(result["folder"] / sweep / table.loc[(sweep, 5), "run"])
         assert (run.clients.bits == sent_bits).all(), sweep
+        assert uplink_label(run) == labels[sweep]  # the figures say what each upload sends
         for k in (5, 10, 20, 50):
             ratio = (
                 table.loc[(sweep, k), "mean_delay_s"] / table.loc[("fdma_dense", k), "mean_delay_s"]

@@ -31,15 +31,18 @@ __all__ = [
 
 
 def uplink_label(run: Any) -> str:
-    """``AirComp``, or ``FDMA <algorithm>`` with the run's ratio O when it sparsifies and its
-    b when it quantises: ``FDMA fedit_topk (O = 0.1, b = 4)``."""
+    """``AirComp``, or ``FDMA <algorithm>`` with the run's ratio O when it sparsifies (and
+    ``index`` when its index bits are sent) and its b when it quantises:
+    ``FDMA fedit_topk (O = 0.1, index, b = 4)``."""
     from wirelessfl.results.groups import config_value
 
     if config_value(run, "channel.uplink") == "aircomp":
         return "AirComp"
     ratio = float(run.rounds.sparsification.iloc[0])
     bits = config_value(run, "quantize.bits")
-    settings = [f"O = {ratio:g}"] * (ratio < 1.0) + [f"b = {bits}"] * isinstance(bits, int)
+    index = ratio < 1.0 and bool(config_value(run, "payload.index_overhead"))
+    settings = [f"O = {ratio:g}"] * (ratio < 1.0) + ["index"] * index
+    settings += [f"b = {bits}"] * isinstance(bits, int)
     details = f" ({', '.join(settings)})" if settings else ""
     return f"FDMA {config_value(run, 'algorithm.name')}{details}"
 
@@ -191,9 +194,14 @@ def accuracy_figures(out: Path, runs: list, stem: str, title: str) -> list[Path]
     """Accuracy against the round (``stem.png``) and against virtual time (``stem_time.png``,
     a symmetric-log time axis, linear below 10 ms: AirComp's rounds are milliseconds long)."""
     from wirelessfl.plots import accuracy_vs_round, accuracy_vs_time
+    from wirelessfl.results.groups import group_runs
+    from wirelessfl.results.tables import accuracy_table
 
-    by_round = accuracy_vs_round(runs, title=title)
-    by_time = accuracy_vs_time(runs, title=f"{title}, latency–accuracy")
+    table = accuracy_table(runs)  # each group named as the latency figure names it
+    names = {i: uplink_label(group.runs[0]) for i, group in enumerate(group_runs(runs))}
+    table["label"] = table["group"].map(names)
+    by_round = accuracy_vs_round(table, title=title)
+    by_time = accuracy_vs_time(table, title=f"{title}, latency–accuracy")
     by_time.axes[0].set_xscale("symlog", linthresh=0.01)
     return [
         save_figure(by_round, out / f"{stem}.png"),
