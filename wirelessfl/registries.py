@@ -27,6 +27,7 @@ __all__ = [
     "MODELS",
     "PARTITIONERS",
     "SPARSIFIERS",
+    "UPLINKS",
 ]
 
 #: ``learner.kind``: ``(scenario) -> Learner``, the side that produces the model updates.
@@ -78,6 +79,16 @@ CONTROLLERS: Registry[Any] = Registry(
         "energy_min": "wirelessfl.controllers.energy_min:EnergyMin",
     },
     entry_point_group="wirelessfl.controllers",
+)
+
+#: ``channel.uplink``: a ``wirelessfl.uplinks.base.Uplink`` subclass.
+UPLINKS: Registry[Any] = Registry(
+    "uplink",
+    {
+        "fdma": "wirelessfl.uplinks.fdma:FdmaUplink",
+        "aircomp": "wirelessfl.uplinks.aircomp:AirCompUplink",
+    },
+    entry_point_group="wirelessfl.uplinks",
 )
 
 #: ``strategy.sparsifier``: a ``wirelessfl.compress.base.Sparsifier`` subclass.

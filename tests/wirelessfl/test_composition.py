@@ -23,11 +23,12 @@ from scenario_helpers import digits_scenario
 from wirelessfl.config.loader import scenario_from_dict
 from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.registries import ALGORITHMS
+from wirelessfl.registries import UPLINKS as UPLINK_REGISTRY
 from wirelessfl.sim.runner import run_scenario
 
 CONTROLLERS = ["tsfa", "osfa", "fixed", "sketch"]
 STAGES = ["none", "soft", "topk", "random", "structured"]
-UPLINKS = ["fdma", "aircomp"]
+UPLINKS = UPLINK_REGISTRY.names()  # every built-in uplink
 SERVERS = {
     "sync": {"mode": "sync"},
     "async": {"mode": "async", "concurrency": 3},

@@ -11,10 +11,7 @@ from channels.aircomp import AIRCOMP_POLICIES
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-__all__ = ["UPLINKS", "AirCompConfig", "check_uplink", "learner_uplinks", "uses_aircomp"]
-
-#: ``channel.uplink``: orthogonal digital uploads (FDMA shares) or over-the-air aggregation
-UPLINKS = ("fdma", "aircomp")
+__all__ = ["AirCompConfig", "uses_aircomp", "uses_fading_policy"]
 
 
 def uses_aircomp(config: Mapping[str, Any]) -> bool:
@@ -92,87 +89,3 @@ class AirCompConfig:
     def threshold_snr(self) -> float | None:
         """The linear threshold q_th (None: the per-round rule)."""
         return None if self.threshold_snr_db is None else 10.0 ** (self.threshold_snr_db / 10.0)
-
-
-def learner_uplinks(kind: str) -> tuple[str, ...]:
-    """The uplinks whose aggregate the ``learner.kind`` ``kind`` forms: its class's
-    ``UPLINKS`` (``wirelessfl.learners.base.Learner``; FDMA alone when it names none)."""
-    from wirelessfl.registries import LEARNERS
-
-    factory = LEARNERS.load(kind)
-    learner = getattr(factory, "__self__", factory)  # a class, or its from_scenario
-    return tuple(getattr(learner, "UPLINKS", ("fdma",)))
-
-
-def _check_learner_forms(scenario: Any) -> None:
-    """One line where the learner would aggregate without the uplink's effect."""
-    uplink, kind = scenario.channel.uplink, scenario.learner.kind
-    if uplink not in learner_uplinks(kind):
-        raise ConfigError(
-            f"channel.uplink: {uplink}: learner.kind {kind!r} has no over-the-air sum (it would "
-            "average the updates exactly, without the analog aggregate's noise, while the "
-            f"tables report {uplink}'s timing); use channel.uplink: fdma, or a learner.kind "
-            f"that forms it ({', '.join(_kinds_forming(uplink))})"
-        )
-
-
-def _kinds_forming(uplink: str) -> list[str]:
-    from wirelessfl.registries import LEARNERS
-
-    return [kind for kind in LEARNERS.names() if uplink in learner_uplinks(kind)]
-
-
-def check_uplink(scenario: Any) -> None:
-    """A one-line ``ConfigError`` for what over-the-air aggregation cannot run: a learner
-    without an over-the-air sum (its class's ``UPLINKS``), an algorithm
-    whose aggregate is not a weighted sum of its clients' shared tensors (its cost model's
-    ``SINGLE_UPDATES``), the event-driven server modes (one analog sum per synchronous round),
-    a fixed transmit power per client (the AirComp policy sets the powers), quantisation (a
-    digital stage), redistributed shares (there are none) and central DP (its sensitivity
-    assumes the digital weights)."""
-    if scenario.channel.uplink != "aircomp":
-        return
-    from wirelessfl.registries import ALGORITHMS
-
-    _check_learner_forms(scenario)
-    name = scenario.algorithm.name
-    if not ALGORITHMS.load(name).CostModel.SINGLE_UPDATES:
-        raise ConfigError(
-            f"channel.uplink: aircomp receives a weighted sum of the clients' shared tensors, and "
-            f"algorithm {name!r} does not aggregate one; use channel.uplink: fdma, or an "
-            "algorithm whose CostModel.SINGLE_UPDATES (fedit, fedit_topk, ffa_lora, soft)"
-        )
-    if scenario.server.event_driven:
-        raise ConfigError(
-            f"channel.uplink: aircomp sums the updates of one synchronous round, and server.mode: "
-            f"{scenario.server.mode} adds them one at a time; use server.mode: sync"
-        )
-    fading = scenario.channel.fading.model
-    air = scenario.channel.aircomp
-    if air.average_power_w is not None and air.policy == "truncated" and fading != "rayleigh":
-        raise ConfigError(
-            "channel.aircomp.average_power_w: the average over fading is Rayleigh's closed "
-            f"form, and channel.fading.model is {fading!r}; use rayleigh, or remove it"
-        )
-    if scenario.controller.tx_power_fraction is not None:
-        raise ConfigError(
-            "controller.tx_power_fraction: with channel.uplink: aircomp the power control "
-            "policy (channel.aircomp.policy) sets every client's power; remove it"
-        )
-    if scenario.quantize.bits is not None or scenario.controller.bits_choices is not None:
-        raise ConfigError(
-            "quantize.bits / controller.bits_choices: channel.uplink: aircomp sends analog "
-            "values, and quantisation is a stage of digital uploads; use channel.uplink: fdma, "
-            "or remove them"
-        )
-    if scenario.faults.redistribute_unused:
-        raise ConfigError(
-            "faults.redistribute_unused: with channel.uplink: aircomp every client sends on the "
-            "whole band, so no share idles to give away; remove it, or use channel.uplink: fdma"
-        )
-    if scenario.privacy.mode == "central":
-        raise ConfigError(
-            "privacy.mode: central adds the server's noise to a digital sum whose sensitivity "
-            "is set by the aggregation weights, which channel.uplink: aircomp rescales per "
-            "client; use privacy.mode: local (noise on the device), or channel.uplink: fdma"
-        )

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
 from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
-from wirelessfl.config.aircomp import UPLINKS, AirCompConfig, check_uplink
+from wirelessfl.config.aircomp import AirCompConfig
 from wirelessfl.config.privacy import (
     PrivacyConfig,
     count_sensitivity,
@@ -40,6 +40,7 @@ from wirelessfl.registries import (
     MODELS,
     PARTITIONERS,
     SPARSIFIERS,
+    UPLINKS,
 )
 
 # ---- limits on values a run allocates memory (or time) in proportion to --------------------
@@ -326,8 +327,8 @@ class ChannelConfig:
     uplink: str = option(
         "fdma",
         choices=UPLINKS,
-        doc="fdma (digital uploads on bandwidth shares) | aircomp (analog over-the-air sum of "
-        "the updates on the whole band, channel.aircomp)",
+        doc="an uplink registry name: fdma (digital uploads on bandwidth shares) | aircomp "
+        "(analog over-the-air sum of the updates on the whole band, channel.aircomp)",
     )
     aircomp: AirCompConfig = field(default_factory=AirCompConfig)
 
@@ -1175,7 +1176,7 @@ class Scenario:
             )
         self._validate_wireless()
         self._validate_server()
-        check_uplink(self)
+        UPLINKS.load(self.channel.uplink).check_scenario(self)  # the uplink's own refusals
         self._validate_fixed_ranks()
         self._validate_stages()
         self._validate_privacy()

@@ -3,7 +3,7 @@
 
 Every transmitting client sends its message's dense values n_k at once over the whole band B,
 one real value per channel use (:func:`channels.aircomp.analog_upload_s`), starting when the
-last of them has computed (:mod:`wirelessfl.sim.aircomp_uplink`). There is no share to choose:
+last of them has computed (:mod:`wirelessfl.uplinks.aircomp`). There is no share to choose:
 each client's share is recorded as 1, the whole band. Sparsification does not shorten the
 transmission (each client keeps different entries, so the sum needs every entry: n_k is the
 dense count), so the round the simulator charges lasts

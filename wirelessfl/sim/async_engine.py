@@ -59,7 +59,6 @@ from typing import Any
 
 import numpy as np
 
-from channels.fdma import spectral_efficiency
 from channels.radio_decisions import compute_delay_at_clock_s, snr_at_power
 from channels.streams import round_generator
 from wirelessfl.algorithms.finite import KEPT
@@ -379,8 +378,8 @@ class AsyncEngine:
         heapq.heappush(self.computing, (now + u.compute_s, u.client))
 
     def _full_rate_bps(self, snr: float) -> float:
-        """c_k = B log2(1 + SNR_k): the rate on the whole band."""
-        return float(self.sim.scenario.channel.bandwidth_hz * spectral_efficiency(snr))
+        """c_k: the uplink's rate on the whole band (FDMA: B log2(1 + SNR_k))."""
+        return self.sim.uplink.full_band_rate_bps(snr)
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _refill(self, period: _Period, now: float) -> None:

@@ -34,8 +34,6 @@ from wirelessfl.config.schema import build, to_dict
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners import Learner, make_learner
 from wirelessfl.results.columns import (
-    AIRCOMP_FADING_ROUND_COLUMNS,
-    AIRCOMP_ROUND_COLUMNS,
     CLIENT_COLUMNS,
     CPU_CLOCK_COLUMNS,
     EVENT_COLUMNS,
@@ -290,10 +288,7 @@ class Run:
         sc = self.scenario
         event_driven = sc.server.event_driven
         extra = EVENT_DRIVEN_ROUND_COLUMNS if event_driven else {}
-        if sc.channel.uplink == "aircomp":
-            extra = AIRCOMP_ROUND_COLUMNS
-            if sc.channel.aircomp.policy == "optimal_fading":
-                extra = {**AIRCOMP_ROUND_COLUMNS, **AIRCOMP_FADING_ROUND_COLUMNS}
+        extra = {**extra, **self.sim.uplink.round_columns()}
         algo = algorithm_columns(self.learner.metric_names())
         columns = {"rounds": [*ROUND_COLUMNS, *extra, *algo]}
         if sc.output.events:

@@ -1,4 +1,4 @@
-"""The SimPy co-simulator: federated rounds over an FDMA uplink.
+"""The SimPy co-simulator: federated rounds over the run's uplink (``wirelessfl.uplinks``).
 
 One SimPy environment per run. Each round is one server process (one per round, so the runner
 can checkpoint between rounds; the clock carries on across them) that returns what the round
@@ -21,20 +21,22 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
 5. :meth:`~Simulator._transmit`: every training client's timeline in closed form (numpy, the
    same float additions a SimPy process per client would make): its download
    (``bits_down / channel.downlink_rate_bps``), then ``flops / flops_per_s`` seconds of
-   compute, then ``bits_up / (b_k B log2(1 + SNR_k))`` seconds of upload
-   (``b_k B log2(1 + SNR_k / b_k)`` with ``channel.noise_bandwidth: share``). SimPy waits only for
+   compute, then the uplink's upload time (:meth:`~wirelessfl.uplinks.base.Uplink.upload_s`;
+   FDMA: ``bits_up / (b_k B log2(1 + SNR_k))`` seconds, ``b_k B log2(1 + SNR_k / b_k)`` with
+   ``channel.noise_bandwidth: share``). SimPy waits only for
    the event that ends the round: the last arrival, or ``faults.deadline_s`` after the
    broadcast when an upload is still running then (clients still busy are stragglers and
    their uploads are discarded), or ``availability.empty_round_s`` when nobody (available)
    was scheduled. The tables equal those of one SimPy process per client
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
-   (:mod:`wirelessfl.sim.energy`). With ``channel.uplink: aircomp`` the power control policy
-   runs before step 3 (:meth:`~Simulator._exclude`: its powers, and the clients it excludes
-   neither train nor are decided for) and the uploads are one analog transmission of
-   n_k / B seconds that starts when the last client has computed
-   (:mod:`wirelessfl.sim.aircomp_uplink`); the controller plans that round
-   (:mod:`wirelessfl.controllers.air_planning`);
+   (:mod:`wirelessfl.sim.energy`). The uplink's hook runs before step 3
+   (:meth:`~Simulator._before_decision`; ``channel.uplink: aircomp``: the power control
+   policy's powers, and the clients it excludes neither train nor are decided for) and an
+   uplink that :attr:`~wirelessfl.uplinks.base.Uplink.STARTS_TOGETHER` starts every upload when
+   the last client has computed (AirComp: one analog transmission of n_k / B seconds,
+   :mod:`wirelessfl.uplinks.aircomp`; the controller plans that round,
+   :mod:`wirelessfl.controllers.air_planning`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
@@ -69,17 +71,15 @@ import numpy as np
 import simpy
 
 from channels import compute_delay_at_clock_s, rate_bps, snr_at_power
-from channels.aircomp import AirPower
 from channels.streams import round_generator
 from optim import select_clients, update_average_rate
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.config.scenario import Scenario
 from wirelessfl.controllers import ControllerContext, Decision, make_controller
-from wirelessfl.errors import ConfigError, SimulationError
-from wirelessfl.learners.base import AirRound, ClientReport, Learner, RoundPlan
+from wirelessfl.errors import SimulationError
+from wirelessfl.learners.base import ClientReport, Learner, RoundPlan
 from wirelessfl.results.columns import metric_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
-from wirelessfl.sim.aircomp_uplink import AirUplink
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
@@ -104,6 +104,7 @@ from wirelessfl.sim.setup import (
     client_classes,
     clock_ranges_hz,
 )
+from wirelessfl.uplinks import UplinkRound, make_uplink
 
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
@@ -161,9 +162,8 @@ class _Round:
     energy: RoundEnergy | None = None
 
     active: np.ndarray | None = None  # (k,) bool: scheduled clients that train and upload
-    air: AirPower | None = None  # channel.uplink aircomp: the round's power control
-    air_gain: np.ndarray | None = None  # (k,) received coefficient c_k (0: not sending)
-    excluded: np.ndarray | None = None  # (k,) bool: excluded by the AirComp policy
+    prepared: UplinkRound | None = None  # what the uplink's hook set (None: no hook)
+    excluded: np.ndarray | None = None  # (k,) bool: excluded by the uplink's hook
 
 
 class Simulator:
@@ -222,10 +222,8 @@ class Simulator:
         )
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
-        #: channel.uplink: aircomp, the over-the-air uplink (else None: FDMA)
-        self.air = self._air_uplink()
-        if self.air is not None:
-            self.air.start(scenario.n_clients)
+        #: channel.uplink (wirelessfl.uplinks), checked against the controller and learner
+        self.uplink = make_uplink(scenario, self.controller, learner)
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
         self.metric_columns = {name: metric_column(name) for name in learner.metric_names()}
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]
@@ -255,8 +253,7 @@ class Simulator:
             state["initial_evaluation"] = json_evaluation(self.initial_evaluation)
         if self.engine is not None:  # event-driven: the uploads in flight, the buffer, ...
             state["engine"] = self.engine.state()
-        if self.air is not None:  # optimal_fading's multipliers (none: old states unchanged)
-            state.update(self.air.state())
+        state.update(self.uplink.state())  # e.g. optimal_fading's multipliers
         return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
@@ -267,8 +264,7 @@ class Simulator:
         self.next_round = int(state["next_round"])
         self.env = simpy.Environment(initial_time=float(state["now_s"]))
         self.controller.load_state_dict(state["controller"])
-        if self.air is not None:
-            self.air.restore(state)
+        self.uplink.restore(state)
         self.initial_evaluation = read_evaluation(state.get("initial_evaluation"))
         if average_rate is not None:
             self.average_rate = average_rate
@@ -292,8 +288,7 @@ class Simulator:
         """The server's process for round t; returns the round's :class:`RoundOutcome`."""
         r = self._observe(t)
         self._mark_faults(r)
-        if self.air is not None:  # who sends decides the round the controller plans
-            self._exclude(r)
+        self._before_decision(r)  # who sends decides the round the controller plans
         self._decide(r)
         self._train(r)
         yield from self._transmit(r)
@@ -359,8 +354,8 @@ class Simulator:
 
     # 3. ------------------------------------------------------------------------------------
     def _decide(self, r: _Round) -> None:
-        """The controller's decision for the clients not in outage (nor excluded by the AirComp
-        policy: the controller plans the analog sum of the others, each on the whole band)."""
+        """The controller's decision for the clients not in outage (nor excluded by the uplink's
+        hook: over the air, the controller plans the analog sum of the others)."""
         k = len(r.scheduled)
         allocated = ~r.outage if r.excluded is None else ~r.outage & ~r.excluded
         r.shares, r.ranks, r.ratios = np.zeros(k), np.zeros(k, int), np.full(k, math.nan)
@@ -388,7 +383,7 @@ class Simulator:
             r.solver_fallbacks = max(int(decision.fallbacks), int(decision.fell_back))
             self._apply_power_and_clock(r, np.flatnonzero(allocated), decision)
         active, dropped = r.active, r.dropped | r.unavailable
-        redistribute = self.scenario.faults.redistribute_unused and self.air is None
+        redistribute = self.scenario.faults.redistribute_unused and self.uplink.SHARES_BAND
         if redistribute and dropped.any() and active.any():
             spare = r.shares[dropped].sum()
             r.shares[active] += spare * r.shares[active] / r.shares[active].sum()
@@ -474,8 +469,8 @@ class Simulator:
         compute_s = self._compute_estimate(np.arange(self.scenario.n_clients))
         d_th_s = float(self.controller.ctx.settings.d_th_s)
         why = "with controller.radio: joint"
-        if self.air is not None:
-            why = "with channel.uplink: aircomp (the analog sum waits for the slowest compute)"
+        if self.uplink.STARTS_TOGETHER:
+            why = f"with channel.uplink: {self.uplink.NAME} ({self.uplink.STARTS_TOGETHER})"
         line = round_limit_shortfall(d_th_s, compute_s, why)
         if line is not None:
             _log.warning("wirelessfl: warning: %s", line)
@@ -486,7 +481,7 @@ class Simulator:
         FDMA) on a modelled channel (not an SNR trace), else None
         (:func:`~wirelessfl.sim.energy_band.energy_band_j`)."""
         ctl, sc = self.controller, self.scenario
-        joint = ctl.decides_cpu_frequency and ctl.queue_counts_compute and self.air is None
+        joint = ctl.decides_cpu_frequency and ctl.queue_counts_compute and self.uplink.SHARES_BAND
         traced = self.channel.radio.snr_trace_db is not None  # no mean SNR to draw around
         if ctl.ctx.energy_budget_j is None or self.engine is not None or not joint or traced:
             return None
@@ -561,49 +556,17 @@ class Simulator:
         """Compute times [s] the server expects (for compute-aware shares)."""
         return self.learner.expected_flops(self.rank) / self.flops_per_s[clients]
 
-    def _air_uplink(self) -> AirUplink | None:
-        """The AirComp uplink of ``channel.uplink: aircomp`` (a controller that decides
-        transmit powers is refused in one line: the policy sets them)."""
-        ch = self.scenario.channel
-        if ch.uplink != "aircomp":
-            return None
-        if ch.uplink not in self.learner.UPLINKS:  # a learner handed in, not built by kind
-            raise ConfigError(
-                f"channel.uplink: aircomp: the learner {type(self.learner).__name__} has no "
-                "over-the-air sum (its UPLINKS); use channel.uplink: fdma"
-            )
-        if self.controller.decides_tx_power:
-            raise ConfigError(
-                f"channel.uplink: aircomp sets the transmit powers by channel.aircomp.policy, "
-                f"and controller {self.scenario.controller.name!r} decides them too (under "
-                "these settings); use channel.uplink: fdma, or a controller that does not"
-            )
-        if not self.controller.PLANS_AIRCOMP:
-            raise ConfigError(
-                f"channel.uplink: aircomp sends every update at once on the whole band, and "
-                f"controller {self.scenario.controller.name!r} plans bandwidth shares; use "
-                "controller.name: fixed, osfa or tsfa, or channel.uplink: fdma"
-            )
-        air = ch.aircomp
-        return AirUplink(
-            air.policy, air.threshold_snr(), ch.bandwidth_hz, air.average_power_w, air.dual_step
+    def _before_decision(self, r: _Round) -> None:
+        """The uplink's hook on the clients not in outage (AirComp: its powers replace theirs,
+        the clients it excludes do not train, the others send on the whole band)."""
+        mean_snr = np.asarray(self.cell.mean_snr, dtype=float)[r.scheduled]
+        r.prepared = self.uplink.before_decision(
+            r.snr, r.tx_power_w, mean_snr, r.scheduled, ~r.outage
         )
-
-    def _exclude(self, r: _Round) -> None:
-        """The AirComp policy on the clients not in outage: its powers replace theirs, the
-        clients it excludes do not train, the others send on the whole band."""
-        assert self.air is not None
-        k = len(r.scheduled)
-        rows = np.flatnonzero(~r.outage)
-        r.excluded = np.zeros(k, bool)
-        r.air_gain = np.zeros(k)
-        if rows.size:
-            mean_snr = np.asarray(self.cell.mean_snr, dtype=float)[r.scheduled[rows]]
-            r.air = self.air.power(r.snr[rows], r.tx_power_w[rows], mean_snr, r.scheduled[rows])
-            r.excluded[rows[~r.air.included]] = True
-            r.air_gain[rows] = r.air.gain
-            r.tx_power_w = r.tx_power_w.copy()
-            r.tx_power_w[rows] = r.air.tx_power_w
+        if r.prepared is None:
+            return
+        r.excluded = r.prepared.excluded
+        r.tx_power_w = r.prepared.tx_power_w
         r.active = r.active & ~r.excluded
 
     # 4. ------------------------------------------------------------------------------------
@@ -650,20 +613,15 @@ class Simulator:
             assert self.cpu_hz_max is not None
             speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
             compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
-        if self.air is None:
-            rate = rate_bps(
-                r.shares[idx], ch.bandwidth_hz, r.snr[idx], noise_bandwidth=ch.noise_bandwidth
-            )
-            upload_s = np.divide(bits_up, rate, out=np.full(idx.size, math.inf), where=rate > 0)
-        else:  # analog: n_k / B, whatever K
-            upload_s = self.air.upload_s(np.array([rep.n_total for rep in reports], dtype=float))
+        n_values = np.array([rep.n_total for rep in reports], dtype=float)
+        upload_s = self.uplink.upload_s(r.shares[idx], r.snr[idx], bits_up, n_values)
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
         r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
         t0 = env.now
         compute_start = t0 + downlink_s + np.zeros(idx.size)
         compute_end = compute_start + compute_s
         upload_start = compute_end  # AirComp: together, once the last one has computed
-        if self.air is not None and idx.size:
+        if self.uplink.STARTS_TOGETHER and idx.size:
             upload_start = np.full(idx.size, compute_end.max())
         upload_end = upload_start + upload_s
         sends = np.isfinite(upload_s)  # a client without bandwidth never starts
@@ -708,14 +666,7 @@ class Simulator:
         """The learner aggregates the arrivals; the fairness tracker moves on."""
         events = r.log.table()
         arrived = arrived_clients(events)
-        if r.air is not None and arrived.size:
-            row = {int(c): i for i, c in enumerate(r.scheduled)}
-            self.learner.receive_over_the_air(
-                AirRound(
-                    gain={int(c): float(r.air_gain[row[int(c)]]) for c in arrived},
-                    denoising=r.air.denoising,
-                )
-            )
+        self.uplink.deliver(self.learner, r.prepared, r.scheduled, arrived)
         metrics = self.learner.aggregate(r.t, arrived)
         self._check_metrics(r.t, metrics, len(arrived))
         r.events = events.with_event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived)))
@@ -848,9 +799,7 @@ class Simulator:
             "cov_norm": math.nan,
             "orth_residual": math.nan,
         }
-        if self.air is not None:
-            excluded = int(r.excluded.sum()) if r.excluded is not None else 0
-            record.update(self.air.record(r.air, excluded))
+        record.update(self.uplink.record(r.prepared))
         for name, column in self.metric_columns.items():
             record[column] = metrics.get(name, math.nan)
         rows = self._client_rows(r, arrived_set) if sc.output.clients else []

@@ -1,0 +1,174 @@
+"""The uplink interface: what one ``channel.uplink`` does in a synchronous round and in the
+event-driven modes (docs/simulator.md, "Uplinks").
+
+An :class:`Uplink` is built once per run from the scenario (:meth:`Uplink.from_scenario`), checks
+the run's controller and learner (:meth:`Uplink.check_run`), and is then asked by the simulator,
+round after round:
+
+1. :meth:`Uplink.before_decision`: a hook before the controller's decision, on the scheduled
+   clients not in outage (AirComp's power control: the powers it sets, the clients it excludes
+   and each one's received coefficient; an uplink without one returns None);
+2. :meth:`Uplink.upload_s`: each training client's upload time [s] from its share, SNR and bits;
+3. :meth:`Uplink.deliver`: what the learner must know of the channel before it aggregates
+   (AirComp: the analog sum's coefficients and denoising factor);
+4. :meth:`Uplink.record`: its columns of the round's record (:meth:`Uplink.round_columns`).
+
+Its state (:meth:`Uplink.state`, :meth:`Uplink.restore`) is part of the run's checkpoint. The
+event-driven modes share the band among the uploads on the air (processor sharing,
+:mod:`wirelessfl.sim.shared_band`) at each client's full-band rate
+(:meth:`Uplink.full_band_rate_bps`), on an uplink whose :attr:`Uplink.EVENT_DRIVEN` is true.
+A new uplink is one module with a subclass and one line in ``registries.UPLINKS`` (or
+``UPLINKS.register`` from a ``--plugin`` file).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from wirelessfl.errors import ConfigError
+
+__all__ = ["Uplink", "UplinkRound", "learner_uplinks"]
+
+
+@dataclass
+class UplinkRound:
+    """What :meth:`Uplink.before_decision` set for the k scheduled clients of a round.
+
+    ``excluded`` (k,) bool: clients the uplink keeps from training and sending;
+    ``tx_power_w`` (k,) [W]: the transmit powers it sets (the others' unchanged);
+    ``gain`` (k,): each client's received coefficient c_k (0: not sending);
+    ``detail``: the uplink's own record of the round (None: nobody could send).
+    """
+
+    excluded: np.ndarray
+    tx_power_w: np.ndarray
+    gain: np.ndarray
+    detail: Any = None
+
+
+class Uplink(ABC):
+    """One ``channel.uplink`` (module docstring). Subclasses set :attr:`NAME` and implement
+    :meth:`from_scenario` and :meth:`upload_s`; the other hooks default to "nothing to do"."""
+
+    #: the ``channel.uplink`` name
+    NAME: ClassVar[str] = ""
+    #: the clients send on bandwidth shares b_k that the controller plans (and an idle share can
+    #: go to the others: ``faults.redistribute_unused``)
+    SHARES_BAND: ClassVar[bool] = True
+    #: the uploads start together once the last training client has computed (one joint
+    #: transmission), with the reason a round waits for the slowest compute, for the warnings
+    STARTS_TOGETHER: ClassVar[str | None] = None
+    #: the event-driven server modes can share its band (:meth:`full_band_rate_bps`)
+    EVENT_DRIVEN: ClassVar[bool] = False
+    #: the channel forms the aggregate (an analog sum), so the learner must form it too: its
+    #: class's ``UPLINKS`` lists this uplink (a digital uplink delivers each update as sent)
+    ANALOG: ClassVar[bool] = False
+
+    @classmethod
+    @abstractmethod
+    def from_scenario(cls, scenario: Any) -> Uplink:
+        """The run's uplink, from its scenario's ``channel`` section."""
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """A one-line ``ConfigError`` for what the scenario alone rules out, at load: an analog
+        uplink with a ``learner.kind`` that does not form its sum, an event-driven server mode
+        on an uplink without a shared band. Subclasses add their own."""
+        cls.check_learner_forms(scenario)
+        if scenario.server.event_driven and not cls.EVENT_DRIVEN:
+            raise ConfigError(
+                f"channel.uplink: {scenario.channel.uplink} has no band the uploads on the air "
+                f"share, and server.mode: {scenario.server.mode} sends them one at a time on "
+                "one; use server.mode: sync, or channel.uplink: fdma"
+            )
+
+    @classmethod
+    def check_learner_forms(cls, scenario: Any) -> None:
+        """One line where an analog uplink's learner would aggregate without its effect."""
+        name, kind = scenario.channel.uplink, scenario.learner.kind
+        if cls.ANALOG and name not in learner_uplinks(kind):
+            forming = [k for k in _learner_kinds() if name in learner_uplinks(k)]
+            raise ConfigError(
+                f"channel.uplink: {name}: learner.kind {kind!r} has no over-the-air sum (it "
+                "would average the updates exactly, without the analog aggregate's noise, "
+                f"while the tables report {name}'s timing); use channel.uplink: fdma, or a "
+                f"learner.kind that forms it ({', '.join(forming)})"
+            )
+
+    def check_run(self, controller: Any, learner: Any) -> None:
+        """A one-line ``ConfigError`` when the run's controller or learner cannot work with
+        this uplink (checks that need them built; the scenario's are made at load)."""
+        return None
+
+    def start(self, n_clients: int) -> None:
+        """The state of the N devices at the run's start (nothing by default)."""
+        return None
+
+    def state(self) -> dict:
+        """Checkpointed state, merged into the simulator's (JSON; empty by default)."""
+        return {}
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state` (nothing by default)."""
+        return None
+
+    def before_decision(
+        self,
+        snr: np.ndarray,
+        tx_power_w: np.ndarray,
+        mean_snr: np.ndarray,
+        clients: np.ndarray,
+        sendable: np.ndarray,
+    ) -> UplinkRound | None:
+        """The hook before the controller's decision, on the k scheduled ``clients`` (k,)
+        with their (k,) linear SNRs at (k,) powers [W], (k,) mean SNRs and (k,) bool
+        ``sendable`` (not in outage); None: nothing set (the default)."""
+        return None
+
+    @abstractmethod
+    def upload_s(
+        self, shares: np.ndarray, snr: np.ndarray, bits: np.ndarray, n_values: np.ndarray
+    ) -> np.ndarray:
+        """(m,) upload times [s] of m training clients from their (m,) shares b_k, linear SNRs,
+        upload bits and dense values n_k of their messages (inf: never arrives)."""
+
+    def full_band_rate_bps(self, snr: float) -> float:
+        """A client's rate [bit/s] alone on the whole band, for the event-driven modes'
+        processor sharing (only on an uplink with :attr:`EVENT_DRIVEN`)."""
+        raise NotImplementedError(f"channel.uplink: {self.NAME} has no shared band")
+
+    def deliver(
+        self, learner: Any, prepared: UplinkRound | None, scheduled: np.ndarray, arrived: np.ndarray
+    ) -> None:
+        """Tell the learner what it needs of the channel before it aggregates the (a,)
+        ``arrived`` clients of the (k,) ``scheduled`` (nothing by default)."""
+        return None
+
+    def round_columns(self) -> dict[str, str]:
+        """The columns (name -> doc) this uplink adds to ``rounds.csv`` after the standard
+        ones, in order (none by default); :meth:`record` gives their values."""
+        return {}
+
+    def record(self, prepared: UplinkRound | None) -> dict[str, float]:
+        """The round's values of :meth:`round_columns` (none by default)."""
+        return {}
+
+
+def learner_uplinks(kind: str) -> tuple[str, ...]:
+    """The uplinks whose aggregate the ``learner.kind`` ``kind`` forms: its class's
+    ``UPLINKS`` (``wirelessfl.learners.base.Learner``; FDMA alone when it names none)."""
+    from wirelessfl.registries import LEARNERS
+
+    factory = LEARNERS.load(kind)
+    learner = getattr(factory, "__self__", factory)  # a class, or its from_scenario
+    return tuple(getattr(learner, "UPLINKS", ("fdma",)))
+
+
+def _learner_kinds() -> list[str]:
+    from wirelessfl.registries import LEARNERS
+
+    return LEARNERS.names()
