@@ -85,7 +85,7 @@ class ClientPlan:
 
 @dataclass(frozen=True)
 class WeightedUpdate:
-    """One update the server adds in an event-driven mode (``wirelessfl.sim.staleness``):
+    """One update the server adds in an event-driven mode (``wirelessfl.servers``):
     ``x <- x + weight (Delta + mix (x_start - x))``, x_start the global state the client
     downloaded.
 

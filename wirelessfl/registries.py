@@ -26,7 +26,9 @@ __all__ = [
     "LEARNERS",
     "MODELS",
     "PARTITIONERS",
+    "SERVER_MODES",
     "SPARSIFIERS",
+    "STALENESS",
     "UPLINKS",
 ]
 
@@ -89,6 +91,29 @@ UPLINKS: Registry[Any] = Registry(
         "aircomp": "wirelessfl.uplinks.aircomp:AirCompUplink",
     },
     entry_point_group="wirelessfl.uplinks",
+)
+
+#: ``server.mode``: a ``wirelessfl.servers.base.ServerMode`` subclass.
+SERVER_MODES: Registry[Any] = Registry(
+    "server mode",
+    {
+        "sync": "wirelessfl.servers.sync:Sync",
+        "async": "wirelessfl.servers.fedasync:FedAsync",
+        "buffered": "wirelessfl.servers.fedbuff:FedBuff",
+        "semi_sync": "wirelessfl.servers.semi_sync:SemiSync",
+    },
+    entry_point_group="wirelessfl.server_modes",
+)
+
+#: ``server.staleness``: a function ``(tau, a, b) -> s(tau)`` (``wirelessfl.servers.staleness``).
+STALENESS: Registry[Any] = Registry(
+    "staleness function",
+    {
+        "constant": "wirelessfl.servers.staleness:constant",
+        "polynomial": "wirelessfl.servers.staleness:polynomial",
+        "hinge": "wirelessfl.servers.staleness:hinge",
+    },
+    entry_point_group="wirelessfl.staleness",
 )
 
 #: ``strategy.sparsifier``: a ``wirelessfl.compress.base.Sparsifier`` subclass.

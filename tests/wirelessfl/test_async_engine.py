@@ -21,9 +21,13 @@ from scenario_helpers import small_scenario
 
 from channels import lora_training_flops
 from channels.streams import round_generator
+from wirelessfl.config.scenario import ServerConfig
 from wirelessfl.errors import ConfigError
+from wirelessfl.servers.fedasync import FedAsync
+from wirelessfl.servers.fedbuff import FedBuff
+from wirelessfl.servers.semi_sync import SemiSync
+from wirelessfl.servers.staleness import staleness_weight
 from wirelessfl.sim import run_scenario
-from wirelessfl.sim.staleness import buffered_weights, fedasync_weight, staleness_weight
 
 N = 12
 RANK = 4
@@ -198,11 +202,15 @@ def test_staleness_functions_are_the_fedasync_ones():
     assert staleness_weight(0, "polynomial", 2.0, 4.0) == 1.0
     assert staleness_weight(1, "hinge", 2.0, 1.0) == 1.0  # tau <= b
     assert staleness_weight(3, "hinge", 2.0, 1.0) == pytest.approx(1.0 / 5.0)  # 1/(2*2+1)
-    assert fedasync_weight(0.6, 8, "polynomial", 0.5, 4.0) == pytest.approx(0.2)  # 0.6/3
-    # FedBuff: eta_g s(tau) / M with s = 1/sqrt(1 + tau)
-    assert buffered_weights([0, 3, 8], 1.5, "polynomial", 0.5, 0.0) == pytest.approx(
-        [1.5 / 3, 1.5 * 0.5 / 3, 1.5 / 3 / 3]
-    )
+    fedasync = FedAsync(ServerConfig(mode="async", alpha=0.6, staleness_b=4.0), 5)
+    assert fedasync.weights([8]) == (pytest.approx([0.2]), 1.0)  # 0.6/3, mixed
+    # FedBuff and semi_sync: eta_g s(tau) / M with s = 1/sqrt(1 + tau), not mixed
+    for mode, name in ((FedBuff, "buffered"), (SemiSync, "semi_sync")):
+        server = ServerConfig(mode=name, server_lr=1.5, staleness_b=0.0)
+        assert mode(server, 5).weights([0, 3, 8]) == (
+            pytest.approx([1.5 / 3, 1.5 * 0.5 / 3, 1.5 / 3 / 3]),
+            0.0,
+        )
 
 
 @pytest.fixture
@@ -237,7 +245,7 @@ def test_fedasync_mixes_the_client_model_by_hand(fedit):
     glob = {n: v + torch.randn(v.shape, generator=g) for n, v in start.items()}
     before = {n: v.clone() for n, v in glob.items()}
     delta = _random_update(torch, glob, names, g)
-    a = fedasync_weight(0.6, 3, "polynomial", 0.5, 0.0)  # 0.3
+    ([a], _) = FedAsync(ServerConfig(mode="async", alpha=0.6, staleness_b=0.0), 5).weights([3])
     out = algorithm.add_updates(glob, {7: Message(shared=delta)}, [a], [1.0], {7: start})
     for n in names:
         want = (1 - a) * before[n] + a * (start[n] + delta[n])
@@ -255,7 +263,7 @@ def test_fedbuff_step_by_hand(fedit):
     names = list(glob)
     taus, lr = [0, 2, 5], 0.8
     deltas = {c: _random_update(torch, glob, names, g) for c in (1, 4, 6)}
-    weights = buffered_weights(taus, lr, "polynomial", 0.5, 0.0)
+    weights, _ = FedBuff(ServerConfig(mode="buffered", server_lr=lr), 5).weights(taus)
     messages = {c: Message(shared=d) for c, d in deltas.items()}
     out = algorithm.add_updates(glob, messages, weights, [0.0] * 3)
     for n in names:

@@ -1,5 +1,5 @@
 """The server update of the event-driven modes, end to end: real FedIT training through the
-engine (docs/simulator.md, "Asynchronous rounds"; ``wirelessfl.sim.staleness``).
+engine (docs/simulator.md, "Asynchronous rounds"; ``wirelessfl.servers``).
 
 The real learner's ``dispatch`` and ``add_updates`` and its algorithm's ``sent_message`` are
 wrapped on the instance (the engine calls them as it would): each client's start state is a copy

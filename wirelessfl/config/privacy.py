@@ -71,14 +71,9 @@ def updates_per_aggregation(scenario: Any) -> int:
     """The updates one aggregation is planned to take: K (``server.mode: sync``), 1 (async),
     M = ``server.buffer_size`` (buffered), the concurrency (semi_sync, at most). Adaptive
     clipping divides its noised count by it, and its default sigma_b is it / 20."""
-    server = scenario.server
-    if server.mode == "async":
-        return 1
-    if server.mode == "buffered":
-        return int(server.buffer_size)
-    if server.mode == "semi_sync":
-        return int(server.concurrency or scenario.n_scheduled)
-    return int(scenario.n_scheduled)
+    from wirelessfl.servers import server_mode
+
+    return server_mode(scenario).updates_per_aggregation()
 
 
 def _client_level(config: Mapping[str, Any]) -> bool:

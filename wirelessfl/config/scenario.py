@@ -39,7 +39,9 @@ from wirelessfl.registries import (
     LEARNERS,
     MODELS,
     PARTITIONERS,
+    SERVER_MODES,
     SPARSIFIERS,
+    STALENESS,
     UPLINKS,
 )
 
@@ -966,18 +968,13 @@ class FaultsConfig:
     )
 
 
-#: ``server.mode``: the synchronous round (every release so far) and the event-driven modes.
-SERVER_MODES = ("sync", "async", "buffered", "semi_sync")
-#: ``server.staleness``: FedAsync's staleness functions s(tau) (Xie, Koyejo, Gupta,
-#: arXiv:1903.03934; ``wirelessfl.sim.staleness``).
-STALENESS_FUNCTIONS = ("constant", "polynomial", "hinge")
-
-
-def _mode_is(*modes: str) -> Callable[[Mapping[str, Any]], bool]:
-    """The ``applies`` rule of a ``server`` key read only in ``modes``."""
+def _read_by_mode(key: str) -> Callable[[Mapping[str, Any]], bool]:
+    """The ``applies`` rule of the ``server`` key ``key``: the run's mode reads it (its
+    ``READS``, ``wirelessfl.servers.base.ServerMode``)."""
 
     def reads(config: Mapping[str, Any]) -> bool:
-        return (config.get("server") or {}).get("mode", "sync") in modes
+        mode = (config.get("server") or {}).get("mode", "sync")
+        return mode in SERVER_MODES and key in SERVER_MODES.load(mode).READS
 
     return reads
 
@@ -992,14 +989,14 @@ class ServerConfig:
         choices=SERVER_MODES,
         doc="sync (rounds of K clients) | async (FedAsync: mix each arrival) | buffered "
         "(FedBuff: aggregate every buffer_size arrivals) | semi_sync (aggregate every "
-        "deadline_s, late updates carried over)",
+        "deadline_s, late updates carried over) | a registered server mode",
     )
     concurrency: int | None = option(
         None,
         ge=1,
         le=MAX_CLIENTS,
         doc="clients training at once in the event-driven modes (null: n_scheduled)",
-        applies=_mode_is("async", "buffered", "semi_sync"),
+        applies=_read_by_mode("concurrency"),
     )
     dispatch: str = option(
         "random",
@@ -1007,17 +1004,22 @@ class ServerConfig:
         doc="who starts when a slot frees: random (uniform among the eligible clients: the "
         "idle ones, the available ones with selection.available_only) | controller (the "
         "eligible client of least per-dispatch drift-plus-penalty; tsfa, osfa)",
-        applies=_mode_is("async", "buffered", "semi_sync"),
+        applies=_read_by_mode("dispatch"),
     )
     alpha: float = option(
-        0.6, gt=0.0, le=1.0, doc="async: FedAsync's mixing weight alpha", applies=_mode_is("async")
+        0.6,
+        gt=0.0,
+        le=1.0,
+        doc="async: FedAsync's mixing weight alpha",
+        applies=_read_by_mode("alpha"),
     )
     staleness: str = option(
         "polynomial",
-        choices=STALENESS_FUNCTIONS,
+        choices=STALENESS,
         doc="s(tau) weighting a stale update: constant (1) | polynomial ((tau + 1)^-a; a = 0.5 "
-        "is FedBuff's 1/sqrt(1 + tau)) | hinge (1 for tau <= b, else 1 / (a (tau - b) + 1))",
-        applies=_mode_is("async", "buffered", "semi_sync"),
+        "is FedBuff's 1/sqrt(1 + tau)) | hinge (1 for tau <= b, else 1 / (a (tau - b) + 1)) "
+        "| a registered staleness function",
+        applies=_read_by_mode("staleness"),
     )
     staleness_a: float = option(
         0.5, ge=0.0, doc="a of the polynomial and hinge staleness functions"
@@ -1027,13 +1029,13 @@ class ServerConfig:
         10,
         ge=1,
         doc="buffered: FedBuff's M, arrivals per aggregation",
-        applies=_mode_is("buffered"),
+        applies=_read_by_mode("buffer_size"),
     )
     server_lr: float = option(
         1.0,
         gt=0.0,
         doc="buffered and semi_sync: FedBuff's server learning rate eta_g",
-        applies=_mode_is("buffered", "semi_sync"),
+        applies=_read_by_mode("server_lr"),
     )
     deadline_s: float | None = option(
         None,
@@ -1044,13 +1046,17 @@ class ServerConfig:
     @property
     def event_driven(self) -> bool:
         """Whether the run is one of the event-driven modes (``wirelessfl.sim.async_engine``)."""
-        return self.mode != "sync"
+        return bool(SERVER_MODES.load(self.mode).EVENT_DRIVEN)
 
     def validate(self, prefix: str) -> None:
-        if (self.mode == "semi_sync") != (self.deadline_s is not None):
+        reads = "deadline_s" in SERVER_MODES.load(self.mode).READS
+        if reads != (self.deadline_s is not None):
+            readers = [
+                m for m in SERVER_MODES.names() if "deadline_s" in SERVER_MODES.load(m).READS
+            ]
             raise ConfigError(
-                f"{prefix}.deadline_s: semi_sync aggregates every deadline_s (and only it reads "
-                f"it); mode is {self.mode!r}, deadline_s is {show(self.deadline_s)}"
+                f"{prefix}.deadline_s: {' and '.join(readers)} aggregates every deadline_s (and "
+                f"only it reads it); mode is {self.mode!r}, deadline_s is {show(self.deadline_s)}"
             )
 
 
@@ -1300,12 +1306,7 @@ class Scenario:
                 f"server.concurrency: must be <= n_clients ({self.n_clients:,}), got "
                 f"{sv.concurrency:,}"
             )
-        if sv.mode == "buffered" and sv.buffer_size > self.n_clients:
-            raise ConfigError(
-                f"server.buffer_size: must be <= n_clients ({self.n_clients:,}), got "
-                f"{sv.buffer_size:,} (a client whose update waits in the buffer is dispatched "
-                "again only after the aggregation, so at most n_clients updates fill it)"
-            )
+        SERVER_MODES.load(sv.mode).check_scenario(self)  # the mode's own refusals
         if not ALGORITHMS.load(self.algorithm.name).CostModel.SINGLE_UPDATES:
             raise ConfigError(
                 f"server.mode: {sv.mode} adds single weighted updates, and algorithm "

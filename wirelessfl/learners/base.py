@@ -121,7 +121,7 @@ class Learner(ABC):
 
     def add_updates(self, index: int, updates: Sequence[WeightedUpdate]) -> dict[str, float]:
         """Aggregation ``index`` of an event-driven mode: add the pending updates of
-        ``updates`` with their weights (``wirelessfl.sim.staleness``); returns the metrics, as
+        ``updates`` with their weights (``wirelessfl.servers``); returns the metrics, as
         :meth:`aggregate` does."""
         raise SimulationError(f"add_updates: {self.event_driven_refusal()}")
 

@@ -33,7 +33,7 @@ update_noise_multiplier`), so that both releases together are one Gaussian mecha
 (their Theorem 1): the accountant counts z.
 
 The event-driven server modes (``server.mode``, docs/privacy.md "Asynchronous rounds") add
-updates with the weights of :mod:`wirelessfl.sim.staleness`: FedBuff and semi_sync
+updates with the weights of :mod:`wirelessfl.servers`: FedBuff and semi_sync
 theta + sum_k w_k Delta_k with w_k = eta_g s(tau_k) / n, FedAsync
 theta + w (Delta + theta_start - theta) with w = alpha s(tau), where theta and theta_start are
 models already released. Either way zeroing one client's clipped update moves the release by at most

@@ -22,7 +22,7 @@ The server aggregates:
   since (possibly nothing); an upload still running then is not discarded: it arrives later
   and is taken, stale, by a later aggregation.
 
-with the weights of :mod:`wirelessfl.sim.staleness` (tau = aggregations done - v). A freed
+with the weights of :mod:`wirelessfl.servers` (tau = aggregations done - v). A freed
 slot (an upload that ended) is refilled at once (async, buffered) with an eligible client: an
 idle one (no update in the system: a client whose update waits in FedBuff's buffer is idle again
 once it is aggregated), and with ``selection.available_only`` an available one.
@@ -65,12 +65,12 @@ from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.controllers.dispatch import DispatchCandidates
 from wirelessfl.errors import ConfigError, SimulationError, UserError
 from wirelessfl.learners.base import ClientReport, RoundPlan, WeightedUpdate
+from wirelessfl.servers import server_mode
 from wirelessfl.sim.dispatch_checks import DispatchChecks
 from wirelessfl.sim.energy import RoundEnergy
 from wirelessfl.sim.events import SERVER, EventLog, Kind
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
 from wirelessfl.sim.shared_band import SharedBand
-from wirelessfl.sim.staleness import buffered_weights, fedasync_weight
 
 __all__ = ["AsyncEngine"]
 
@@ -169,7 +169,9 @@ class AsyncEngine:
         sc = sim.scenario
         self.server = sc.server
         self.mode = sc.server.mode
-        self.concurrency = sc.server.concurrency or sc.n_scheduled
+        #: when to aggregate, with what weights (wirelessfl.servers)
+        self.policy = server_mode(sc)
+        self.concurrency = self.policy.concurrency
         refusal = sim.learner.event_driven_refusal()
         if refusal is not None:
             raise ConfigError(
@@ -253,9 +255,7 @@ class AsyncEngine:
         env = self.sim.env
         period = _Period(t, env.now)
         self.version = t
-        deadline_s = math.inf
-        if self.mode == "semi_sync":
-            deadline_s = env.now + self.server.deadline_s
+        deadline_s = env.now + self.policy.period_s()  # inf: the arrivals decide
         now = float(env.now)
         self._refill(period, now)
         taken = self._run_until_aggregation(period, now, deadline_s)
@@ -287,12 +287,10 @@ class AsyncEngine:
                 u.arrival_s = now
                 period.log.add(now, Kind.UPLOAD_END, u.client, u.report.bits_up)
                 self.buffer.append(u)
-                if self.mode == "async" or (
-                    self.mode == "buffered" and len(self.buffer) >= self.server.buffer_size
-                ):
+                if self.policy.aggregates_on_arrival(len(self.buffer)):
                     taken, self.buffer = self.buffer, []
                     return taken, now
-                if self.mode == "buffered":
+                if self.policy.KEEPS_SLOTS_FULL:
                     self._refill(period, now)
             elif download_end == next_s:
                 u = self.busy[self.downlink.end_next()]
@@ -334,7 +332,7 @@ class AsyncEngine:
             self.band.remove(client)
         self.sim.learner.discard_updates([client])
         self._lose(period, u, Kind.STRAGGLER, now)
-        if self.mode != "semi_sync":
+        if self.policy.KEEPS_SLOTS_FULL:
             self._refill(period, now)
 
     def _stalled(self, period: _Period, now: float) -> tuple[list[Update], float]:
@@ -359,7 +357,7 @@ class AsyncEngine:
         del self.busy[u.client]
         self.sim.learner.discard_updates([u.client])
         self._lose(period, u, Kind.UNAVAILABLE, now)
-        if self.mode != "semi_sync":
+        if self.policy.KEEPS_SLOTS_FULL:
             self._refill(period, now)
         return True
 
@@ -440,7 +438,7 @@ class AsyncEngine:
         decision = sim.controller.decide_dispatch(
             self._candidates(clients, snr_all, power_all), trainees[0][0]
         )
-        keep_start = self.mode == "async"
+        keep_start = self.policy.MIXES_START
         for i, (j, client) in enumerate(trainees):
             rank, ratio = int(decision.ranks[i]), float(decision.ratios[i])
             # one plan per dispatch: its round index is j
@@ -520,22 +518,14 @@ class AsyncEngine:
 
     # ---- the server update and the record -----------------------------------------------------
     def _weights(self, taken: list[Update]) -> list[WeightedUpdate]:
-        """Each taken update's staleness and weight (``wirelessfl.sim.staleness``)."""
-        sv = self.server
+        """Each taken update's staleness and the mode's weight and mix flag
+        (:meth:`~wirelessfl.servers.base.ServerMode.weights`)."""
         for u in taken:
             u.staleness = self.version - u.version
-        if self.mode == "async" and taken:
-            (u,) = taken
-            u.weight = fedasync_weight(
-                sv.alpha, u.staleness, sv.staleness, sv.staleness_a, sv.staleness_b
-            )
-            return [WeightedUpdate(u.client, u.weight, 1.0, u.staleness)]
-        weights = buffered_weights(
-            [u.staleness for u in taken], sv.server_lr, sv.staleness, sv.staleness_a, sv.staleness_b
-        )
+        weights, mix = self.policy.weights([u.staleness for u in taken])
         for u, w in zip(taken, weights, strict=True):
             u.weight = w
-        return [WeightedUpdate(u.client, u.weight, 0.0, u.staleness) for u in taken]
+        return [WeightedUpdate(u.client, u.weight, mix, u.staleness) for u in taken]
 
     def _aggregate(self, period: _Period, taken: list[Update], end_s: float) -> RoundOutcome:
         sim, t = self.sim, period.t
