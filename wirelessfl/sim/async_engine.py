@@ -55,7 +55,6 @@ import heapq
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 import numpy as np
 
@@ -68,6 +67,7 @@ from wirelessfl.learners.base import ClientReport, RoundPlan, WeightedUpdate
 from wirelessfl.servers import server_mode
 from wirelessfl.sim.dispatch_checks import DispatchChecks
 from wirelessfl.sim.energy import RoundEnergy
+from wirelessfl.sim.engine_host import EngineHost
 from wirelessfl.sim.events import SERVER, EventLog, Kind
 from wirelessfl.sim.outcome import RoundOutcome, delay_to
 from wirelessfl.sim.shared_band import SharedBand
@@ -162,9 +162,9 @@ class _Period:
 class AsyncEngine:
     """Runs the event-driven modes for a simulator (module docstring)."""
 
-    def __init__(self, sim: Any) -> None:
-        """``sim``: the :class:`~wirelessfl.sim.simulator.Simulator` that owns the engine (its
-        channel, devices, learner, clock and checks)."""
+    def __init__(self, sim: EngineHost) -> None:
+        """``sim``: the simulator that owns the engine (its channel, devices, learner, clock
+        and checks; :class:`~wirelessfl.sim.engine_host.EngineHost`)."""
         self.sim = sim
         sc = sim.scenario
         self.server = sc.server
@@ -501,7 +501,7 @@ class AsyncEngine:
         sim, n = self.sim, len(clients)
         compute_s = np.zeros(n)
         if sim.scenario.devices.include_compute:
-            compute_s = sim._compute_estimate(clients)
+            compute_s = sim.compute_estimate(clients)
         compute_j = np.zeros(n)
         if sim.controller.energy_queues is not None and n:
             flops = np.full(n, float(sim.learner.expected_flops(sim.rank)))
@@ -535,12 +535,12 @@ class AsyncEngine:
         for client in [u.client for u in taken] + self.benched:
             bisect.insort(self.idle, client)
         self.benched = []
-        sim._check_metrics(t, metrics, len(taken))
+        sim.check_metrics(t, metrics, len(taken))
         events = period.log.table().with_event(end_s, Kind.AGGREGATE, SERVER, float(len(taken)))
         sc = sim.scenario
         evaluation = {}
         if sim.evaluates_after(t):
-            evaluation = sim._checked_evaluation(t, f"round {t}", KEPT)
+            evaluation = sim.checked_evaluation(t, f"round {t}", KEPT)
         energy = self._energy(taken + period.lost)
         control = self._observe_controller(taken, energy)
         record = self._record(period, taken, end_s, metrics, evaluation, energy, control)

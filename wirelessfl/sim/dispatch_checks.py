@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from channels.streams import round_generator
+from wirelessfl.sim.engine_host import EngineHost
 from wirelessfl.sim.events import Kind
 
 __all__ = ["DispatchChecks"]
@@ -28,9 +29,9 @@ __all__ = ["DispatchChecks"]
 class DispatchChecks:
     """The scenario's availability model and faults, asked per dispatch (module docstring)."""
 
-    def __init__(self, sim) -> None:
-        """``sim``: the :class:`~wirelessfl.sim.simulator.Simulator` (its scenario and
-        availability model)."""
+    def __init__(self, sim: EngineHost) -> None:
+        """``sim``: the simulator (its scenario and availability model;
+        :class:`~wirelessfl.sim.engine_host.EngineHost`)."""
         sc = sim.scenario
         self.seed = sc.seed
         #: None: everyone is available at every instant (``availability.model: always``)

@@ -363,7 +363,7 @@ class Simulator:
         if allocated.any():
             compute_s = np.zeros(k)
             if self.scenario.devices.include_compute:
-                compute_s = self._compute_estimate(r.scheduled)
+                compute_s = self.compute_estimate(r.scheduled)
             self.controller.begin_round(r.t, r.scheduled[allocated], r.tx_power_w[allocated])
             self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
@@ -466,7 +466,7 @@ class Simulator:
         counted = self.controller.queue_counts_compute and self.scenario.devices.include_compute
         if not counted or self.engine is not None:
             return
-        compute_s = self._compute_estimate(np.arange(self.scenario.n_clients))
+        compute_s = self.compute_estimate(np.arange(self.scenario.n_clients))
         d_th_s = float(self.controller.ctx.settings.d_th_s)
         why = "with controller.radio: joint"
         if self.uplink.STARTS_TOGETHER:
@@ -488,7 +488,7 @@ class Simulator:
         n = sc.n_clients
         compute_s = np.zeros(n)
         if sc.devices.include_compute:
-            compute_s = self._compute_estimate(np.arange(n))
+            compute_s = self.compute_estimate(np.arange(n))
         d_th_s = float(ctl.ctx.settings.d_th_s)
         return energy_band_j(
             ctl,
@@ -552,7 +552,7 @@ class Simulator:
                 f"({'; '.join(bad)}); {KEPT} {CONSTANTS_HINT}"
             )
 
-    def _compute_estimate(self, clients: np.ndarray) -> np.ndarray:
+    def compute_estimate(self, clients: np.ndarray) -> np.ndarray:
         """Compute times [s] the server expects (for compute-aware shares)."""
         return self.learner.expected_flops(self.rank) / self.flops_per_s[clients]
 
@@ -668,7 +668,7 @@ class Simulator:
         arrived = arrived_clients(events)
         self.uplink.deliver(self.learner, r.prepared, r.scheduled, arrived)
         metrics = self.learner.aggregate(r.t, arrived)
-        self._check_metrics(r.t, metrics, len(arrived))
+        self.check_metrics(r.t, metrics, len(arrived))
         r.events = events.with_event(self.env.now, Kind.AGGREGATE, SERVER, float(len(arrived)))
         if r.full_band_rate is not None:  # proportional-fair average-throughput tracker
             served = r.scheduled[r.active]
@@ -680,7 +680,7 @@ class Simulator:
             )
         return metrics, arrived
 
-    def _check_metrics(self, t: int, metrics: dict[str, float], n_arrived: int) -> None:
+    def check_metrics(self, t: int, metrics: dict[str, float], n_arrived: int) -> None:
         """A one-line ``SimulationError`` for a non-finite measured metric of round t."""
         # NaN is "not measured this round"; the loss is measured whenever a client arrived
         bad = {
@@ -698,7 +698,7 @@ class Simulator:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
         if not self.evaluates_after(r.t):
             return {}
-        return self._checked_evaluation(r.t, f"round {r.t}", KEPT)
+        return self.checked_evaluation(r.t, f"round {r.t}", KEPT)
 
     def evaluates_after(self, t: int) -> bool:
         """Whether round (or aggregation) ``t`` ends with an evaluation: every ``eval_every``,
@@ -720,11 +720,11 @@ class Simulator:
         """
         if self.next_round != 0 or self.env.now != 0:
             raise RuntimeError("the initial evaluation is of the state before round 0")
-        evaluation = self._checked_evaluation(-1, "before round 0", "no round was trained yet.")
+        evaluation = self.checked_evaluation(-1, "before round 0", "no round was trained yet.")
         self.initial_evaluation = {k: float(v) for k, v in evaluation.items()}
         return self.initial_evaluation
 
-    def _checked_evaluation(self, round_index: int, when: str, kept: str) -> dict[str, float]:
+    def checked_evaluation(self, round_index: int, when: str, kept: str) -> dict[str, float]:
         """``learner.evaluate(round_index)``; a one-line ``SimulationError`` naming ``when`` (and
         saying what is ``kept``) if it measured a non-finite value."""
         evaluation = self.learner.evaluate(round_index)
