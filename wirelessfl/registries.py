@@ -89,6 +89,7 @@ UPLINKS: Registry[Any] = Registry(
     {
         "fdma": "wirelessfl.uplinks.fdma:FdmaUplink",
         "aircomp": "wirelessfl.uplinks.aircomp:AirCompUplink",
+        "noma": "wirelessfl.uplinks.noma:NomaUplink",
     },
     entry_point_group="wirelessfl.uplinks",
 )

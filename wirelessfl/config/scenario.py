@@ -332,6 +332,12 @@ class ChannelConfig:
         doc="an uplink registry name: fdma (digital uploads on bandwidth shares) | aircomp "
         "(analog over-the-air sum of the updates on the whole band, channel.aircomp)",
     )
+    uplink_params: dict[str, object] = option(
+        default_factory=dict,
+        doc="the settings of an uplink that takes them (noma: sic_residual; a user-registered "
+        "one's), passed to it by name; fdma and aircomp take none (aircomp's are "
+        "channel.aircomp)",
+    )
     aircomp: AirCompConfig = field(default_factory=AirCompConfig)
 
     def validate(self, prefix: str) -> None:
@@ -343,6 +349,7 @@ class ChannelConfig:
             f"{prefix}.tx_power_dbm_by_class", self.tx_power_dbm_by_class, -MAX_DB, MAX_DB
         )
         _check_option_names(self.power_control_params, f"{prefix}.power_control_params")
+        _check_option_names(self.uplink_params, f"{prefix}.uplink_params")
         if self.power_control_params and self.power_control in ("fixed", "per_class", "fractional"):
             raise ConfigError(
                 f"{prefix}.power_control_params: only for a user-registered power control, not "

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,10 @@ class ControllerContext:
     # channel.uplink: fdma (digital uploads on shares) or aircomp (an analog sum on the whole
     # band: no shares, D^t = max_k c_k + n / B; wirelessfl.controllers.air_planning)
     uplink: str = "fdma"
+    # the uplink's own plan of a round, (bits (K',), dense values (K',), SNRs (K',), compute
+    # times (K',) [s]) -> (shares (K',), planned upload time [s]), or None: the controller plans
+    # FDMA's shares or the analog sum itself (wirelessfl.uplinks.base.Uplink.plan_round)
+    uplink_plan: Callable[..., tuple[np.ndarray, float] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,10 @@ class Controller(ABC):
     #: shares, D^t = max_k c_k + n / B, :mod:`wirelessfl.controllers.air_planning`); refused
     #: in one line otherwise.
     PLANS_AIRCOMP: bool = False
+    #: Whether :meth:`decide` asks the uplink for its own plan first
+    #: (``ControllerContext.uplink_plan``: an uplink without bandwidth shares, such as
+    #: ``channel.uplink: noma``); such an uplink refuses the other controllers in one line.
+    ASKS_UPLINK_PLAN: bool = False
 
     @classmethod
     def noise_bandwidths(cls, settings: Any) -> frozenset[str]:

@@ -42,6 +42,7 @@ class Fixed(Controller):
         return int(self.ctx.settings.rank)
 
     FIXED_RADIO_DECISIONS = True
+    ASKS_UPLINK_PLAN = True
     #: the online stage's and the energy-min controller's settings
     IGNORED_SETTINGS = frozenset({"radio", "round_time_s", "energy_scheme"})
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
@@ -92,6 +93,20 @@ class Fixed(Controller):
                 cpu_hz=cpu_hz,
             )
         bits = self.upload_bits(plans)
+        own = (
+            None
+            if c.uplink_plan is None
+            else c.uplink_plan(bits, self.analog_values(plans), snr, compute_s)
+        )
+        if own is not None:  # the uplink plans its own resources (e.g. noma: the whole band)
+            return Decision(
+                c.cost.compression.ratio_for(o),
+                np.asarray(own[0], float),
+                float(own[1]),
+                self.penalty(plans),
+                tx_power_w=tx_power_w,
+                cpu_hz=cpu_hz,
+            )
         rule = c.noise_bandwidth
         if s.bandwidth == "minmax" and bits.any():
             shares = minmax_bandwidth(

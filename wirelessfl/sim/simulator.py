@@ -104,7 +104,7 @@ from wirelessfl.sim.setup import (
     client_classes,
     clock_ranges_hz,
 )
-from wirelessfl.uplinks import UplinkRound, make_uplink
+from wirelessfl.uplinks import UplinkRound, build_uplink, start_uplink
 
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
@@ -184,6 +184,7 @@ class Simulator:
         self.cpu_hz_min, self.cpu_hz_max = clock_ranges_hz(scenario, self.client_class)
         geometry = learner.geometry()
         self.params_per_rank = geometry.params_per_rank
+        uplink = build_uplink(scenario)
         ctx = ControllerContext(
             n_clients=scenario.n_clients,
             n_scheduled=scenario.n_scheduled,
@@ -210,6 +211,7 @@ class Simulator:
             cpu_hz_max=self.cpu_hz_max,
             noise_bandwidth=scenario.channel.noise_bandwidth,
             uplink=scenario.channel.uplink,
+            uplink_plan=uplink.plan_round,
             flops_per_s=np.asarray(self.flops_per_s, dtype=float),
             joules_per_flop_at_fmax=(
                 None
@@ -223,7 +225,7 @@ class Simulator:
         self.controller = make_controller(ctx)
         self.rank = self.controller.rank
         #: channel.uplink (wirelessfl.uplinks), checked against the controller and learner
-        self.uplink = make_uplink(scenario, self.controller, learner)
+        self.uplink = start_uplink(uplink, scenario, self.controller, learner)
         learner.start(rank=self.rank, n_clients=scenario.n_clients, seed=scenario.seed)
         self.metric_columns = {name: metric_column(name) for name in learner.metric_names()}
         self.average_rate = np.ones(scenario.n_clients)  # proportional-fair tracker [bit/s]

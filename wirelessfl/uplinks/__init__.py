@@ -7,15 +7,21 @@ from typing import Any
 
 from wirelessfl.uplinks.base import Uplink, UplinkRound
 
-__all__ = ["Uplink", "UplinkRound", "make_uplink"]
+__all__ = ["Uplink", "UplinkRound", "build_uplink", "start_uplink"]
 
 
-def make_uplink(scenario: Any, controller: Any, learner: Any) -> Uplink:
-    """The run's uplink (``channel.uplink``, from ``registries.UPLINKS``), checked against its
-    built controller and learner (:meth:`Uplink.check_run`) and started for its N devices."""
+def build_uplink(scenario: Any) -> Uplink:
+    """The run's uplink (``channel.uplink``, from ``registries.UPLINKS``), before the controller
+    (which may ask it for :meth:`~Uplink.plan_round`); :func:`start_uplink` checks it against
+    the built controller and learner."""
     from wirelessfl.registries import UPLINKS
 
-    uplink = UPLINKS.load(scenario.channel.uplink).from_scenario(scenario)
+    return UPLINKS.load(scenario.channel.uplink).from_scenario(scenario)
+
+
+def start_uplink(uplink: Uplink, scenario: Any, controller: Any, learner: Any) -> Uplink:
+    """``uplink`` checked against the run's controller and learner (:meth:`Uplink.check_run`)
+    and started for its N devices."""
     uplink.check_run(controller, learner)
     uplink.start(scenario.n_clients)
     return uplink

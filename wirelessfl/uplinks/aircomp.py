@@ -92,6 +92,7 @@ class AirCompUplink(Uplink):
         from wirelessfl.registries import ALGORITHMS
 
         cls.check_learner_forms(scenario)
+        cls.check_params(scenario)
         name = scenario.algorithm.name
         if not ALGORITHMS.load(name).CostModel.SINGLE_UPDATES:
             raise ConfigError(

@@ -67,6 +67,8 @@ class Uplink(ABC):
     #: the channel forms the aggregate (an analog sum), so the learner must form it too: its
     #: class's ``UPLINKS`` lists this uplink (a digital uplink delivers each update as sent)
     ANALOG: ClassVar[bool] = False
+    #: the names (-> doc) of its ``channel.uplink_params``
+    PARAMS: ClassVar[dict[str, str]] = {}
 
     @classmethod
     @abstractmethod
@@ -77,14 +79,28 @@ class Uplink(ABC):
     def check_scenario(cls, scenario: Any) -> None:
         """A one-line ``ConfigError`` for what the scenario alone rules out, at load: an analog
         uplink with a ``learner.kind`` that does not form its sum, an event-driven server mode
-        on an uplink without a shared band. Subclasses add their own."""
+        on an uplink without a shared band, a ``channel.uplink_params`` key it does not take.
+        Subclasses add their own."""
         cls.check_learner_forms(scenario)
+        cls.check_params(scenario)
         if scenario.server.event_driven and not cls.EVENT_DRIVEN:
             raise ConfigError(
                 f"channel.uplink: {scenario.channel.uplink} has no band the uploads on the air "
                 f"share, and server.mode: {scenario.server.mode} sends them one at a time on "
                 "one; use server.mode: sync, or channel.uplink: fdma"
             )
+
+    @classmethod
+    def check_params(cls, scenario: Any) -> None:
+        """One line for a ``channel.uplink_params`` key outside :attr:`PARAMS`."""
+        name = scenario.channel.uplink
+        for key in scenario.channel.uplink_params:
+            if key not in cls.PARAMS:
+                accepted = ", ".join(cls.PARAMS) or "none"
+                raise ConfigError(
+                    f"channel.uplink_params.{key}: not a setting of channel.uplink: {name} "
+                    f"(accepted: {accepted})"
+                )
 
     @classmethod
     def check_learner_forms(cls, scenario: Any) -> None:
@@ -135,6 +151,15 @@ class Uplink(ABC):
     ) -> np.ndarray:
         """(m,) upload times [s] of m training clients from their (m,) shares b_k, linear SNRs,
         upload bits and dense values n_k of their messages (inf: never arrives)."""
+
+    def plan_round(
+        self, bits: np.ndarray, n_values: np.ndarray, snr: np.ndarray, compute_s: np.ndarray
+    ) -> tuple[np.ndarray, float] | None:
+        """The uplink's own plan for k clients with (k,) upload bits, dense values, linear SNRs
+        and compute times [s]: their (k,) shares (1: the whole band) and the planned upload time
+        [s] (the longest), for a controller that asks (``controller.name: fixed``); None (the
+        default): the controller plans FDMA's shares or the analog sum itself."""
+        return None
 
     def full_band_rate_bps(self, snr: float) -> float:
         """A client's rate [bit/s] alone on the whole band, for the event-driven modes'
