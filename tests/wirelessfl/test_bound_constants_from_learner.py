@@ -17,7 +17,7 @@ from wirelessfl.config import load_scenario, scenario_from_dict
 from wirelessfl.config.loader import SCENARIO_DIR, scenario_yaml
 from wirelessfl.sim.setup import bound_constants
 
-LOGGER = "wirelessfl.config.scenario"
+LOGGER = "wirelessfl.config.sections"
 LORA = {"learner": {"kind": "lora", "lr": 0.02, "local_steps": 7}}
 
 
