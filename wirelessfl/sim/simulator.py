@@ -31,12 +31,9 @@ server's round, :meth:`Simulator._round`, is a list of named steps:
    (tests/wirelessfl/test_event_floor.py);
    Each training client's compute and transmit energy follows from the same timeline
    (:mod:`wirelessfl.sim.energy`). The uplink's hook runs before step 3
-   (:meth:`~Simulator._before_decision`; ``channel.uplink: aircomp``: the power control
-   policy's powers, and the clients it excludes neither train nor are decided for) and an
-   uplink that :attr:`~wirelessfl.uplinks.base.Uplink.STARTS_TOGETHER` starts every upload when
-   the last client has computed (AirComp: one analog transmission of n_k / B seconds,
-   :mod:`wirelessfl.uplinks.aircomp`; the controller plans that round,
-   :mod:`wirelessfl.controllers.air_planning`);
+   (:meth:`~Simulator._before_decision`; AirComp's power control: its powers, and the clients
+   it excludes neither train nor are decided for); AirComp's uploads start together when the
+   last client has computed (:attr:`~wirelessfl.uplinks.base.Uplink.STARTS_TOGETHER`);
 6. :meth:`~Simulator._aggregate`: the learner folds in the arrived uploads; the
    proportional-fair tracker is updated;
 7. :meth:`~Simulator._evaluate`: held-out metrics every ``eval_every`` rounds (and, before
@@ -82,6 +79,13 @@ from wirelessfl.results.columns import metric_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
+from wirelessfl.sim.decision_checks import (
+    CONSTANTS_HINT,
+    METRICS_HINT,
+    check_decision,
+    in_range,
+    listed,
+)
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.energy_band import budget_below_band, energy_band_j
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
@@ -109,25 +113,7 @@ from wirelessfl.uplinks import UplinkRound, build_uplink, start_uplink
 __all__ = ["PF_SMOOTHING", "RoundOutcome", "Simulator"]
 
 PF_SMOOTHING = 0.1  # EWMA weight of the proportional-fair average-rate tracker
-#: relative slack of the checks that a decided power and clock are within their ranges
-RANGE_SLACK = 1e-12
 _log = logging.getLogger(__name__)
-CONSTANTS_HINT = "Check constants.* (Theorem 1's S, H, W, phi, G) and the controller's settings"
-METRICS_HINT = "Lower learner.lr, or check the learner's and the algorithm's metrics"
-
-
-def _listed(values: dict[str, float]) -> str:
-    """``loss = inf, algo.x = -inf``."""
-    return ", ".join(f"{name} = {value}" for name, value in values.items())
-
-
-def _first_non_finite(value: object) -> str:
-    """The first non-finite entry of a number or array, with its index if an array."""
-    a = np.asarray(value, dtype=float)
-    if a.ndim == 0:
-        return str(float(a))
-    i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
-    return f"{float(a.ravel()[i])} at index {i}"
 
 
 @dataclass
@@ -375,7 +361,7 @@ class Simulator:
                     f"round {r.t}: the controller's decision overflowed ({err}); {KEPT} "
                     f"{CONSTANTS_HINT}"
                 ) from None
-            self._check_decision(r.t, decision)
+            check_decision(r.t, decision)
             r.shares[allocated] = decision.shares
             r.ranks[allocated] = decision.client_ranks(self.rank)
             r.ratios[allocated] = decision.client_ratios()
@@ -398,8 +384,13 @@ class Simulator:
         value outside its range is a one-line ``SimulationError``."""
         if decision.tx_power_w is not None:
             p_max = r.tx_power_w[rows]
-            p = self._in_range(
-                r, rows, "transmit power [W]", decision.tx_power_w, np.zeros(rows.size), p_max
+            p = in_range(
+                r.t,
+                r.scheduled[rows],
+                "transmit power [W]",
+                decision.tx_power_w,
+                np.zeros(rows.size),
+                p_max,
             )
             r.snr[rows] = snr_at_power(r.snr[rows], p, p_max)
             r.snr_db[rows] = 10.0 * np.log10(np.maximum(r.snr[rows], 1e-300))
@@ -412,9 +403,9 @@ class Simulator:
                     "needs devices.energy.model: cmos"
                 )
             clients = r.scheduled[rows]
-            f = self._in_range(
-                r,
-                rows,
+            f = in_range(
+                r.t,
+                clients,
                 "CPU clock [Hz]",
                 decision.cpu_hz,
                 self.cpu_hz_min[clients],
@@ -422,29 +413,6 @@ class Simulator:
             )
             r.cpu_hz = np.full(len(r.scheduled), math.nan)
             r.cpu_hz[rows] = f
-
-    @staticmethod
-    def _in_range(
-        r: _Round, rows: np.ndarray, what: str, value, low: np.ndarray, high: np.ndarray
-    ) -> np.ndarray:
-        """``value`` (len(rows),) as floats, or a one-line ``SimulationError`` naming the first
-        client outside [low, high] (a power must also be > 0), with a relative slack of
-        :data:`RANGE_SLACK`."""
-        v = np.asarray(value, dtype=float).reshape(-1)
-        if v.shape != rows.shape:
-            raise SimulationError(
-                f"round {r.t}: the controller decided {v.size} values of {what} for "
-                f"{rows.size} clients; {KEPT}"
-            )
-        bad = ~np.isfinite(v) | (v < low * (1 - RANGE_SLACK)) | (v > high * (1 + RANGE_SLACK))
-        bad |= v <= 0.0
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise SimulationError(
-                f"round {r.t}: the controller's {what} for client {int(r.scheduled[rows[i]])} is "
-                f"{v[i]:g}, outside [{low[i]:g}, {high[i]:g}]; {KEPT}"
-            )
-        return np.clip(v, low, high)
 
     def _warn_unreachable_budget(self) -> None:
         """One warning line when ``controller.energy_budget_j`` is below some device's least
@@ -527,32 +495,6 @@ class Simulator:
             n_scheduled=sc.n_scheduled,
             n_clients=sc.n_clients,
         )
-
-    @staticmethod
-    def _check_decision(t: int, decision: Decision) -> None:
-        """A one-line ``SimulationError`` if the decision holds a non-finite value.
-
-        A NaN bound is allowed (a controller that does not compute gamma^t); an infinite one
-        is not.
-        """
-        values = {
-            "O^t": decision.sparsification,
-            "shares": decision.shares,
-            "planned D^t": decision.planned_delay_s,
-            "per-client ratios": decision.ratios if decision.ratios is not None else 1.0,
-        }
-        bad = [
-            f"{name} {_first_non_finite(v)}"
-            for name, v in values.items()
-            if not np.isfinite(np.asarray(v, dtype=float)).all()
-        ]
-        if math.isinf(decision.bound):
-            bad.append(f"bound gamma^t {decision.bound}")
-        if bad:
-            raise SimulationError(
-                f"round {t}: the controller's decision holds non-finite values "
-                f"({'; '.join(bad)}); {KEPT} {CONSTANTS_HINT}"
-            )
 
     def compute_estimate(self, clients: np.ndarray) -> np.ndarray:
         """Compute times [s] the server expects (for compute-aware shares)."""
@@ -692,7 +634,7 @@ class Simulator:
         }
         if bad:
             raise SimulationError(
-                f"round {t}: the round measured non-finite {_listed(bad)} after aggregating "
+                f"round {t}: the round measured non-finite {listed(bad)} after aggregating "
                 f"{n_arrived} clients; {KEPT} {METRICS_HINT}"
             )
 
@@ -739,7 +681,7 @@ class Simulator:
         if bad:
             raise SimulationError(
                 f"{when}: the evaluation of the global state measured non-finite "
-                f"{_listed(bad)}; {kept} {METRICS_HINT}"
+                f"{listed(bad)}; {kept} {METRICS_HINT}"
             )
         return evaluation
 
