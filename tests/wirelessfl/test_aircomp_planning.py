@@ -135,12 +135,11 @@ def test_tsfa_offline_stage_keeps_ranks_whose_analog_time_meets_d_th(tmp_path):
     assert math.isclose(meta["offline_fixed_delay_s"], expected * VALUES_PER_RANK / B_HZ)
 
 
-def test_a_controller_planning_shares_is_refused_in_one_line(tmp_path):
-    sc = small_scenario(
-        **{**AIR, "controller.name": "sketch", "controller.rank": 4, "algorithm.name": "fedit"}
-    )
+def test_a_controller_planning_shares_is_refused_in_one_line_at_load():
     with pytest.raises(ConfigError) as err:
-        run_scenario(sc, tmp_path / "sketch")
+        small_scenario(
+            **{**AIR, "controller.name": "sketch", "controller.rank": 4, "algorithm.name": "fedit"}
+        )
     message = str(err.value)
     assert message.startswith("channel.uplink: aircomp sends every update at once")
     assert "controller.name: fixed, osfa or tsfa" in message and "\n" not in message

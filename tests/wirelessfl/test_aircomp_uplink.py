@@ -260,15 +260,28 @@ def test_high_snr_aircomp_run_trains_like_fdma(tmp_path):
     assert not np.allclose(low.rounds.loss[1:], fdma.rounds.loss[1:], rtol=1e-3)
 
 
-def test_a_controller_that_decides_powers_is_refused_in_one_line(tmp_path):
+def test_a_controller_that_decides_powers_is_refused_in_one_line_at_load():
     from wirelessfl.config import load_scenario
     from wirelessfl.config.loader import SCENARIO_DIR
 
-    sc = load_scenario(
-        SCENARIO_DIR / "energy" / "umi_budget_joint.yaml",
-        ["channel.uplink=aircomp", "controller.radio=joint", "rounds=1"],
-    )
     with pytest.raises(ConfigError) as err:
-        run_scenario(sc, tmp_path / "joint")
+        load_scenario(
+            SCENARIO_DIR / "energy" / "umi_budget_joint.yaml",
+            ["channel.uplink=aircomp", "controller.radio=joint", "rounds=1"],
+        )
     assert str(err.value).startswith("channel.uplink: aircomp sets the transmit powers")
     assert "\n" not in str(err.value)
+
+
+def test_aircomp_with_the_joint_radio_is_refused_in_one_step_naming_the_combination():
+    """The combination first, at load: not the joint radio's prerequisites (the noise over
+    the share, the CMOS energy model) one after another before it."""
+    from wirelessfl.config.loader import load_scenario
+
+    with pytest.raises(ConfigError) as err:
+        load_scenario(
+            "aircomp/latency",
+            overrides=["controller.name=osfa", "controller.radio=joint", "rounds=1"],
+        )
+    text = str(err.value)
+    assert text.startswith("channel.uplink: aircomp sets the transmit powers") and "\n" not in text

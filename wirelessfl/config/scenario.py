@@ -148,9 +148,11 @@ class Scenario:
                 f"quantize.bits: must be below payload.bits_per_value "
                 f"({self.payload.bits_per_value}), got {bits}"
             )
+        # the uplink's own refusals first: a combination that cannot work is named before the
+        # prerequisites of one of its parts
+        UPLINKS.load(self.channel.uplink).check_scenario(self)
         self._validate_wireless()
         self._validate_server()
-        UPLINKS.load(self.channel.uplink).check_scenario(self)  # the uplink's own refusals
         self._validate_fixed_ranks()
         self._validate_stages()
         self._validate_privacy()

@@ -502,10 +502,16 @@ class Controller(ABC):
             None if tx_power_max_w is None else np.asarray(tx_power_max_w, dtype=float)
         )
 
+    @classmethod
+    def decides_tx_power_under(cls, settings: Any) -> bool:
+        """Whether the controller decides transmit powers under ``settings`` (the scenario's
+        ``ControllerConfig``), known at load (an uplink that sets the powers refuses it)."""
+        return False
+
     @property
     def decides_tx_power(self) -> bool:
         """Whether :meth:`decide` returns :attr:`Decision.tx_power_w`."""
-        return False
+        return type(self).decides_tx_power_under(self.ctx.settings)
 
     @property
     def decides_radio_per_dispatch(self) -> bool:

@@ -46,8 +46,8 @@ class EnergyMin(Controller):
     def choose_rank(self) -> int:
         return int(self.ctx.settings.rank)
 
-    @property
-    def decides_tx_power(self) -> bool:
+    @classmethod
+    def decides_tx_power_under(cls, settings: Any) -> bool:
         return True
 
     @property

@@ -48,9 +48,9 @@ class Fixed(Controller):
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
     PLANS_AIRCOMP = True
 
-    @property
-    def decides_tx_power(self) -> bool:
-        return self.ctx.settings.tx_power_fraction is not None
+    @classmethod
+    def decides_tx_power_under(cls, settings: Any) -> bool:
+        return settings.tx_power_fraction is not None
 
     @property
     def decides_cpu_frequency(self) -> bool:

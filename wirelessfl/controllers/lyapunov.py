@@ -119,9 +119,9 @@ class OnlineLyapunov(Controller):
     def noise_bandwidth_reason(cls, settings: Any) -> str:
         return "controller.radio: joint plans with b B log2(1 + SNR / b), noise over the share"
 
-    @property
-    def decides_tx_power(self) -> bool:
-        return self.ctx.settings.radio == "joint"
+    @classmethod
+    def decides_tx_power_under(cls, settings: Any) -> bool:
+        return settings.radio == "joint"
 
     @property
     def decides_cpu_frequency(self) -> bool:

@@ -89,7 +89,7 @@ class AirCompUplink(Uplink):
         round), a fixed transmit power per client (the AirComp policy sets the powers),
         quantisation (a digital stage), redistributed shares (there are none) and central DP
         (its sensitivity assumes the digital weights)."""
-        from wirelessfl.registries import ALGORITHMS
+        from wirelessfl.registries import ALGORITHMS, CONTROLLERS
 
         cls.check_learner_forms(scenario)
         cls.check_params(scenario)
@@ -118,6 +118,11 @@ class AirCompUplink(Uplink):
                 "controller.tx_power_fraction: with channel.uplink: aircomp the power control "
                 "policy (channel.aircomp.policy) sets every client's power; remove it"
             )
+        cls.check_controller(
+            scenario.controller.name,
+            CONTROLLERS.load(scenario.controller.name),
+            scenario.controller,
+        )
         if scenario.quantize.bits is not None or scenario.controller.bits_choices is not None:
             raise ConfigError(
                 "quantize.bits / controller.bits_choices: channel.uplink: aircomp sends analog "
@@ -138,17 +143,12 @@ class AirCompUplink(Uplink):
                 "channel.uplink: fdma"
             )
 
-    def check_run(self, controller: Any, learner: Any) -> None:
-        """A learner without an over-the-air sum (its ``UPLINKS``: one handed in, not built by
-        kind), a controller that decides the transmit powers (the policy sets them) or one that
-        plans bandwidth shares (``PLANS_AIRCOMP`` false) are refused in one line."""
-        name = controller.ctx.settings.name
-        if self.NAME not in learner.UPLINKS:
-            raise ConfigError(
-                f"channel.uplink: aircomp: the learner {type(learner).__name__} has no "
-                "over-the-air sum (its UPLINKS); use channel.uplink: fdma"
-            )
-        if controller.decides_tx_power:
+    @staticmethod
+    def check_controller(name: str, controller: Any, settings: Any) -> None:
+        """A controller class that decides the transmit powers under ``settings`` (the policy
+        sets them) or plans bandwidth shares (``PLANS_AIRCOMP`` false), refused in one line that
+        names the combination first (at load, before the controller's own prerequisites)."""
+        if controller.decides_tx_power_under(settings):
             raise ConfigError(
                 f"channel.uplink: aircomp sets the transmit powers by channel.aircomp.policy, "
                 f"and controller {name!r} decides them too (under these settings); use "
@@ -160,6 +160,19 @@ class AirCompUplink(Uplink):
                 f"controller {name!r} plans bandwidth shares; use controller.name: fixed, osfa "
                 "or tsfa, or channel.uplink: fdma"
             )
+
+    def check_run(self, controller: Any, learner: Any) -> None:
+        """A learner without an over-the-air sum (its ``UPLINKS``: one handed in, not built by
+        kind) and the controller checks of :meth:`check_controller` on the built controller
+        (a plug-in controller handed in) are refused in one line."""
+        if self.NAME not in learner.UPLINKS:
+            raise ConfigError(
+                f"channel.uplink: aircomp: the learner {type(learner).__name__} has no "
+                "over-the-air sum (its UPLINKS); use channel.uplink: fdma"
+            )
+        self.check_controller(
+            controller.ctx.settings.name, type(controller), controller.ctx.settings
+        )
 
     def start(self, n_clients: int) -> None:
         """Zero multipliers for the N devices (``optimal_fading``; else nothing)."""
