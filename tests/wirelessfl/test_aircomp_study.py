@@ -156,6 +156,19 @@ def test_fdma_energy_floor_is_the_vanishing_power_limit(tmp_path):
         assert row["mean_energy_floor_j"] < row["mean_client_transmit_energy_j"]
 
 
+def test_the_energy_floor_of_a_run_with_no_arrival_yet_is_nan(tmp_path):
+    """A study table over a run that has written no round yet (unfinished, its clients.csv
+    empty) has no floor to report: NaN, not an error."""
+    from wirelessfl.study.aircomp_figures import fdma_energy_floor_j
+
+    result = reproduce("aircomp-latency-snr", out_dir=tmp_path, overrides=["rounds=1"], seeds=1)
+    row = result["summary"].query("sweep != 'aircomp'").iloc[0]
+    run = load(result["folder"] / row["sweep"] / row["run"])
+    assert math.isfinite(fdma_energy_floor_j(run))
+    empty = replace(run, clients=run.clients.iloc[:0])
+    assert math.isnan(fdma_energy_floor_j(empty))
+
+
 def test_default_study_runs_every_uplink_at_every_k():
     """AirComp, FDMA dense, SOFT, dense 4-bit and top-k at every K; each FDMA run paired with
     AirComp on time, final accuracy and time to target; the real default task with room for

@@ -89,6 +89,8 @@ def fdma_energy_floor_j(run: Any) -> float:
     if run.clients is None or "tx_power_w" not in run.clients:
         return math.nan
     sent = run.clients[run.clients.status == "arrived"]
+    if sent.empty:  # a run with no round yet (unfinished), or with no arrival
+        return math.nan
     bandwidth_hz = float(config_value(run, "channel.bandwidth_hz"))
     snr = 10.0 ** (sent.snr_db / 10.0)
     per_round = (
