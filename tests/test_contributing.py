@@ -41,6 +41,7 @@ def test_every_extension_kind_has_a_worked_example():
         "A channel model",
         "A data set",
         "A model",
+        "An uplink",
     }
 
 
@@ -74,5 +75,8 @@ def test_worked_example_runs(title, tmp_path, monkeypatch):
     assert result.finished and len(result.rounds) == 2
     assert all(math.isfinite(x) for x in result.rounds.loss)
     assert result.rounds.accuracy.notna().iloc[-1]
+    if title == "An uplink":  # the wired link's times: bits / rate, the share 1
+        rounds = result.rounds
+        assert (rounds.planned_delay_s - rounds.delay_s).abs().max() < 1e-9
     if title == "An algorithm":
         assert (result.rounds["algo.update_norm"] > 0).all()
