@@ -161,6 +161,11 @@ class Uplink(ABC):
         default): the controller plans FDMA's shares or the analog sum itself."""
         return None
 
+    def own_plan(self) -> Any:
+        """:meth:`plan_round` if this uplink plans its rounds itself (overrides it), else None:
+        a controller then plans FDMA's shares or the analog sum without asking each round."""
+        return None if type(self).plan_round is Uplink.plan_round else self.plan_round
+
     def full_band_rate_bps(self, snr: float) -> float:
         """A client's rate [bit/s] alone on the whole band, for the event-driven modes'
         processor sharing (only on an uplink with :attr:`EVENT_DRIVEN`)."""
