@@ -266,7 +266,23 @@ def _import_cli_plugins(args: argparse.Namespace) -> None:
         import_plugins(args.plugin, "--plugin")
 
 
+#: address space held while a command runs and released before a failure is explained, so that
+#: the one-line message can still be built when the command stopped for lack of memory (under a
+#: tight ``ulimit -v`` a failed ``import torch`` leaves too little for even a ``Path``); calloc'd,
+#: so its pages are never touched
+_RESERVE_BYTES = 8 << 20
+
+
+def _explain_or_fallback(err: Exception, args: argparse.Namespace) -> tuple[int, str] | None:
+    """:func:`explain`, or the out-of-memory line without its details if explaining ran out."""
+    try:
+        return explain(err, args)
+    except MemoryError:
+        return 1, f"{args.command} stopped: out of memory; what was written is kept"
+
+
 def main(argv: list[str] | None = None) -> int:
+    reserve = bytearray(_RESERVE_BYTES)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -284,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirelessfl: interrupted{f'; {hint}' if hint else ''}", file=sys.stderr)
         return 130
     except Exception as err:
-        explained = explain(err, args)
+        del reserve
+        explained = _explain_or_fallback(err, args)
         if explained is None:
             raise
         code, line = explained

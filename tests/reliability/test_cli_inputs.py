@@ -375,6 +375,20 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
         cli.main(["scenario-keys"])
 
 
+def test_running_out_of_memory_while_explaining_still_gives_one_line(monkeypatch, capsys):
+    """Under a tight ``ulimit -v`` the explanation itself can fail to allocate (a failed torch
+    import leaves too little for a ``Path``): the line falls back to what is known for sure."""
+    _keys_raising(monkeypatch, MemoryError())
+
+    def no_memory_left(err, args):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "explain", no_memory_left)
+    assert cli.main(["scenario-keys"]) == 1
+    line = _error_line(capsys.readouterr().err, LINE)
+    assert line == "wirelessfl: scenario-keys stopped: out of memory; what was written is kept"
+
+
 def test_a_user_error_hiding_a_failed_import_names_the_library(monkeypatch, capsys):
     """``learners`` turns a failed torch import into a UserError: the line says what failed."""
 
