@@ -6,6 +6,8 @@
 - ``executor``: running the runs here or in worker processes;
 - ``sweep``: ``run_sweep``, tying them together;
 - ``command``: ``wirelessfl sweep``; ``reproduce``: ``wirelessfl reproduce``;
+- ``reproductions``: the named reproductions, one family per ``repro_*`` module (``repro_spec``:
+  what a reproduction is), drawn by the ``*_figures`` modules;
 - ``calibrate``: the ``wirelessfl run --calibrate`` pilot.
 
 Reading studies back (``load_study``, ``StudyResult``) and the summary numbers live in
