@@ -141,7 +141,7 @@ def test_a_controller_planning_shares_is_refused_in_one_line_at_load():
             **{**AIR, "controller.name": "sketch", "controller.rank": 4, "algorithm.name": "fedit"}
         )
     message = str(err.value)
-    assert message.startswith("channel.uplink: aircomp sends every update at once")
+    assert message.startswith("channel.uplink: aircomp sends every client on the whole band")
     assert "controller.name: fixed, osfa or tsfa" in message and "\n" not in message
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from channels.aircomp import analog_upload_s
+from wirelessfl.controllers.uplink_planning import AffineUploads, UplinkPlanning
 
-__all__ = ["air_round_s", "air_shares"]
+__all__ = ["AnalogSumPlanning", "air_round_s", "air_shares"]
 
 
 def air_shares(n_clients: int) -> np.ndarray:
@@ -40,3 +41,39 @@ def air_round_s(n_values: np.ndarray, compute_s: np.ndarray, bandwidth_hz: float
         return 0.0
     upload_s = float(analog_upload_s(n, bandwidth_hz).max())
     return float(np.max(compute_s, initial=0.0)) + upload_s
+
+
+class AnalogSumPlanning(UplinkPlanning):
+    """The analog sum's planning on a band of ``bandwidth_hz`` [Hz] (module docstring): no
+    shares, a round of max_k c_k + max_k n_k / B whatever the ratio, an offline average of the
+    analog time n(r) / B."""
+
+    NAME = "aircomp"
+    STARTS_TOGETHER = "the analog sum waits for the slowest compute"
+    READS_DENSE_VALUES = True
+    OFFERS = frozenset({"round", "offline"})
+
+    def __init__(self, bandwidth_hz: float) -> None:
+        self.bandwidth_hz = float(bandwidth_hz)
+
+    def plan_round(
+        self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """Ones (the whole band) and D^t = max_k c_k + max_k n_k / B [s]."""
+        return air_shares(len(snr)), air_round_s(n_values, compute_s, self.bandwidth_hz)
+
+    def delay_pieces(
+        self,
+        uploads: AffineUploads,
+        n_values: np.ndarray | None,
+        snr: np.ndarray,
+        compute_s: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One flat piece: no ratio shortens the analog sum, D = max_k c_k + max_k n_k / B."""
+        return np.zeros(1), np.array([air_round_s(n_values, compute_s, self.bandwidth_hz)])
+
+    def offline_delay(
+        self, uploads: AffineUploads, n_values: np.ndarray | None, weight: np.ndarray, scale: float
+    ) -> tuple[float, float]:
+        """(0, max_g n_g / B): the analog time of the largest message, O = 1."""
+        return 0.0, float(np.max(n_values)) / self.bandwidth_hz

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +63,7 @@ from optim import (
 )
 from wirelessfl.algorithms.cost import CostModel, UploadSplit
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
+from wirelessfl.controllers.uplink_planning import AffineUploads, FdmaPlanning, UplinkPlanning
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import ClientPlan, RoundPlan
 
@@ -100,13 +100,17 @@ class ControllerContext:
     # c seconds at f_max computes for c f_max / f at f and spends c flops_per_s j (f / f_max)^2
     flops_per_s: np.ndarray | None = None
     joules_per_flop_at_fmax: np.ndarray | None = None
-    # channel.uplink: fdma (digital uploads on shares) or aircomp (an analog sum on the whole
-    # band: no shares, D^t = max_k c_k + n / B; wirelessfl.controllers.air_planning)
-    uplink: str = "fdma"
-    # the uplink's own plan of a round, (bits (K',), dense values (K',), SNRs (K',), compute
-    # times (K',) [s]) -> (shares (K',), planned upload time [s]), or None: the controller plans
-    # FDMA's shares or the analog sum itself (wirelessfl.uplinks.base.Uplink.plan_round)
-    uplink_plan: Callable[..., tuple[np.ndarray, float] | None] | None = None
+    # the run's channel.uplink as the planners see it (wirelessfl.controllers.uplink_planning:
+    # its round plan, the delay as a function of O, the offline average); None: FDMA on the band
+    # B with noise_bandwidth (a controller built without a simulator)
+    uplink: UplinkPlanning | None = None
+
+    @property
+    def planning(self) -> UplinkPlanning:
+        """The uplink the controller plans with (:attr:`uplink`, else FDMA)."""
+        if self.uplink is not None:
+            return self.uplink
+        return FdmaPlanning(self.bandwidth_hz, self.noise_bandwidth)
 
 
 @dataclass(frozen=True)
@@ -206,14 +210,17 @@ class Controller(ABC):
     #: rate b B log2(1 + SNR) (``band``) and/or b B log2(1 + SNR / b) (``share``); refused
     #: otherwise in one line.
     NOISE_BANDWIDTHS: frozenset[str] = frozenset({"band"})
-    #: Whether :meth:`decide` plans the over-the-air uplink (``channel.uplink: aircomp``: no
-    #: shares, D^t = max_k c_k + n / B, :mod:`wirelessfl.controllers.air_planning`); refused
-    #: in one line otherwise.
-    PLANS_AIRCOMP: bool = False
-    #: Whether :meth:`decide` asks the uplink for its own plan first
-    #: (``ControllerContext.uplink_plan``: an uplink without bandwidth shares, such as
-    #: ``channel.uplink: noma``); such an uplink refuses the other controllers in one line.
-    ASKS_UPLINK_PLAN: bool = False
+    #: What :meth:`decide` needs of the uplink (keys of
+    #: :data:`~wirelessfl.controllers.uplink_planning.NEEDS`: ``round``, its round plan and
+    #: delay in O; ``shares``, bandwidth shares to plan; ``offline``, an average delay for an
+    #: offline stage), checked at load against what the uplink offers, in one line. The
+    #: default: shares (a controller that plans FDMA's shares itself).
+    UPLINK_NEEDS: frozenset[str] = frozenset({"shares"})
+
+    @classmethod
+    def uplink_needs(cls, settings: Any) -> frozenset[str]:
+        """What the controller needs of the uplink under ``settings`` (``ControllerConfig``)."""
+        return cls.UPLINK_NEEDS
 
     @classmethod
     def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
@@ -530,13 +537,8 @@ class Controller(ABC):
     def queue_counts_compute(self) -> bool:
         """Whether the delay queue takes the round's compute + upload time (the round time its
         step plans with) instead of the longest upload D^t of eq. (21): over the air, where
-        the analog sum waits for the slowest compute."""
-        return self.over_the_air
-
-    @property
-    def over_the_air(self) -> bool:
-        """Whether the round's uplink is the analog sum (``channel.uplink: aircomp``)."""
-        return self.ctx.uplink == "aircomp"
+        the analog sum waits for the slowest compute (``UplinkPlanning.STARTS_TOGETHER``)."""
+        return self.ctx.planning.STARTS_TOGETHER is not None
 
     def analog_values(self, plans: list[ClientPlan]) -> np.ndarray:
         """(K',) dense values n_k of ``plans``' uploads, the values an analog sum sends (the
@@ -591,6 +593,17 @@ class Controller(ABC):
     def affine_uploads(self, plans: list[ClientPlan]) -> list[UploadSplit]:
         """Each plan's upload as values the stage's ratio scales and values always sent."""
         return self._per_size(plans, "_affine_cache", self.ctx.cost.affine_upload)
+
+    def planned_uploads(self, plans: list[ClientPlan]) -> AffineUploads:
+        """``plans``' uploads as the uplink's planning takes them: v (n_k O + h_k) + s_k bits."""
+        splits = self.affine_uploads(plans)
+        n, h, side = (np.array(col, dtype=float) for col in zip(*splits, strict=True))
+        return AffineUploads(float(self.ctx.bits_per_value), n, h, side, len(set(splits)) == 1)
+
+    def dense_values_for_uplink(self, plans: list[ClientPlan]) -> np.ndarray | None:
+        """(K',) dense values of ``plans`` where the uplink's time depends on them
+        (``UplinkPlanning.READS_DENSE_VALUES``), else None (not counted)."""
+        return self.analog_values(plans) if self.ctx.planning.READS_DENSE_VALUES else None
 
     def _per_size(self, plans: list[ClientPlan], cache_name: str, compute: Any) -> list:
         """``compute(plan)`` per plan: once per size key (a bounded cache) and once per plan

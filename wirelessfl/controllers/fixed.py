@@ -17,9 +17,11 @@ It plans under either noise rule (``channel.noise_bandwidth``): with ``share`` b
 finish-together and the min-max shares come from ``optim.noise_share`` (no closed form), and
 the planned delay uses the rate b_k B log2(1 + SNR_k / b_k).
 
-Over the air (``channel.uplink: aircomp``) there are no shares (each recorded as 1) and the
-planned delay is the round the simulator charges, the slowest compute plus the analog time
-(:mod:`wirelessfl.controllers.air_planning`).
+On an uplink without bandwidth shares (``channel.uplink: aircomp`` or ``noma``) the uplink
+plans the round itself (:meth:`~wirelessfl.controllers.uplink_planning.UplinkPlanning.plan_round`:
+each share recorded as 1, the planned delay the round the simulator charges: over the air the
+slowest compute plus the analog time, :mod:`wirelessfl.controllers.air_planning`); ``bandwidth:
+minmax`` is a share rule and applies to FDMA only.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ import numpy as np
 
 from channels import snr_at_power
 from optim import minmax_bandwidth
-from wirelessfl.controllers.air_planning import air_round_s, air_shares
 from wirelessfl.controllers.base import Controller, Decision
-from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
+from wirelessfl.controllers.costing import planned_upload_s
 
 
 class Fixed(Controller):
@@ -42,11 +43,11 @@ class Fixed(Controller):
         return int(self.ctx.settings.rank)
 
     FIXED_RADIO_DECISIONS = True
-    ASKS_UPLINK_PLAN = True
+    #: the uplink's round plan (FDMA's finish-together shares, the analog sum, NOMA's band)
+    UPLINK_NEEDS = frozenset({"round"})
     #: the online stage's and the energy-min controller's settings
     IGNORED_SETTINGS = frozenset({"radio", "round_time_s", "energy_scheme"})
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
-    PLANS_AIRCOMP = True
 
     @classmethod
     def decides_tx_power_under(cls, settings: Any) -> bool:
@@ -84,31 +85,8 @@ class Fixed(Controller):
         if cpu_hz is not None and c.cpu_hz_max is not None:  # compute time x f_max / f
             compute_s = np.asarray(compute_s, float) * (c.cpu_hz_max[self._clients(n)] / cpu_hz)
         plans = self.round_plans(snr, self.rank, o)
-        if self.over_the_air:
-            return Decision(
-                c.cost.compression.ratio_for(o),
-                air_shares(n),
-                air_round_s(self.analog_values(plans), compute_s, c.bandwidth_hz),
-                self.penalty(plans),
-                cpu_hz=cpu_hz,
-            )
-        bits = self.upload_bits(plans)
-        own = (
-            None
-            if c.uplink_plan is None
-            else c.uplink_plan(bits, self.analog_values(plans), snr, compute_s)
-        )
-        if own is not None:  # the uplink plans its own resources (e.g. noma: the whole band)
-            return Decision(
-                c.cost.compression.ratio_for(o),
-                np.asarray(own[0], float),
-                float(own[1]),
-                self.penalty(plans),
-                tx_power_w=tx_power_w,
-                cpu_hz=cpu_hz,
-            )
-        rule = c.noise_bandwidth
-        if s.bandwidth == "minmax" and bits.any():
+        bits, uplink, rule = self.upload_bits(plans), c.planning, c.noise_bandwidth
+        if uplink.SHARES_BAND and s.bandwidth == "minmax" and bits.any():
             shares = minmax_bandwidth(
                 compute_s=compute_s,
                 bits=bits,
@@ -116,14 +94,14 @@ class Fixed(Controller):
                 bandwidth_hz=c.bandwidth_hz,
                 noise_bandwidth=rule,
             )
-        else:
-            shares = finish_together_shares(
-                bits, snr, bandwidth_hz=c.bandwidth_hz, noise_bandwidth=rule
-            )
+            planned_s = planned_upload_s(bits, shares, c.bandwidth_hz, snr, noise_bandwidth=rule)
+        else:  # FDMA: every client finishes together; the others: the uplink's own plan
+            dense = self.dense_values_for_uplink(plans)
+            shares, planned_s = uplink.plan_round(bits, dense, snr, compute_s)
         return Decision(
             c.cost.compression.ratio_for(o),
             np.asarray(shares, float),
-            planned_upload_s(bits, shares, c.bandwidth_hz, snr, noise_bandwidth=rule),
+            float(planned_s),
             self.penalty(plans),
             tx_power_w=tx_power_w,
             cpu_hz=cpu_hz,

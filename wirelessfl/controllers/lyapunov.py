@@ -56,11 +56,10 @@ import numpy as np
 from channels.fdma import spectral_efficiency
 from optim.dispatch import DispatchSolution, solve_dispatch
 from optim.dispatch_radio import DispatchRadioSolution
+from optim.max_affine_slot import solve_max_affine_slot
 from optim.online import SLOT_METHODS, solve_affine_slot
 from wirelessfl.algorithms.cost import RANK, RATIO
-from wirelessfl.controllers.air_planning import air_round_s, air_shares
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
-from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.controllers.joint_radio import (
     JOINT_NOISE_BANDWIDTHS,
@@ -86,7 +85,12 @@ class OnlineLyapunov(Controller):
     #: energy-min controller's settings are never read
     IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth", "round_time_s", "energy_scheme"})
     DISPATCH_OBJECTIVE = True
-    PLANS_AIRCOMP = True
+    #: the uplink's round plan and its delay in O (any uplink); radio: joint plans FDMA shares
+    UPLINK_NEEDS = frozenset({"round"})
+
+    @classmethod
+    def uplink_needs(cls, settings: Any) -> frozenset[str]:
+        return frozenset({"round", "shares"}) if settings.radio == "joint" else cls.UPLINK_NEEDS
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
@@ -134,7 +138,7 @@ class OnlineLyapunov(Controller):
     @property
     def queue_counts_compute(self) -> bool:
         # (J2) prices Q D with D = compute + upload; so does the over-the-air round
-        return self.ctx.settings.radio == "joint" or self.over_the_air
+        return self.ctx.settings.radio == "joint" or super().queue_counts_compute
 
     def decide(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         snr = np.asarray(snr, dtype=float)
@@ -168,42 +172,36 @@ class OnlineLyapunov(Controller):
         """P3's objective and decision with the quantiser at ``bits``."""
         c, s = self.ctx, self.ctx.settings
         dense = self.round_plans(snr, self.rank, 1.0, bits)
-        splits = self.affine_uploads(dense)
-        v, bw = float(c.bits_per_value), float(c.bandwidth_hz)
-        inv = 1.0 / spectral_efficiency(snr)
-        if self.over_the_air:  # no ratio shortens the analog sum: D = c0
-            slope, fixed = 0.0, air_round_s(self.analog_values(dense), compute_s, bw)
-        elif len(set(splits)) == 1:  # equal payloads: eq. (31) and the paper's D^t = c O
-            n, h, side = splits[0]
-            sum_inv = float(inv.sum())
-            slope = v * n * sum_inv / bw
-            fixed = (v * h + side) * sum_inv / bw
-        else:  # shares in proportion to each client's bits: D(O) = c0 + c O all the same
-            n, h, side = (np.array(col, dtype=float) for col in zip(*splits, strict=True))
-            slope = float(v * np.dot(n, inv) / bw)
-            fixed = float(np.dot(v * h + side, inv) / bw)
-        offset, a = c.cost.ratio_penalty_parts(dense, n_scheduled=len(dense), constants=c.constants)
-        slot = solve_affine_slot(
-            queue=self.queue,
-            V=s.V,
-            delay_per_ratio_s=slope,
-            fixed_delay_s=fixed,
-            offset=offset,
-            a=a,
-            o_min=s.o_min,
-            shares=np.zeros(len(snr)),
-            method=s.method,
-            cvxpy_problem=self.cvxpy_problem,
-            energy_price_jw=self.energy_price_jw,
+        uplink = c.planning
+        slopes, fixed = uplink.delay_pieces(
+            self.planned_uploads(dense), self.dense_values_for_uplink(dense), snr, compute_s
         )
+        offset, a = c.cost.ratio_penalty_parts(dense, n_scheduled=len(dense), constants=c.constants)
+        common = dict(queue=self.queue, V=s.V, offset=offset, a=a, o_min=s.o_min)
+        if len(slopes) == 1:  # FDMA (every client finishes together), the analog sum
+            slot = solve_affine_slot(
+                **common,
+                delay_per_ratio_s=float(slopes[0]),
+                fixed_delay_s=float(fixed[0]),
+                shares=np.zeros(len(snr)),
+                method=s.method,
+                cvxpy_problem=self.cvxpy_problem,
+                energy_price_jw=self.energy_price_jw,
+            )
+        else:  # each client's upload ends on its own (NOMA): D(O) = max_j (c0_j + c_j O)
+            slot = solve_max_affine_slot(
+                **common,
+                delay_per_ratio_s=slopes,
+                fixed_delay_s=fixed,
+                shares=np.zeros(len(snr)),
+                method=s.method,
+                energy_price_jw=self.energy_price_jw,
+            )
         o = float(slot.sparsification)
         plans = self.round_plans(snr, self.rank, o, bits)
-        if self.over_the_air:
-            shares, planned_s = air_shares(len(snr)), float(slot.delay_s)
-        else:
-            upload = self.upload_bits(plans)
-            shares = finish_together_shares(upload, snr)
-            planned_s = planned_upload_s(upload, shares, c.bandwidth_hz, snr)
+        shares, planned_s = uplink.plan_round(
+            self.upload_bits(plans), self.dense_values_for_uplink(plans), snr, compute_s
+        )
         return float(slot.objective), Decision(
             sparsification=o,
             shares=shares,
@@ -217,33 +215,29 @@ class OnlineLyapunov(Controller):
     # ---- the rank knob: enumeration ----------------------------------------------------------
     def _decide_rank(self, snr: np.ndarray, compute_s: np.ndarray) -> Decision:
         c, s = self.ctx, self.ctx.settings
-        inv_band = 1.0 / (c.bandwidth_hz * spectral_efficiency(snr))
-        weight = self.queue + self.energy_price_jw
+        uplink = c.planning
+        together = uplink.STARTS_TOGETHER is not None  # the queue's round includes compute
+        f = lora_step_fraction(c.geometry, self.rank) if together else 0.0
         best = None
         for cap in range(self.rank, 0, -1):  # from the top: ties keep the larger rank, then b
             for b in self.bits_choices:
                 plans = self.round_plans(snr, cap, 1.0, b)
                 bits = self.upload_bits(plans)
+                dense = self.dense_values_for_uplink(plans)
                 penalty = self.penalty(plans)
-                if self.over_the_air:  # Q D + Pi n / B: the queue's round, the power's airtime
-                    n = self.analog_values(plans)
-                    f = lora_step_fraction(c.geometry, self.rank)
-                    at_cap_s = compute_s * (1.0 - f + f * cap / self.rank)
-                    delay = air_round_s(n, at_cap_s, c.bandwidth_hz)
-                    airtime_s = air_round_s(n, 0.0, c.bandwidth_hz)
-                    cost = self.queue * delay + self.energy_price_jw * airtime_s
-                    objective = cost + s.V * penalty
-                else:
-                    delay = float(np.dot(bits, inv_band))  # everyone finishes together
-                    objective = weight * delay + s.V * penalty
+                # Q D + Pi airtime: with the uploads after the slowest compute (the analog sum)
+                # the queue's round holds each client's compute at r^t, the power only the air
+                at_cap_s = compute_s * (1.0 - f + f * cap / self.rank) if together else compute_s
+                shares, delay = uplink.plan_round(bits, dense, snr, at_cap_s)
+                airtime_s = (
+                    uplink.plan_round(bits, dense, snr, np.zeros_like(at_cap_s))[1]
+                    if together
+                    else delay
+                )
+                objective = self.queue * delay + self.energy_price_jw * airtime_s + s.V * penalty
                 if best is None or objective < best[0]:
-                    best = (objective, cap, b, bits, penalty, delay)
-        _, cap, b, bits, penalty, delay = best
-        if self.over_the_air:
-            shares, planned_s = air_shares(len(snr)), delay
-        else:
-            shares = finish_together_shares(bits, snr)
-            planned_s = planned_upload_s(bits, shares, c.bandwidth_hz, snr)
+                    best = (objective, cap, b, penalty, shares, delay)
+        _, cap, b, penalty, shares, planned_s = best
         return Decision(
             sparsification=c.cost.compression.ratio_for(1.0),
             shares=shares,

@@ -25,6 +25,11 @@ the channel (n(r): the dense values of a client's message at rank r, which no ra
 shortens), so the offline stage keeps the ranks with n(r) / B <= D_th, each at O = 1, and
 takes the one of least penalty; like FDMA's, it leaves the compute time out (the online
 queue counts it; :mod:`wirelessfl.controllers.air_planning`).
+
+The offline stage asks the uplink for its average delay
+(:meth:`~wirelessfl.controllers.uplink_planning.UplinkPlanning.offline_delay`); an uplink that
+has none (``channel.uplink: noma``: a round's delay is its slowest client's, with no average
+over the planning channel in closed form) refuses TSFA at load in one line (``UPLINK_NEEDS``).
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ from wirelessfl.plans import RoundPlan
 
 class TwoStage(OnlineLyapunov):
     """Rank from the offline search on the planning channel; then as OSFA."""
+
+    #: OSFA's needs and an average delay for the offline stage
+    UPLINK_NEEDS = frozenset({"round", "offline"})
+
+    @classmethod
+    def uplink_needs(cls, settings: Any) -> frozenset[str]:
+        return super().uplink_needs(settings) | {"offline"}
 
     def _inverse_efficiency(self) -> np.ndarray | None:
         """(N,) w_k of ``expected_rate`` [s Hz / bit]; ``None`` for ``mean_snr`` (the paper)."""
@@ -102,7 +114,7 @@ class TwoStage(OnlineLyapunov):
         """``(P, h)`` when every client sends O r P values plus h dense at rank r (the paper's
         Lemma 2 applies as printed), else ``None``."""
         cost, r_max = self.ctx.cost, self.ctx.constants.r_max
-        if RATIO not in cost.knobs or len(groups) != 1 or self.over_the_air:
+        if RATIO not in cost.knobs or len(groups) != 1 or not self.ctx.planning.LEMMA_2:
             return None
         ranks = sorted({1, 2, r_max})
         splits = [cost.affine_upload(self._plans_at(r, 1.0, groups)[0]) for r in ranks]
@@ -163,18 +175,14 @@ class TwoStage(OnlineLyapunov):
         w_sum = np.array([float(w[ids].sum()) for ids in groups.values()])
         counts = np.array([ids.size for ids in groups.values()], dtype=float)
         scale = c.n_scheduled / c.n_clients / c.bandwidth_hz
-        v = float(c.bits_per_value)
         ranks = np.arange(1, c.constants.r_max + 1)
         slope, fixed = np.zeros(ranks.size), np.zeros(ranks.size)
+        uplink = c.planning
         for i, r in enumerate(ranks):
             plans = self._plans_at(int(r), 1.0, groups)
-            if self.over_the_air:  # the analog sum: n(r) / B, O = 1
-                fixed[i] = float(np.max(self.analog_values(plans))) / c.bandwidth_hz
-                continue
-            splits = [c.cost.affine_upload(p) for p in plans]
-            n, h, side = (np.array(col, dtype=float) for col in zip(*splits, strict=True))
-            slope[i] = scale * v * float(np.dot(n, w_sum))
-            fixed[i] = scale * float(np.dot(v * h + side, w_sum))
+            slope[i], fixed[i] = uplink.offline_delay(
+                self.planned_uploads(plans), self.dense_values_for_uplink(plans), w_sum, scale
+            )
         o, feasible = affine_offline_ratio(
             delay_per_ratio_s=slope, fixed_delay_s=fixed, d_th_s=s.d_th_s, o_min=s.o_min
         )

@@ -196,8 +196,7 @@ class Simulator:
             cpu_hz_min=self.cpu_hz_min,
             cpu_hz_max=self.cpu_hz_max,
             noise_bandwidth=scenario.channel.noise_bandwidth,
-            uplink=scenario.channel.uplink,
-            uplink_plan=uplink.own_plan(),
+            uplink=uplink,
             flops_per_s=np.asarray(self.flops_per_s, dtype=float),
             joules_per_flop_at_fmax=(
                 None

@@ -36,6 +36,7 @@ from channels.aircomp import (
     truncated_inversion,
 )
 from channels.aircomp_fading import dual_update, fading_power
+from wirelessfl.controllers.air_planning import AnalogSumPlanning
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import AirRound
 from wirelessfl.results.columns import AIRCOMP_FADING_ROUND_COLUMNS, AIRCOMP_ROUND_COLUMNS
@@ -44,15 +45,13 @@ from wirelessfl.uplinks.base import Uplink, UplinkRound
 __all__ = ["AirCompUplink"]
 
 
-class AirCompUplink(Uplink):
+class AirCompUplink(AnalogSumPlanning, Uplink):
     """The AirComp policy of a run: ``policy``, ``threshold_snr`` (linear, None: per round),
     ``average_power_w`` (None: none) and ``dual_step`` of ``channel.aircomp``, the band B [Hz],
     and, for ``optimal_fading``, the (N,) multipliers λ_k [1/W] (zero at the start)."""
 
     NAME = "aircomp"
-    SHARES_BAND = False
     ANALOG = True
-    STARTS_TOGETHER = "the analog sum waits for the slowest compute"
 
     def __init__(
         self,
@@ -146,20 +145,16 @@ class AirCompUplink(Uplink):
     @staticmethod
     def check_controller(name: str, controller: Any, settings: Any) -> None:
         """A controller class that decides the transmit powers under ``settings`` (the policy
-        sets them) or plans bandwidth shares (``PLANS_AIRCOMP`` false), refused in one line that
-        names the combination first (at load, before the controller's own prerequisites)."""
+        sets them) or needs what the analog sum does not offer (bandwidth shares:
+        :meth:`check_controller_needs`), refused in one line that names the combination first
+        (at load, before the controller's own prerequisites)."""
         if controller.decides_tx_power_under(settings):
             raise ConfigError(
                 f"channel.uplink: aircomp sets the transmit powers by channel.aircomp.policy, "
                 f"and controller {name!r} decides them too (under these settings); use "
                 "channel.uplink: fdma, or a controller that does not"
             )
-        if not controller.PLANS_AIRCOMP:
-            raise ConfigError(
-                f"channel.uplink: aircomp sends every update at once on the whole band, and "
-                f"controller {name!r} plans bandwidth shares; use controller.name: fixed, osfa "
-                "or tsfa, or channel.uplink: fdma"
-            )
+        AirCompUplink.check_controller_needs(name, controller, settings)
 
     def check_run(self, controller: Any, learner: Any) -> None:
         """A learner without an over-the-air sum (its ``UPLINKS``: one handed in, not built by

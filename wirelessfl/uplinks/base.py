@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from wirelessfl.controllers.uplink_planning import NEEDS, AffineUploads, UplinkPlanning
 from wirelessfl.errors import ConfigError
 
 __all__ = ["Uplink", "UplinkRound", "learner_uplinks"]
@@ -50,18 +51,15 @@ class UplinkRound:
     detail: Any = None
 
 
-class Uplink(ABC):
+class Uplink(UplinkPlanning, ABC):
     """One ``channel.uplink`` (module docstring). Subclasses set :attr:`NAME` and implement
-    :meth:`from_scenario` and :meth:`upload_s`; the other hooks default to "nothing to do"."""
+    :meth:`from_scenario`, :meth:`upload_s` and the planners' view
+    (:class:`~wirelessfl.controllers.uplink_planning.UplinkPlanning`: :attr:`SHARES_BAND`, an
+    idle share can go to the others with ``faults.redistribute_unused``; :attr:`STARTS_TOGETHER`,
+    the reason a round waits for the slowest compute, for the warnings; :meth:`plan_round`,
+    :meth:`delay_pieces`, :meth:`offline_delay`, :attr:`OFFERS`); the other hooks default to
+    "nothing to do"."""
 
-    #: the ``channel.uplink`` name
-    NAME: ClassVar[str] = ""
-    #: the clients send on bandwidth shares b_k that the controller plans (and an idle share can
-    #: go to the others: ``faults.redistribute_unused``)
-    SHARES_BAND: ClassVar[bool] = True
-    #: the uploads start together once the last training client has computed (one joint
-    #: transmission), with the reason a round waits for the slowest compute, for the warnings
-    STARTS_TOGETHER: ClassVar[str | None] = None
     #: the event-driven server modes can share its band (:meth:`full_band_rate_bps`)
     EVENT_DRIVEN: ClassVar[bool] = False
     #: the channel forms the aggregate (an analog sum), so the learner must form it too: its
@@ -81,8 +79,12 @@ class Uplink(ABC):
         uplink with a ``learner.kind`` that does not form its sum, an event-driven server mode
         on an uplink without a shared band, a ``channel.uplink_params`` key it does not take.
         Subclasses add their own."""
+        from wirelessfl.registries import CONTROLLERS
+
         cls.check_learner_forms(scenario)
         cls.check_params(scenario)
+        settings = scenario.controller
+        cls.check_controller_needs(settings.name, CONTROLLERS.load(settings.name), settings)
         if scenario.server.event_driven and not cls.EVENT_DRIVEN:
             raise ConfigError(
                 f"channel.uplink: {scenario.channel.uplink} has no band the uploads on the air "
@@ -115,10 +117,35 @@ class Uplink(ABC):
                 f"learner.kind that forms it ({', '.join(forming)})"
             )
 
+    @classmethod
+    def check_controller_needs(cls, name: str, controller: Any, settings: Any) -> None:
+        """One line when the controller class needs of the uplink (``uplink_needs(settings)``)
+        what it does not offer (:attr:`OFFERS`), naming the combination and the controllers
+        that fit."""
+        from wirelessfl.registries import CONTROLLERS
+
+        missing = sorted(controller.uplink_needs(settings) - cls.OFFERS)
+        if not missing:
+            return
+        lacks, does = NEEDS[missing[0]]
+        fits = sorted(
+            other
+            for other in CONTROLLERS.names()
+            if CONTROLLERS.load(other).uplink_needs(settings) <= cls.OFFERS
+        )
+        listed = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)
+        use = f"controller.name: {listed}, or " if fits else ""
+        raise ConfigError(
+            f"channel.uplink: {cls.NAME} {lacks}, and controller {name!r} {does}; use "
+            f"{use}channel.uplink: fdma"
+        )
+
     def check_run(self, controller: Any, learner: Any) -> None:
         """A one-line ``ConfigError`` when the run's controller or learner cannot work with
-        this uplink (checks that need them built; the scenario's are made at load)."""
-        return None
+        this uplink (checks that need them built; the scenario's are made at load): by
+        default, the built controller's needs (a plug-in controller handed in)."""
+        settings = controller.ctx.settings
+        self.check_controller_needs(settings.name, type(controller), settings)
 
     def start(self, n_clients: int) -> None:
         """The state of the N devices at the run's start (nothing by default)."""
@@ -153,18 +180,35 @@ class Uplink(ABC):
         upload bits and dense values n_k of their messages (inf: never arrives)."""
 
     def plan_round(
-        self, bits: np.ndarray, n_values: np.ndarray, snr: np.ndarray, compute_s: np.ndarray
-    ) -> tuple[np.ndarray, float] | None:
-        """The uplink's own plan for k clients with (k,) upload bits, dense values, linear SNRs
-        and compute times [s]: their (k,) shares (1: the whole band) and the planned upload time
-        [s] (the longest), for a controller that asks (``controller.name: fixed``); None (the
-        default): the controller plans FDMA's shares or the analog sum itself."""
-        return None
+        self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """By default every client on its own resources (share 1) and the longest
+        :meth:`upload_s` [s] (after the slowest compute where the uploads start together):
+        planned = measured for an uplink whose times depend on nothing else."""
+        ones = np.ones(len(snr))
+        upload_s = np.asarray(self.upload_s(ones, snr, bits, n_values), dtype=float)
+        longest = float(upload_s.max()) if upload_s.size else 0.0
+        if self.STARTS_TOGETHER:
+            longest += float(np.max(compute_s, initial=0.0))
+        return ones, longest
 
-    def own_plan(self) -> Any:
-        """:meth:`plan_round` if this uplink plans its rounds itself (overrides it), else None:
-        a controller then plans FDMA's shares or the analog sum without asking each round."""
-        return None if type(self).plan_round is Uplink.plan_round else self.plan_round
+    def delay_pieces(
+        self,
+        uploads: AffineUploads,
+        n_values: np.ndarray | None,
+        snr: np.ndarray,
+        compute_s: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """By default one piece per client for an upload time linear in the bits (a rate that
+        does not depend on them, as every Shannon- or link-rate uplink): with t_k the seconds
+        per bit of :meth:`upload_s`, c_k = t_k v n_k and c0_k = t_k (v h_k + s_k) [s] (plus the
+        slowest compute where the uploads start together)."""
+        ones = np.ones(len(snr))
+        per_bit_s = np.asarray(self.upload_s(ones, snr, ones, n_values), dtype=float)
+        fixed_s = uploads.fixed_bits * per_bit_s
+        if self.STARTS_TOGETHER:
+            fixed_s = fixed_s + float(np.max(compute_s, initial=0.0))
+        return uploads.bits_per_ratio * per_bit_s, fixed_s
 
     def full_band_rate_bps(self, snr: float) -> float:
         """A client's rate [bit/s] alone on the whole band, for the event-driven modes'

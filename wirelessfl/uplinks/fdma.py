@@ -17,21 +17,19 @@ import numpy as np
 
 from channels import rate_bps
 from channels.fdma import spectral_efficiency
+from wirelessfl.controllers.uplink_planning import FdmaPlanning
 from wirelessfl.uplinks.base import Uplink
 
 __all__ = ["FdmaUplink"]
 
 
-class FdmaUplink(Uplink):
+class FdmaUplink(FdmaPlanning, Uplink):
     """FDMA on a band of ``bandwidth_hz`` [Hz] with noise over ``noise_bandwidth``
-    (``band`` | ``share``)."""
+    (``band`` | ``share``); the planners' view is
+    :class:`~wirelessfl.controllers.uplink_planning.FdmaPlanning` (shares under which every
+    client finishes together, Lemma 2 offline)."""
 
-    NAME = "fdma"
     EVENT_DRIVEN = True
-
-    def __init__(self, bandwidth_hz: float, noise_bandwidth: str = "band") -> None:
-        self.bandwidth_hz = float(bandwidth_hz)
-        self.noise_bandwidth = noise_bandwidth
 
     @classmethod
     def from_scenario(cls, scenario: Any) -> FdmaUplink:

@@ -16,8 +16,14 @@ interference of every training client is counted even after it has finished (the
 decoding order guarantees; a receiver that re-decodes as clients finish would be faster), so
 its upload lasts bits_k / R_k. The whole band is every client's (share 1), so no share idles
 and none is planned: under ``controller.name: fixed`` the uplink plans the round itself
-(:meth:`NomaUplink.plan_round`: the longest bits_k / R_k); the other controllers plan FDMA
-shares and are refused, as are the event-driven modes (no band shared in time).
+(:meth:`NomaUplink.plan_round`: the longest bits_k / R_k). The online Lyapunov step
+(``controller.name: osfa``) plans it too: with each upload affine in the ratio O,
+bits_k(O) = v (n_k O + h_k) + s_k, the round's delay D(O) = max_k bits_k(O) / R_k is a maximum
+of affine functions of O (:meth:`NomaUplink.delay_pieces`), which P3 minimises exactly
+(:mod:`optim.max_affine_slot`). TSFA's offline stage needs an average delay over the planning
+channel that a slowest-upload round does not have in closed form, and the other controllers
+plan FDMA shares: they are refused at load in one line, as are the event-driven modes (no band
+shared in time).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from wirelessfl.controllers.uplink_planning import AffineUploads
 from wirelessfl.errors import ConfigError
 from wirelessfl.uplinks.base import Uplink
 
@@ -52,7 +59,6 @@ class NomaUplink(Uplink):
     """Power-domain NOMA with SIC on a band of ``bandwidth_hz`` [Hz], ``sic_residual`` eps."""
 
     NAME = "noma"
-    SHARES_BAND = False
     PARAMS = {"sic_residual": "fraction in [0, 1] of a cancelled signal's power left (0: perfect)"}
 
     def __init__(self, bandwidth_hz: float, sic_residual: float = 0.0) -> None:
@@ -66,23 +72,14 @@ class NomaUplink(Uplink):
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> None:
-        """The base's checks; ``sic_residual`` a number in [0, 1]; a controller that plans FDMA
-        shares (not ``ASKS_UPLINK_PLAN``), noise over the share and redistributed shares are
-        refused in one line."""
-        from wirelessfl.registries import CONTROLLERS
-
+        """The base's checks (a controller needing shares or an offline average is refused
+        there); ``sic_residual`` a number in [0, 1]; noise over the share and redistributed
+        shares are refused in one line."""
         super().check_scenario(scenario)
         eps = scenario.channel.uplink_params.get("sic_residual", 0.0)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 <= eps <= 1.0:
             raise ConfigError(
                 f"channel.uplink_params.sic_residual: a fraction in [0, 1], got {eps!r}"
-            )
-        name = scenario.controller.name
-        if not getattr(CONTROLLERS.load(name), "ASKS_UPLINK_PLAN", False):
-            raise ConfigError(
-                f"channel.uplink: noma sends every client on the whole band, and controller "
-                f"{name!r} plans FDMA bandwidth shares; use controller.name: fixed, or "
-                "channel.uplink: fdma"
             )
         if scenario.channel.noise_bandwidth != "band":
             raise ConfigError(
@@ -105,8 +102,23 @@ class NomaUplink(Uplink):
         return np.divide(bits, rate, out=np.full(rate.shape, math.inf), where=rate > 0)
 
     def plan_round(
-        self, bits: np.ndarray, n_values: np.ndarray, snr: np.ndarray, compute_s: np.ndarray
+        self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
     ) -> tuple[np.ndarray, float]:
         """Every client on the whole band (share 1) and the longest bits_k / R_k [s]."""
         upload_s = self.upload_s(np.ones(len(snr)), snr, bits, n_values)
         return np.ones(len(snr)), float(upload_s.max()) if upload_s.size else 0.0
+
+    def delay_pieces(
+        self,
+        uploads: AffineUploads,
+        n_values: np.ndarray | None,
+        snr: np.ndarray,
+        compute_s: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One piece per client: c_k = v n_k / R_k, c0_k = (v h_k + s_k) / R_k [s], so that
+        D(O) = max_k (c0_k + c_k O) = max_k bits_k(O) / R_k (a rate of 0: refused, no plan
+        can finish)."""
+        rate = sic_rates_bps(snr, self.bandwidth_hz, self.sic_residual)
+        if (rate <= 0).any():
+            raise ValueError("channel.uplink: noma: a client with a SIC rate of 0 never finishes")
+        return uploads.bits_per_ratio / rate, uploads.fixed_bits / rate
