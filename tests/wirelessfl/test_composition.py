@@ -22,8 +22,10 @@ import pytest
 from scenario_helpers import digits_scenario
 
 from wirelessfl.config.loader import scenario_from_dict
+from wirelessfl.config.scenario import ControllerConfig
 from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.registries import ALGORITHMS
+from wirelessfl.registries import CONTROLLERS as CONTROLLER_REGISTRY
 from wirelessfl.registries import UPLINKS as UPLINK_REGISTRY
 from wirelessfl.sim.runner import run_scenario
 
@@ -77,9 +79,10 @@ def _network(algorithm: str, controller: str, stage: str, uplink: str, server: s
 
 def _must_run(algorithm: str, controller: str, stage: str, uplink: str, server: str) -> bool:
     promised = algorithm in SINGLE and controller in ("fixed", "osfa", "tsfa") and stage == "none"
-    if uplink == "noma":  # the whole band for everyone: only the fixed controller plans it
-        return promised and controller == "fixed" and server == "sync"
-    return promised and (uplink == "fdma" or server == "sync")
+    # what the controller needs of the uplink, the uplink offers (noma: no offline average)
+    link = UPLINK_REGISTRY.load(uplink)
+    planned = CONTROLLER_REGISTRY.load(controller).uplink_needs(ControllerConfig()) <= link.OFFERS
+    return promised and planned and (link.EVENT_DRIVEN or server == "sync")
 
 
 def _run_or_refusal(tmp_path, data: dict):

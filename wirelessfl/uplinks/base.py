@@ -13,6 +13,11 @@ round after round:
    (AirComp: the analog sum's coefficients and denoising factor);
 4. :meth:`Uplink.record`: its columns of the round's record (:meth:`Uplink.round_columns`).
 
+The controllers plan through the uplink's planning members
+(:class:`~wirelessfl.controllers.uplink_planning.UplinkPlanning`: :meth:`Uplink.plan_round`,
+:meth:`Uplink.delay_pieces`, :meth:`Uplink.offline_delay`, :attr:`Uplink.OFFERS`), by default
+derived from :meth:`Uplink.upload_s`; a controller needing what the uplink does not offer is
+refused at load (:meth:`Uplink.check_controller_needs`).
 Its state (:meth:`Uplink.state`, :meth:`Uplink.restore`) is part of the run's checkpoint. The
 event-driven modes share the band among the uploads on the air (processor sharing,
 :mod:`wirelessfl.sim.shared_band`) at each client's full-band rate
