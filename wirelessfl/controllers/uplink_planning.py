@@ -23,6 +23,7 @@ uplink, as library users do).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -57,7 +58,7 @@ NEEDS: dict[str, tuple[str, str]] = {
 class AffineUploads:
     """k clients' uploads affine in the ratio O: bits_k(O) = v (n_k O + h_k) + s_k [bit].
 
-    ``bits_per_value`` v; ``ratio_values`` (k,) n_k, the values the ratio scales;
+    ``bits_per_value`` v; ``ratio_values`` (k,) float n_k, the values the ratio scales;
     ``fixed_values`` (k,) h_k, the values always sent; ``side_bits`` (k,) s_k [bit]; ``equal``:
     every client's (n_k, h_k, s_k) is the same (the paper's case, eq. 31).
     """
@@ -79,7 +80,7 @@ class AffineUploads:
         return self.bits_per_value * self.fixed_values + self.side_bits
 
 
-class UplinkPlanning:
+class UplinkPlanning(ABC):
     """The planners' view of an uplink (module docstring). Subclasses implement
     :meth:`plan_round` and :meth:`delay_pieces` and, for an offline stage, :meth:`offline_delay`
     (listing ``"offline"`` in :attr:`OFFERS`)."""
@@ -101,14 +102,15 @@ class UplinkPlanning:
     #: closed form (the paper's ``optim.offline_rank_search``) applies
     LEMMA_2: ClassVar[bool] = False
 
+    @abstractmethod
     def plan_round(
         self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
     ) -> tuple[np.ndarray, float]:
         """(k,) resources (shares b_k; 1: the whole band) and the planned upload time [s] of k
         clients with (k,) exact upload bits, dense values (None unless
         :attr:`READS_DENSE_VALUES`), linear SNRs and compute times [s]."""
-        raise NotImplementedError
 
+    @abstractmethod
     def delay_pieces(
         self,
         uploads: AffineUploads,
@@ -118,7 +120,6 @@ class UplinkPlanning:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(c (J,) [s], c0 (J,) [s]): the round's delay D(O) = max_j (c0_j + c_j O) [s] of k
         clients whose uploads are ``uploads``, at their (k,) SNRs and compute times."""
-        raise NotImplementedError
 
     def offline_delay(
         self, uploads: AffineUploads, n_values: np.ndarray | None, weight: np.ndarray, scale: float
@@ -161,27 +162,18 @@ class FdmaPlanning(UplinkPlanning):
         """One piece: with every client finishing together (noise over the band),
         D(O) = sum_k bits_k(O) / (B log2(1 + SNR_k)) = c0 + c O (eq. 31 for equal payloads)."""
         v, bw = float(uploads.bits_per_value), self.bandwidth_hz
+        n, h, side = uploads.ratio_values, uploads.fixed_values, uploads.side_bits
         inv = 1.0 / spectral_efficiency(snr)
         if uploads.equal:  # eq. (31) and the paper's D^t = c O
-            n, h, side = (float(x[0]) for x in self._columns(uploads))
-            sum_inv = float(inv.sum())
+            n, h, side, sum_inv = float(n[0]), float(h[0]), float(side[0]), float(inv.sum())
             return np.array([v * n * sum_inv / bw]), np.array([(v * h + side) * sum_inv / bw])
-        n, h, side = self._columns(uploads)
         slope = float(v * np.dot(n, inv) / bw)
         return np.array([slope]), np.array([float(np.dot(v * h + side, inv) / bw)])
-
-    @staticmethod
-    def _columns(uploads: AffineUploads) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return (
-            np.asarray(uploads.ratio_values, float),
-            np.asarray(uploads.fixed_values, float),
-            np.asarray(uploads.side_bits, float),
-        )
 
     def offline_delay(
         self, uploads: AffineUploads, n_values: np.ndarray | None, weight: np.ndarray, scale: float
     ) -> tuple[float, float]:
         """Lemma 2 per group: (K / N B) sum_g w_g bits_g(O) = c0 + c O."""
-        n, h, side = self._columns(uploads)
+        n, h, side = uploads.ratio_values, uploads.fixed_values, uploads.side_bits
         v = float(uploads.bits_per_value)
         return scale * v * float(np.dot(n, weight)), scale * float(np.dot(v * h + side, weight))

@@ -142,8 +142,8 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
                 "channel.uplink: fdma"
             )
 
-    @staticmethod
-    def check_controller(name: str, controller: Any, settings: Any) -> None:
+    @classmethod
+    def check_controller(cls, name: str, controller: Any, settings: Any) -> None:
         """A controller class that decides the transmit powers under ``settings`` (the policy
         sets them) or needs what the analog sum does not offer (bandwidth shares:
         :meth:`check_controller_needs`), refused in one line that names the combination first
@@ -154,7 +154,7 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
                 f"and controller {name!r} decides them too (under these settings); use "
                 "channel.uplink: fdma, or a controller that does not"
             )
-        AirCompUplink.check_controller_needs(name, controller, settings)
+        cls.check_controller_needs(name, controller, settings)
 
     def check_run(self, controller: Any, learner: Any) -> None:
         """A learner without an over-the-air sum (its ``UPLINKS``: one handed in, not built by

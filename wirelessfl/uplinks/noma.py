@@ -16,14 +16,14 @@ interference of every training client is counted even after it has finished (the
 decoding order guarantees; a receiver that re-decodes as clients finish would be faster), so
 its upload lasts bits_k / R_k. The whole band is every client's (share 1), so no share idles
 and none is planned: under ``controller.name: fixed`` the uplink plans the round itself
-(:meth:`NomaUplink.plan_round`: the longest bits_k / R_k). The online Lyapunov step
-(``controller.name: osfa``) plans it too: with each upload affine in the ratio O,
-bits_k(O) = v (n_k O + h_k) + s_k, the round's delay D(O) = max_k bits_k(O) / R_k is a maximum
-of affine functions of O (:meth:`NomaUplink.delay_pieces`), which P3 minimises exactly
-(:mod:`optim.max_affine_slot`). TSFA's offline stage needs an average delay over the planning
-channel that a slowest-upload round does not have in closed form, and the other controllers
-plan FDMA shares: they are refused at load in one line, as are the event-driven modes (no band
-shared in time).
+(``Uplink.plan_round``, from :meth:`NomaUplink.upload_s`: the longest bits_k / R_k). The
+online Lyapunov step (``controller.name: osfa``) plans it too: with each upload affine in the
+ratio O, bits_k(O) = v (n_k O + h_k) + s_k, the round's delay D(O) = max_k bits_k(O) / R_k is a
+maximum of affine functions of O (``Uplink.delay_pieces``, one piece per client from its
+seconds per bit 1 / R_k), which P3 minimises exactly (:mod:`optim.max_affine_slot`). TSFA's
+offline stage needs an average delay over the planning channel that a slowest-upload round
+does not have in closed form, and the other controllers plan FDMA shares: they are refused at
+load in one line, as are the event-driven modes (no band shared in time).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from wirelessfl.controllers.uplink_planning import AffineUploads
 from wirelessfl.errors import ConfigError
 from wirelessfl.uplinks.base import Uplink
 
@@ -100,25 +99,3 @@ class NomaUplink(Uplink):
         rate = sic_rates_bps(snr, self.bandwidth_hz, self.sic_residual)
         bits = np.asarray(bits, dtype=float)
         return np.divide(bits, rate, out=np.full(rate.shape, math.inf), where=rate > 0)
-
-    def plan_round(
-        self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        """Every client on the whole band (share 1) and the longest bits_k / R_k [s]."""
-        upload_s = self.upload_s(np.ones(len(snr)), snr, bits, n_values)
-        return np.ones(len(snr)), float(upload_s.max()) if upload_s.size else 0.0
-
-    def delay_pieces(
-        self,
-        uploads: AffineUploads,
-        n_values: np.ndarray | None,
-        snr: np.ndarray,
-        compute_s: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One piece per client: c_k = v n_k / R_k, c0_k = (v h_k + s_k) / R_k [s], so that
-        D(O) = max_k (c0_k + c_k O) = max_k bits_k(O) / R_k (a rate of 0: refused, no plan
-        can finish)."""
-        rate = sic_rates_bps(snr, self.bandwidth_hz, self.sic_residual)
-        if (rate <= 0).any():
-            raise ValueError("channel.uplink: noma: a client with a SIC rate of 0 never finishes")
-        return uploads.bits_per_ratio / rate, uploads.fixed_bits / rate
