@@ -7,17 +7,29 @@ queue.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.schema import option
 from wirelessfl.controllers.base import Controller, Decision
 from wirelessfl.controllers.costing import finish_together_shares, planned_upload_s
 from wirelessfl.registries import CONTROLLERS
+
+
+@dataclass
+class GreedySettings(ControllerSettings):
+    """controller.name, d_th_s, rank and r_max, and the greedy controller's own floor."""
+
+    o_min: float = option(0.05, gt=0.0, le=1.0, doc="greedy: the smallest ratio O^t")
 
 
 class Greedy(Controller):
     """Rank from controller.rank; O^t = the ratio whose delay is D_th, clipped."""
 
     NEEDS_KNOBS = frozenset({"ratio"})
+    Settings = GreedySettings
 
     def choose_rank(self):
         return int(self.ctx.settings.rank)

@@ -32,13 +32,15 @@ __all__ = [
     "UPLINKS",
 ]
 
-#: ``learner.kind``: ``(scenario) -> Learner``, the side that produces the model updates.
+#: ``learner.kind``: a ``wirelessfl.learners.kinds.LearnerSpec`` (the torch-free settings
+#: class and the ``"module:attribute"`` of the ``(scenario) -> Learner`` factory), or, from a
+#: plug-in, the factory itself (``wirelessfl.learners.kinds.learner_factory`` gives it).
 LEARNERS: Registry[Any] = Registry(
     "learner",
     {
-        "surrogate": "wirelessfl.learners.surrogate:SurrogateLearner.from_scenario",
-        "lora": "wirelessfl.learners.federated:FederatedLearner",
-        "flower": "wirelessfl.bridges.flower_learner:FlowerClientLearner.from_scenario",
+        "surrogate": "wirelessfl.learners.kinds:SURROGATE",
+        "lora": "wirelessfl.learners.kinds:LORA",
+        "flower": "wirelessfl.bridges.flower_settings:FLOWER",
     },
     entry_point_group="wirelessfl.learners",
 )

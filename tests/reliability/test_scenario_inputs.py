@@ -586,7 +586,7 @@ def test_good_overrides_load(tmp_path):
     assert sc.controller.V == 0.0 and str(sc.controller.V) == "0.0"  # not -0.0
     assert sc.name == "a=b" and sc.rounds == 1000 and sc.n_clients == 1_000_000
     assert sc.seed == 2**63 - 1
-    assert sc.learner.dataset_options == {"max_train": 100, "note": 1000.0}
+    assert sc.learner.given("dataset_options") == {"max_train": 100, "note": 1000.0}
 
 
 def test_a_file_of_10000_layers_loads_in_time(tmp_path):

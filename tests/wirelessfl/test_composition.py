@@ -21,8 +21,8 @@ import itertools
 import pytest
 from scenario_helpers import digits_scenario
 
+from wirelessfl.config.controller import controller_settings
 from wirelessfl.config.loader import scenario_from_dict
-from wirelessfl.config.scenario import ControllerConfig
 from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.registries import ALGORITHMS
 from wirelessfl.registries import CONTROLLERS as CONTROLLER_REGISTRY
@@ -81,7 +81,8 @@ def _must_run(algorithm: str, controller: str, stage: str, uplink: str, server: 
     promised = algorithm in SINGLE and controller in ("fixed", "osfa", "tsfa") and stage == "none"
     # what the controller needs of the uplink, the uplink offers (noma: no offline average)
     link = UPLINK_REGISTRY.load(uplink)
-    planned = CONTROLLER_REGISTRY.load(controller).uplink_needs(ControllerConfig()) <= link.OFFERS
+    needs = CONTROLLER_REGISTRY.load(controller).uplink_needs(controller_settings(controller))
+    planned = needs <= link.OFFERS
     return promised and planned and (link.EVENT_DRIVEN or server == "sync")
 
 

@@ -65,7 +65,9 @@ def test_bad_values_name_the_key(data, needle):
 
 
 def test_hub_names_pass_validation():
-    sc = scenario_from_dict({"learner": {"model": "hub:./my-vit", "dataset": "hub:cifar100"}})
+    sc = scenario_from_dict(
+        {"learner": {"kind": "lora", "model": "hub:./my-vit", "dataset": "hub:cifar100"}}
+    )
     assert sc.learner.model == "hub:./my-vit" and sc.learner.dataset == "hub:cifar100"
 
 

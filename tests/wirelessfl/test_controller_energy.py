@@ -11,7 +11,7 @@ import pytest
 from optim import BoundConstants, EnergyQueues, solve_slot
 from wirelessfl.algorithms.soft.cost import SoftCost
 from wirelessfl.config import scenario_from_dict
-from wirelessfl.config.scenario import ControllerConfig
+from wirelessfl.config.controller import controller_settings
 from wirelessfl.controllers import ControllerContext, make_controller
 from wirelessfl.controllers.fixed import Fixed
 from wirelessfl.controllers.lyapunov import OnlineLyapunov
@@ -33,7 +33,7 @@ def _cost() -> SoftCost:
 
 def _ctx(name: str, budget=None, **over) -> ControllerContext:
     """The context the simulator builds, for a 20-client cell at 10 dB mean SNR."""
-    settings = ControllerConfig(
+    settings = controller_settings(
         **{"name": name, "V": 1.0e-4, "d_th_s": 0.5, "o_min": 0.05, "r_max": 16, "rank": 8, **over}
     )
     return ControllerContext(

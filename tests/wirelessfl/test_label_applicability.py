@@ -66,8 +66,13 @@ def test_applies_reads_the_keys_own_rules_and_the_running_algorithms_table():
     assert not applies(Scenario, hetlora, "strategy.fslora.download")
     assert applies(Scenario, hetlora, "strategy.hetlora.self_pruning")
     # keys without a rule, and keys the schema does not know, apply
-    for key in ("controller.V", "devices.classes.laptop_cpu", "strategy", "no.such.key"):
+    for key in ("controller.d_th_s", "devices.classes.laptop_cpu", "strategy", "no.such.key"):
         assert applies(Scenario, dense, key)
+    # another controller's key is kept but never read: V is osfa's, not the fixed controller's
+    assert not applies(Scenario, dense, "controller.V")
+    osfa = _config(**{"controller.name": "osfa"})
+    assert applies(Scenario, osfa, "controller.V")
+    assert not applies(Scenario, osfa, "controller.bandwidth")
     assert applies(Scenario, {"compression": {"sparsifier": 3}}, ratio)  # unreadable: applies
 
 
@@ -226,9 +231,10 @@ def test_another_algorithms_settings_leave_its_label():
 
 
 def test_values_alike_to_four_digits_are_written_in_full():
-    runs = [_run(**{"controller.V": v}) for v in (1.0e-4, 1.00001e-4)]
+    runs = [_run(**{"controller.name": "osfa", "controller.V": v}) for v in (1.0e-4, 1.00001e-4)]
     assert [g.label for g in group_runs(runs)] == ["V=0.0001", "V=0.000100001"]
-    assert [g.label for g in group_runs(runs[:1] + [_run(**{"controller.V": 2e-4})])] == [
+    other = _run(**{"controller.name": "osfa", "controller.V": 2e-4})
+    assert [g.label for g in group_runs(runs[:1] + [other])] == [
         "V=0.0001",
         "V=0.0002",
     ]

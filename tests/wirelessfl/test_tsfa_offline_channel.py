@@ -10,7 +10,7 @@ from scenario_helpers import small_scenario
 
 from channels import rayleigh_inverse_efficiency, rayleigh_outage_snr
 from optim.offline import OFFLINE_CHANNELS
-from wirelessfl.config.scenario import ControllerConfig
+from wirelessfl.controllers.tsfa import TsfaSettings
 from wirelessfl.errors import ConfigError
 from wirelessfl.learners import make_learner
 from wirelessfl.sim import run_scenario
@@ -24,9 +24,9 @@ def _controller(**overrides):
 
 
 def test_choices_are_optims():
-    spec = ControllerConfig.__dataclass_fields__["offline_channel"].metadata
+    spec = TsfaSettings.__dataclass_fields__["offline_channel"].metadata
     assert tuple(spec["choices"]) == OFFLINE_CHANNELS
-    assert ControllerConfig().offline_channel == "mean_snr"
+    assert TsfaSettings().offline_channel == "mean_snr"
 
 
 def test_default_is_the_paper_and_expected_rate_plans_more_delay():

@@ -150,7 +150,7 @@ class FederatedAlgorithm(ABC):
 
         learner = self.scenario.learner
         for key, default in PEFT_SETTINGS.items():
-            if getattr(learner, key) != default:
+            if learner.given(key, default) != default:
                 raise ConfigError(
                     f"learner.{key}: algorithm {self.scenario.algorithm.name!r} trains adapters "
                     "of its own, not peft's, and ignores it; leave it at its default "

@@ -88,11 +88,12 @@ class FlowerGridLearner(FederatedLearner):
     """
 
     def __init__(self, scenario: Scenario, grid: Grid, *, timeout_s: float) -> None:
-        if scenario.learner.kind != "lora" or scenario.learner.executor != "local":
+        executor = scenario.learner.given("executor", "local")
+        if scenario.learner.kind != "lora" or executor != "local":
             raise ConfigError(
                 f"learner.kind: a Flower ServerApp trains the lora learner's clients on its "
                 f"ClientApps (learner.kind: lora, learner.executor: local), got "
-                f"{scenario.learner.kind!r} with executor {scenario.learner.executor!r}"
+                f"{scenario.learner.kind!r} with executor {executor!r}"
             )
         super().__init__(scenario)
         self.grid = grid

@@ -4,11 +4,11 @@ uplink itself (``channel.uplink``, ``wirelessfl.registries.UPLINKS``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from channels import FADING_MODELS, NOISE_BANDWIDTHS, POWER_CONTROLS
-from wirelessfl.config.aircomp import AirCompConfig
 from wirelessfl.config.limits import MAX_DB, check_option_names
-from wirelessfl.config.schema import key_text, option
+from wirelessfl.config.schema import key_text, option, plugin_settings
 from wirelessfl.config.wireless import PathLossConfig, check_per_class
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import UPLINKS
@@ -138,7 +138,9 @@ class ChannelConfig:
         "one's), passed to it by name; fdma and aircomp take none (aircomp's are "
         "channel.aircomp)",
     )
-    aircomp: AirCompConfig = field(default_factory=AirCompConfig)
+    aircomp: Any = plugin_settings(
+        UPLINKS, "aircomp", doc="the AirComp uplink's settings (its Settings)"
+    )
 
     def validate(self, prefix: str) -> None:
         if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:

@@ -1,23 +1,19 @@
 """``learner``: the side that produces the updates (network-only surrogate, real federated
-LoRA training, Flower clients) and the surrogate's model geometry."""
+LoRA training, Flower clients): the keys every kind has, and the surrogate's model geometry."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from wirelessfl.config.limits import (
     MAX_LAYER_SIDE,
     MAX_LAYERS,
     MAX_RANK,
-    MAX_RAY_WORKERS,
-    check_option_names,
 )
-from wirelessfl.config.schema import key_text, option, show
+from wirelessfl.config.schema import hidden_option, option, show
 from wirelessfl.errors import ConfigError
-from wirelessfl.registries import DATASETS, HUB_PREFIX, LEARNERS, MODELS, PARTITIONERS
+from wirelessfl.registries import LEARNERS
 
 #: ``learner.init_lora_weights`` values: peft's inits that leave the base weights as they are.
 LORA_INITS = (True, False, "gaussian")
@@ -32,41 +28,6 @@ PEFT_SETTINGS: dict[str, object] = {
     "layers_to_transform": None,
     "rank_pattern": None,
 }
-
-
-def _check_flower_values(values: dict, key: str) -> None:
-    """Flower's config records hold text keys and numbers, text or bools (``UserConfigValue``)."""
-    for name, value in values.items():
-        if not isinstance(name, str) or not isinstance(value, (bool, int, float, str)):
-            raise ConfigError(
-                f"{key}: Flower config values are numbers, text or true/false, got "
-                f"{show(name)}: {show(value)}"
-            )
-
-
-def _check_rank_pattern(pattern: Mapping[str, object], kind: str, key: str) -> None:
-    """peft's ``rank_pattern``: module keys (names or regexes) to ranks in 1..MAX_RANK, for a
-    real peft model (the network-only shape takes ``learner.shape.layer_ranks``)."""
-    if kind != "lora":
-        raise ConfigError(
-            f"{key}: names modules of the peft model that learner.kind: lora trains, and "
-            f"learner.kind is {kind!r}; network-only runs fix layer ranks with "
-            "learner.shape.layer_ranks"
-        )
-    if not pattern:
-        raise ConfigError(f"{key}: expected at least one module key, got {{}}; use null for none")
-    for name, rank in pattern.items():
-        try:
-            re.compile(name)
-        except re.error as err:
-            raise ConfigError(
-                f"{key}: {name!r} is not a module name or regular expression ({err})"
-            ) from None
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK:
-            raise ConfigError(
-                f"{key}.{key_text(name)}: a rank is an integer in [1, {MAX_RANK:,}], got "
-                f"{show(rank)}"
-            )
 
 
 def _check_layer_ranks(ranks: list[int | None], n_layers: int, key: str) -> None:
@@ -129,8 +90,12 @@ class ModelShapeConfig:
 
 
 @dataclass
-class LearnerConfig:
-    """The learning side: a surrogate (network-only) or real federated LoRA training."""
+class LearnerSettings:
+    """The learning side: ``learner.kind`` names the learner (the network-only surrogate, real
+    federated LoRA training, Flower clients), and each kind's ``Settings`` (a subclass,
+    declared with the kind: ``wirelessfl/learners/surrogate_settings.py``,
+    ``lora_settings.py``, ``wirelessfl/bridges/flower_settings.py``) add its own keys. A key of
+    another kind is accepted and kept (one file can switch kind) but read by none."""
 
     #: Keys that used to be here: one line saying where they went (read by ``schema.build``).
     MOVED_KEYS: ClassVar[dict[str, str]] = {
@@ -144,150 +109,38 @@ class LearnerConfig:
         doc="surrogate (network-only) | lora (real training) | flower (Flower clients; "
         "docs/flower.md)",
     )
-    # surrogate
-    initial_loss: float = option(2.3, gt=0.0, doc="surrogate: loss at round 0")
-    progress_rate: float = option(0.02, gt=0.0, le=1.0, doc="surrogate: progress per round")
-    bound_half: float = option(
-        1.0e4, gt=0.0, doc="surrogate: bound gamma at which the loss floor is half the start"
-    )
-    n_classes: int = option(10, ge=2, doc="surrogate: classes (chance accuracy)")
-    shape: ModelShapeConfig = field(default_factory=ModelShapeConfig)
-    # real training (kind = lora)
-    model: str = option(
-        "tiny_mlp", choices=MODELS, prefixes=(HUB_PREFIX,), doc="model registry name (kind=lora)"
-    )
-    dataset: str = option(
-        "digits", choices=DATASETS, prefixes=(HUB_PREFIX,), doc="dataset name (kind=lora)"
-    )
-    dataset_options: dict[str, object] = option(default_factory=dict, doc="loader options")
-    partition: str = option("iid", choices=PARTITIONERS, doc="partitioner registry name")
-    partition_options: dict[str, object] = option(default_factory=dict, doc="partitioner options")
-    target_modules: list[str] | None = option(None, doc="LoRA targets (null: model default)")
-    model_options: dict[str, object] = option(
-        default_factory=dict,
-        doc="options of the model's builder (hub: dtype float32|bfloat16|float16, revision, "
-        "trust_remote_code, attn_implementation, cache_dir, answers, ...; docs/models.md)",
-    )
-    lora_alpha: float = option(16.0, gt=0.0, doc="LoRA alpha (scaling alpha/r)")
-    lora_dropout: float = option(0.0, ge=0.0, lt=1.0, doc="dropout on the LoRA input (peft)")
-    use_rslora: bool = option(False, doc="rank-stabilised LoRA: scaling alpha/sqrt(r) (peft)")
-    use_dora: bool = option(
-        False,
-        doc="DoRA (peft use_dora): a trained magnitude per output feature of each adapted "
-        "layer, sent dense with the head; sequential trainer only",
-    )
-    layers_to_transform: list[int] | None = option(
-        None,
-        doc="adapt only the target modules in these blocks (peft layers_to_transform: the "
-        "block index is the number in the module's path); null: every block",
-    )
-    rank_pattern: dict[str, object] | None = option(
-        None,
-        doc="a fixed LoRA rank per matched target module, e.g. {fc1: 8} (peft rank_pattern: a "
-        "key matches a module named by it or ending in '.key', or a regex); the other adapted "
-        "layers train at the controller's rank; null: none",
-    )
-    lora_bias: str = option(
-        "none",
-        choices=("none", "all", "lora_only"),
-        doc="biases that train and are sent dense: none | all (every bias) | lora_only (those "
-        "of the LoRA targets) (peft's bias)",
-    )
-    modules_to_save: list[str] | None = option(
-        None, doc="more modules trained in full and sent dense, besides the task head (peft)"
-    )
-    init_lora_weights: bool | str = option(
-        True,
-        doc="LoRA init (peft): true (kaiming A, B = 0) | gaussian (gaussian A, B = 0) | false "
-        "(random A and B: the run starts away from the base model)",
-    )
-    local_steps: int = option(5, ge=1, doc="E local iterations")
-    local_unit: str = option("steps", choices=("steps", "epochs"), doc="E counts steps or epochs")
-    batch_size: int = option(16, ge=1, doc="local batch size")
-    optimizer: str = option("sgd", choices=("sgd", "adam"), doc="local optimizer")
-    lr: float = option(0.05, gt=0.0, doc="local learning rate")
-    keep_optimizer_state: bool = option(False, doc="keep Adam moments between a client's rounds")
-    eval_batch_size: int = option(256, ge=1, doc="evaluation batch size")
-    head: str = option(
-        "train",
-        choices=("train", "frozen"),
-        doc="train: the task head trains and is sent dense; frozen: it keeps its seeded random "
-        "init, only LoRA trains and is sent",
-    )
-    trainer: str = option(
-        "auto",
-        choices=("auto", "sequential", "batched"),
-        doc="auto: batched on CUDA, sequential (the peft reference) on the CPU",
-    )
-    device: str = option("auto", choices=("auto", "cpu", "cuda"), doc="torch device")
-    executor: str = option(
-        "local",
-        choices=("local", "ray"),
-        doc="where a round's clients train: local (this process) | ray (Ray actors, same "
-        "results; docs/scale-out.md)",
-    )
-    ray_address: str | None = option(
-        None,
-        doc="executor=ray: the cluster, host:port or ray://host:port (null: RAY_ADDRESS, else a "
-        "local Ray instance started by the run)",
-    )
-    ray_workers: int | None = option(
-        None,
-        ge=1,
-        le=MAX_RAY_WORKERS,
-        doc="executor=ray: training actors (null: one per GPU of the cluster; without GPUs its "
-        "CPUs / torch threads per process; at most n_scheduled)",
+    others: dict[str, Any] = hidden_option(
+        doc="keys of the learner kinds that do not run (validated, kept, written back)", flat=True
     )
 
-    # Flower clients (kind = flower)
-    client_fn: str | None = option(
-        None,
-        doc="flower: 'module:attribute' naming a flwr ClientApp, a client_fn(context) -> Client "
-        "or a client_fn(client_id) -> NumPyClient (docs/flower.md)",
-    )
-    initial_parameters: str | None = option(
-        None,
-        doc="flower: the initial global parameters, 'module:attribute' (a list of numpy arrays "
-        "or an ArrayRecord) or a .npz file (null: client 0's get_parameters)",
-    )
-    run_config: dict[str, object] = option(
-        default_factory=dict, doc="flower: the clients' context.run_config (numbers, text, bools)"
-    )
-    train_config: dict[str, object] = option(
-        default_factory=dict,
-        doc="flower: the train message's config record (fit's config) besides server-round",
-    )
-    evaluate_config: dict[str, object] = option(
-        default_factory=dict,
-        doc="flower: the evaluate message's config record (evaluate's config) besides server-round",
-    )
-    client_flops: float = option(
-        0.0, ge=0.0, doc="flower: FLOPs of a client's fit, unless its metrics report 'flops'"
-    )
+    def given(self, key: str, default: Any = None) -> Any:
+        """The value of ``learner.<key>``: the running kind's setting, else the value written
+        for another kind (kept in :attr:`others`), else ``default``."""
+        if key in {f.name for f in fields(self)} and key != "others":
+            return getattr(self, key)
+        return self.others.get(key, default)
 
-    def validate(self, prefix: str) -> None:
-        check_option_names(self.dataset_options, f"{prefix}.dataset_options")
-        check_option_names(self.partition_options, f"{prefix}.partition_options")
-        check_option_names(self.model_options, f"{prefix}.model_options")
-        if self.init_lora_weights not in LORA_INITS:
+
+def check_other_kinds(learner: LearnerSettings, prefix: str = "learner") -> None:
+    """Keys of real training written for a run whose learner does not train: refused in one
+    line where they would farm out or shape training that does not happen."""
+    if learner.kind == "lora":
+        return
+    executor = learner.given("executor", "local")
+    if executor != "local":
+        raise ConfigError(
+            f"{prefix}.executor: {executor!r} farms out real training, and {prefix}.kind "
+            f"{learner.kind!r} has none; use executor: local"
+        )
+    for key in ("ray_address", "ray_workers"):
+        if learner.given(key) is not None:
             raise ConfigError(
-                f"{prefix}.init_lora_weights: must be true, false or 'gaussian', got "
-                f"{show(self.init_lora_weights)} (peft's pissa, olora, orthogonal, eva, corda, "
-                "loftq and mica change the base weights or need data; the rank truncation of "
-                "lower-rank clients and export's base_model.json assume an unchanged base)"
+                f"{prefix}.{key}: used only with {prefix}.executor: ray (it is 'local'); remove "
+                "it or set executor: ray"
             )
-        for key in ("run_config", "train_config", "evaluate_config"):
-            _check_flower_values(getattr(self, key), f"{prefix}.{key}")
-        if self.rank_pattern is not None:
-            _check_rank_pattern(self.rank_pattern, self.kind, f"{prefix}.rank_pattern")
-        if self.executor != "local" and self.kind != "lora":
-            raise ConfigError(
-                f"{prefix}.executor: {self.executor!r} farms out real training, and "
-                f"{prefix}.kind {self.kind!r} has none; use executor: local"
-            )
-        for key in ("ray_address", "ray_workers"):
-            if getattr(self, key) is not None and self.executor != "ray":
-                raise ConfigError(
-                    f"{prefix}.{key}: used only with {prefix}.executor: ray (it is "
-                    f"{self.executor!r}); remove it or set executor: ray"
-                )
+    if learner.given("rank_pattern") is not None:
+        raise ConfigError(
+            f"{prefix}.rank_pattern: names modules of the peft model that learner.kind: lora "
+            f"trains, and learner.kind is {learner.kind!r}; network-only runs fix layer ranks "
+            "with learner.shape.layer_ranks"
+        )

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wirelessfl.config.channel import ChannelConfig
-from wirelessfl.config.learner import PEFT_SETTINGS, LearnerConfig
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.learner import PEFT_SETTINGS, LearnerSettings, check_other_kinds
 from wirelessfl.config.limits import (
     FADING_BLOCK_BUDGET,
     FADING_BYTES_PER_VALUE,
@@ -23,12 +24,18 @@ from wirelessfl.config.privacy import (
     has_fixed_denominator,
     updates_per_aggregation,
 )
-from wirelessfl.config.schema import hidden_option, option, settings_option, show
+from wirelessfl.config.schema import (
+    chosen_section,
+    field_names,
+    hidden_option,
+    option,
+    settings_option,
+    show,
+)
 from wirelessfl.config.sections import (
     AlgorithmConfig,
     CompressionConfig,
     ConstantsConfig,
-    ControllerConfig,
     DevicesConfig,
     FaultsConfig,
     OutputConfig,
@@ -47,12 +54,20 @@ from wirelessfl.errors import ConfigError
 from wirelessfl.registries import (
     ALGORITHMS,
     CONTROLLERS,
+    LEARNERS,
     SERVER_MODES,
     UPLINKS,
 )
 
 #: the scenario, and the sections other modules take from here (defined in their own modules)
-__all__ = ["PEFT_SETTINGS", "ControllerConfig", "PayloadConfig", "Scenario", "ServerConfig"]
+__all__ = [
+    "PEFT_SETTINGS",
+    "ControllerSettings",
+    "LearnerSettings",
+    "PayloadConfig",
+    "Scenario",
+    "ServerConfig",
+]
 
 
 def _gib(n_bytes: float) -> str:
@@ -78,7 +93,7 @@ class Scenario:
     devices: DevicesConfig = field(default_factory=DevicesConfig)
     mobility: MobilityConfig = field(default_factory=MobilityConfig)
     availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    controller: ControllerSettings = chosen_section(CONTROLLERS, ControllerSettings)
     constants: ConstantsConfig = field(default_factory=ConstantsConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     payload: PayloadConfig = field(default_factory=PayloadConfig)
@@ -96,7 +111,7 @@ class Scenario:
     strategy_tables: dict[str, Any] = hidden_option(
         doc="the settings tables of the algorithms that do not run (validated, kept, written back)"
     )
-    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    learner: LearnerSettings = chosen_section(LEARNERS, LearnerSettings, by="kind")
     faults: FaultsConfig = field(default_factory=FaultsConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
@@ -126,16 +141,6 @@ class Scenario:
             raise ConfigError(
                 f"n_scheduled: must be <= n_clients ({self.n_clients}), got {self.n_scheduled}"
             )
-        if self.controller.rank > self.controller.r_max:
-            raise ConfigError(
-                f"controller.rank: must be <= controller.r_max ({self.controller.r_max}), "
-                f"got {self.controller.rank}"
-            )
-        if self.controller.name == "sketch" and self.controller.k_min > self.controller.rank:
-            raise ConfigError(
-                f"controller.k_min: must be <= controller.rank ({self.controller.rank}), "
-                f"got {self.controller.k_min}"
-            )
         n_listed = len(self.devices.per_client_flops_per_s)
         if self.devices.kind == "listed" and n_listed != self.n_clients:
             raise ConfigError(
@@ -150,6 +155,7 @@ class Scenario:
             )
         # the uplink's own refusals first: a combination that cannot work is named before the
         # prerequisites of one of its parts
+        check_other_kinds(self.learner)
         UPLINKS.load(self.channel.uplink).check_scenario(self)
         self._validate_wireless()
         self._validate_server()
@@ -166,7 +172,7 @@ class Scenario:
         """Layers of a fixed rank (``learner.rank_pattern``, ``learner.shape.layer_ranks``) with
         an algorithm whose cost model cannot keep them at it: its one line, at load."""
         lc = self.learner
-        key, given = "learner.rank_pattern", lc.rank_pattern
+        key, given = "learner.rank_pattern", lc.given("rank_pattern")
         if lc.kind == "surrogate":
             key, given = "learner.shape.layer_ranks", lc.shape.layer_ranks
         if not given or all(rank is None for rank in given):
@@ -196,7 +202,7 @@ class Scenario:
                 f"{key}: needs learner.kind: lora (real training: the noise acts on real "
                 f"updates), got {self.learner.kind!r}"
             )
-        if pv.dp_sgd and self.learner.trainer == "batched":
+        if pv.dp_sgd and self.learner.given("trainer") == "batched":
             raise ConfigError(
                 "privacy.dp_sgd: the batched trainer stacks clients in one step and does not "
                 "keep exact per-sample gradients; set learner.trainer: sequential (or auto on "
@@ -318,11 +324,12 @@ class Scenario:
         """``controller.bits_choices``: b in [2, 16] or v, a controller that chooses b, a
         synchronous server and the fixed radio (docs/solvers.md)."""
         ctl, key, v = self.controller, "controller.bits_choices", self.payload.bits_per_value
-        if ctl.bits_choices is None:
+        choices = ctl.given("bits_choices")
+        if choices is None:
             return
-        if not ctl.bits_choices:
+        if not choices:
             raise ConfigError(f"{key}: give at least one b, or null for the quantize section's")
-        for b in ctl.bits_choices:
+        for b in choices:
             if isinstance(b, bool) or not isinstance(b, int) or not (2 <= b <= 16 or b == v):
                 raise ConfigError(
                     f"{key}: each b is an integer in [2, 16] or payload.bits_per_value ({v}, "
@@ -338,7 +345,7 @@ class Scenario:
                 f"{key}: b is chosen per synchronous round, not per dispatch (server.mode: "
                 f"{self.server.mode}); set quantize.bits for a fixed b, or use server.mode: sync"
             )
-        if ctl.radio == "joint":
+        if ctl.given("radio") == "joint":
             raise ConfigError(
                 f"{key}: b is chosen by the P3 step of controller.radio: fixed, not by the joint "
                 "step; set quantize.bits for a fixed b, or use radio: fixed"
@@ -351,8 +358,8 @@ class Scenario:
         given = {
             key: value
             for key, value in (
-                ("controller.tx_power_fraction", ctl.tx_power_fraction),
-                ("controller.cpu_freq_hz", ctl.cpu_freq_hz),
+                ("controller.tx_power_fraction", ctl.given("tx_power_fraction")),
+                ("controller.cpu_freq_hz", ctl.given("cpu_freq_hz")),
             )
             if value is not None
         }
@@ -371,7 +378,8 @@ class Scenario:
                 "controller.radio: joint); "
                 f"remove it or use server.mode: sync"
             )
-        if ctl.cpu_freq_hz is None:
+        cpu_freq_hz = given.get("controller.cpu_freq_hz")
+        if cpu_freq_hz is None:
             return
         named = list(self.devices.classes) if self.devices.kind == "classes" else []
         spans = [self.devices.energy.cpu_hz_range(c) for c in named or [None]]
@@ -382,12 +390,12 @@ class Scenario:
             )
         # every device's range must hold the one clock: [the highest f_min, the lowest f_max]
         low, high = max(s[0] for s in spans), min(s[1] for s in spans)  # type: ignore[index]
-        if not low <= ctl.cpu_freq_hz <= high:
+        if not low <= cpu_freq_hz <= high:
             raise ConfigError(
                 f"controller.cpu_freq_hz: must be in [{low:g}, {high:g}] "
                 "(devices.energy.cpu_freq_min_hz, cpu_freq_hz: the range every device class "
                 "shares), got "
-                f"{ctl.cpu_freq_hz:g}"
+                f"{cpu_freq_hz:g}"
             )
 
     def _validate_noise_bandwidth(self) -> None:
@@ -415,8 +423,12 @@ class Scenario:
                 f"{name!r} plans with b B log2(1 + SNR / b) (noise over the share); use "
                 f"channel.noise_bandwidth: share, or controller.name: {' or '.join(accepted)}"
             )
-        joint = replace(self.controller, radio="joint")
-        radio = ", controller.radio: joint" if rule in controller.noise_bandwidths(joint) else ""
+        radio = ""
+        if "radio" in field_names(type(self.controller)):
+            joint = replace(self.controller, radio="joint")
+            radio = (
+                ", controller.radio: joint" if rule in controller.noise_bandwidths(joint) else ""
+            )
         raise ConfigError(
             f"channel.noise_bandwidth: {rule} makes the rate b B log2(1 + SNR / b), and "
             f"controller {name!r} plans with a delay linear in the bits and in 1 / b (noise over "
@@ -478,12 +490,7 @@ class Scenario:
         self._validate_radio_decisions()
         self._validate_bits_choices()
         self._validate_noise_bandwidth()
-        budget = self.controller.energy_budget_j
-        if budget is None and self.controller.energy_queue != "every_round":
-            raise ConfigError(
-                f"controller.energy_queue: {self.controller.energy_queue} moves the energy "
-                "queues, which need controller.energy_budget_j; set a budget or use every_round"
-            )
+        budget = self.controller.given("energy_budget_j")
         if budget is not None and not CONTROLLERS.load(self.controller.name).SUPPORTS_ENERGY_BUDGET:
             raise ConfigError(
                 f"controller.energy_budget_j: the {self.controller.name!r} controller has no "

@@ -17,6 +17,12 @@ switch plug-in; keys directly under it (``strategy.zeta``) are the running plug-
 over its table. Every table is validated by its own plug-in's ``Settings``; the running
 plug-in's settings become the field, the others a hidden companion field (see
 :func:`settings_option`), and :func:`to_dict` writes them all back as tables.
+
+A field made with :func:`chosen_section` is a section whose dataclass its own name key chooses
+(``controller.name``): the ``Settings`` of the plug-in it names, a subclass of the section's
+base. Its keys stay flat (``controller.V``); a key of another registered plug-in's ``Settings``
+is accepted (a file can switch plug-in, a sweep can run several), validated by that plug-in's
+field, kept in the base's hidden ``others`` field, written back, and applies to nothing.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ def option(
     doc: str = "",
     default_factory: Any = dataclasses.MISSING,
     applies: Callable[[Mapping[str, Any]], bool] | None = None,
+    check: Callable[[Any, str], None] | None = None,
 ) -> Any:
     """A dataclass field with validation metadata (bounds, allowed values, one-line doc).
 
@@ -83,7 +90,9 @@ def option(
     the key can change a run, given the run's whole resolved config as plain data (what its
     ``config.yaml`` holds): False where the run does not use it (a sparsification ratio under a
     stage that sends everything). Results leave a key that does not apply out of a run's
-    group and label (:func:`applies`); None: it always applies.
+    group and label (:func:`applies`); None: it always applies. ``check(value, key)`` raises
+    a one-line ``ConfigError`` for a value the field refuses on its own (no other field read):
+    it runs on the value wherever the key is written, a chosen section's kept keys included.
     """
     meta = {
         "ge": ge,
@@ -94,6 +103,7 @@ def option(
         "prefixes": tuple(prefixes),
         "doc": doc,
         "applies": applies,
+        "check": check,
     }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
@@ -114,10 +124,22 @@ def settings_option(
     return dataclasses.field(default=None, metadata=meta)
 
 
-def hidden_option(*, doc: str = "") -> Any:
+def plugin_settings(registry: Mapping[str, Any], name: str, *, doc: str = "") -> Any:
+    """A section holding the ``Settings`` dataclass of plug-in ``registry[name]`` (loaded when
+    the scenario is built: the schema need not import the plug-in's package)."""
+    meta = {"settings_table": name, "registry": registry, "doc": doc}
+    return dataclasses.field(
+        default_factory=lambda: settings_class(registry, name)(), metadata=meta
+    )
+
+
+def hidden_option(*, doc: str = "", flat: bool = False) -> Any:
     """A field the user does not write: filled by another field's build (a settings section's
-    other tables), never a scenario key of its own; a dict, empty by default."""
-    return dataclasses.field(default_factory=dict, metadata={"hidden": True, "doc": doc})
+    other tables), never a scenario key of its own; a dict, empty by default. ``flat``: its
+    entries are written back as keys of the section that holds it (a chosen section's
+    ``others``), after the section's own."""
+    meta = {"hidden": True, "doc": doc, "flat": flat}
+    return dataclasses.field(default_factory=dict, metadata=meta)
 
 
 def settings_class(registry: Mapping[str, Any], name: str) -> type:
@@ -127,6 +149,85 @@ def settings_class(registry: Mapping[str, Any], name: str) -> type:
     if not (isinstance(settings, type) and dataclasses.is_dataclass(settings)):
         raise TypeError(f"{plugin!r} has no Settings dataclass")
     return settings
+
+
+def chosen_section(registry: Mapping[str, Any], base: type, *, by: str = "name") -> Any:
+    """A section whose dataclass the key ``by`` chooses: the ``Settings`` of ``registry[by]``
+    (a subclass of ``base``, which declares ``by`` and a hidden ``others`` dict; a plug-in
+    without ``Settings`` takes ``base``). See the module docstring."""
+    meta = {"chosen_by": by, "registry": registry, "base": base}
+    return dataclasses.field(
+        default_factory=lambda: chosen_class(registry, base, _default_of(base, by))(),
+        metadata=meta,
+    )
+
+
+def _default_of(cls: type, name: str) -> Any:
+    return next(f.default for f in dataclasses.fields(cls) if f.name == name)
+
+
+def chosen_class(registry: Mapping[str, Any], base: type, name: str) -> type:
+    """The ``Settings`` of plug-in ``name`` (a subclass of ``base``), or ``base`` for a
+    plug-in that declares none."""
+    entry = registry[name]
+    settings = getattr(
+        entry, "Settings", getattr(getattr(entry, "__self__", None), "Settings", None)
+    )
+    if settings is None:
+        return base
+    if not (isinstance(settings, type) and issubclass(settings, base)):
+        raise TypeError(f"{registry[name]!r}: its Settings must subclass {base.__name__}")
+    return settings
+
+
+def field_names(cls: type) -> list[str]:
+    """The keys a config dataclass accepts (its fields but the hidden ones), in order."""
+    return [f.name for f in dataclasses.fields(cls) if not f.metadata.get("hidden")]  # type: ignore[arg-type]
+
+
+def chosen_holders(meta: Mapping[str, Any]) -> dict[str, type]:
+    """Plug-in name -> ``Settings`` class for every plug-in of a chosen section's registry."""
+    registry, base = meta["registry"], meta["base"]
+    return {name: chosen_class(registry, base, name) for name in registry}
+
+
+def _build_chosen(meta: Mapping[str, Any], raw: Mapping[str, Any], key: str) -> Any:
+    """The running plug-in's settings of a chosen section, the other plug-ins' keys in
+    ``others`` (validated by the first plug-in holding each)."""
+    by, base, registry = meta["chosen_by"], meta["base"], meta["registry"]
+    by_field = next(f for f in dataclasses.fields(base) if f.name == by)
+    name = _coerce(raw.get(by, by_field.default), typing.get_type_hints(base)[by], f"{key}.{by}")
+    _check_meta(name, by_field.metadata, f"{key}.{by}")
+    cls = chosen_class(registry, base, name)
+    own = set(field_names(cls))
+    moved = getattr(cls, "MOVED_KEYS", {})
+    others: dict[str, Any] = {}
+    stray = [k for k in raw if k not in own]
+    holders = chosen_holders(meta) if stray else {}
+    for k in stray:
+        if not isinstance(k, str):
+            raise ConfigError(f"{key}: key {show(k)}: keys are names (strings)")
+        if k in moved:
+            raise ConfigError(f"{key}.{k}: {moved[k]}")
+        holder = next((h for h in holders.values() if k in field_names(h)), None)
+        if holder is None:
+            known = sorted({n for h in holders.values() for n in field_names(h)} - own)
+            raise ConfigError(
+                f"{key}.{key_text(k)}: unknown key (accepted here: {', '.join(sorted(own))}; "
+                f"other {registry_label(registry)}s' keys: {', '.join(known) or 'none'})"
+            )
+        f = next(f for f in dataclasses.fields(holder) if f.name == k)
+        value = _coerce(raw[k], _hints(holder)[k], f"{key}.{k}")
+        _check_meta(value, f.metadata, f"{key}.{k}")
+        others[k] = value
+    settings = build(cls, {k: v for k, v in raw.items() if k in own}, prefix=key)
+    settings.others = others
+    return settings
+
+
+def registry_label(registry: Any) -> str:
+    """What a registry holds, in words (``controller``), for messages."""
+    return str(getattr(registry, "kind", "plug-in"))
 
 
 def _choices_text(meta: Mapping[str, Any]) -> str:
@@ -263,6 +364,8 @@ def _check_plain(value: Any, key: str) -> None:
 def _check_meta(value: Any, meta: Mapping[str, Any], key: str) -> None:
     if value is None:
         return
+    if meta.get("check") is not None:
+        meta["check"](value, key)
     choices = meta.get("choices")
     prefixed = any(
         isinstance(value, str) and value.startswith(p) and len(value) > len(p)
@@ -320,6 +423,16 @@ def build(cls: type[T], data: Mapping[str, Any] | None, *, prefix: str = "") -> 
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
         key = f"{prefix}.{name}" if prefix else name
+        if "settings_table" in f.metadata:
+            section = settings_class(f.metadata["registry"], f.metadata["settings_table"])
+            kwargs[name] = _coerce(data.get(name, {}), section, key)
+            continue
+        if "chosen_by" in f.metadata:
+            raw = data.get(name, {})
+            if not isinstance(raw, Mapping):
+                raise ConfigError(f"{key}: expected a table of settings, got {show(raw)}")
+            kwargs[name] = _build_chosen(f.metadata, raw, key)
+            continue
         if "settings_of" in f.metadata:
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
@@ -391,9 +504,11 @@ def to_dict(obj: Any) -> Any:
     """Plain-data form of a config dataclass (what is written back to ``config.yaml``); a
     settings section with other plug-ins' tables is written as one table per plug-in."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {}
+        out, flat = {}, {}
         for f in dataclasses.fields(obj):
             if f.metadata.get("hidden"):
+                if f.metadata.get("flat"):  # a chosen section's other plug-ins' keys, last
+                    flat.update({k: to_dict(v) for k, v in getattr(obj, f.name).items()})
                 continue
             value = to_dict(getattr(obj, f.name))
             if f.metadata.get("others"):
@@ -401,7 +516,7 @@ def to_dict(obj: Any) -> Any:
                 others = getattr(obj, f.metadata["others"])
                 value = {running: value, **{k: to_dict(v) for k, v in others.items()}}
             out[f.name] = value
-        return out
+        return {**out, **{k: v for k, v in flat.items() if k not in out}}
     if isinstance(obj, list | tuple):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
@@ -435,6 +550,26 @@ def applies(cls: type, config: Mapping[str, Any], key: str) -> bool:
         if predicate is not None and not _says_yes(predicate, config):
             return False
         value = node.get(f.name) if isinstance(node, Mapping) else None
+        if "chosen_by" in f.metadata:
+            running = value.get(f.metadata["chosen_by"]) if isinstance(value, Mapping) else None
+            if i + 1 >= len(parts):
+                return True
+            try:
+                holders = chosen_holders(f.metadata)
+            except Exception:  # noqa: BLE001 - a plug-in not registered here: keep the key
+                return True
+            name = parts[i + 1]
+            held = [h for h in holders.values() if name in field_names(h)]
+            if isinstance(running, str) and running in holders:
+                if held and name not in field_names(holders[running]):
+                    return False  # another plug-in's key: kept, never used
+                cls = holders[running]
+            elif held:  # no plug-in named: the key's own rules (its first holder's)
+                cls = held[0]
+            else:
+                return True
+            node, i = value, i + 1
+            continue
         if "settings_of" in f.metadata:
             owner = node.get(f.metadata["settings_of"])
             running = owner.get("name") if isinstance(owner, Mapping) else None
@@ -450,6 +585,13 @@ def applies(cls: type, config: Mapping[str, Any], key: str) -> bool:
                 return True
             if f.metadata.get("others") and table == running:
                 value, i = value.get(table) if isinstance(value, Mapping) else None, i + 1
+            node, i = value, i + 1
+            continue
+        if "settings_table" in f.metadata:
+            try:
+                cls = settings_class(f.metadata["registry"], f.metadata["settings_table"])
+            except Exception:  # noqa: BLE001 - a plug-in not registered here: keep the key
+                return True
             node, i = value, i + 1
             continue
         cls, node, i = _hints(cls).get(f.name), value, i + 1
@@ -472,6 +614,13 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
             continue
         key = f"{prefix}.{f.name}" if prefix else f.name
         tp = hints[f.name]
+        if "chosen_by" in f.metadata:
+            rows.extend(_describe_chosen(f.metadata, key))
+            continue
+        if "settings_table" in f.metadata:
+            section = settings_class(f.metadata["registry"], f.metadata["settings_table"])
+            rows.extend(describe(section, key))
+            continue
         if dataclasses.is_dataclass(tp):
             rows.extend(describe(tp, key))
             continue
@@ -494,3 +643,22 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
             bounds = "one of " + _choices_text(f.metadata).replace("'", "")
         rows.append((key, repr(default), f"{doc} {('[' + bounds + ']') if bounds else ''}".strip()))
     return rows
+
+
+def _describe_chosen(meta: Mapping[str, Any], key: str) -> list[tuple[str, str, str]]:
+    """A chosen section's rows: each key once, marked with the plug-ins that read it unless
+    every one does."""
+    holders = chosen_holders(meta)
+    rows: dict[str, tuple[str, str]] = {}
+    readers: dict[str, list[str]] = {}
+    for plugin, cls in holders.items():
+        for k, default, doc in describe(cls, key):
+            rows.setdefault(k, (default, doc))
+            readers.setdefault(k, []).append(plugin)
+    owner = f"{key}.{meta['chosen_by']}"
+    out = []
+    for k, (default, doc) in rows.items():
+        who = readers[k]
+        mark = "" if len(who) == len(holders) else f"[{owner} = {', '.join(who)}] "
+        out.append((k, default, mark + doc))
+    return out

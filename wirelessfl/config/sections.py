@@ -1,22 +1,22 @@
-"""The scenario's sections that are no component's own: devices, the bound's constants, the
-controller's settings, selection, payload, the algorithm's name, the compression stage, the
+"""The scenario's sections that are no component's own: devices, the bound's constants,
+selection, payload, the algorithm's name, the compression stage, the
 quantiser, faults and outputs, with the ``applies`` rules that decide which of their keys label
 a run's results."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from optim import ENERGY_MIN_METHODS, SELECTION_METHODS
-from wirelessfl.config.learner import LearnerConfig
-from wirelessfl.config.limits import MAX_DB, MAX_RANK
+from optim import SELECTION_METHODS
+from wirelessfl.config.learner import LearnerSettings
+from wirelessfl.config.limits import MAX_DB
 from wirelessfl.config.schema import option, show
 from wirelessfl.config.wireless import EnergyConfig
 from wirelessfl.errors import ConfigError
-from wirelessfl.registries import ALGORITHMS, CONTROLLERS, SPARSIFIERS
+from wirelessfl.registries import ALGORITHMS, SPARSIFIERS
 
 #: ``compression.sparsifier`` that sends every value (no stage).
 NO_STAGE = "none"
@@ -43,37 +43,11 @@ def _stage_active(config: Mapping[str, Any]) -> bool:
     return _stage(config)[0] != NO_STAGE
 
 
-def _stage_follows_controller(config: Mapping[str, Any]) -> bool:
+def stage_follows_controller(config: Mapping[str, Any]) -> bool:
     """Whether the controller's ratio reaches the run's messages: a stage without a fixed ratio
     (otherwise O is moot: a stage that sends everything, or a fixed ``compression.ratio``)."""
     sparsifier, ratio = _stage(config)
     return sparsifier != NO_STAGE and ratio is None
-
-
-def _controller_reads(setting: str) -> Callable[[Mapping[str, Any]], bool]:
-    """The ``applies`` rule of ``controller.<setting>``: the run's controller reads it (it is not
-    among the registered class's ``IGNORED_SETTINGS``: the fixed controller's ratio and share
-    rule do not reach tsfa, osfa or sketch). A config that names no controller (not a resolved
-    one) is not judged: the setting applies."""
-
-    def reads(config: Mapping[str, Any]) -> bool:
-        name = (config.get("controller") or {}).get("name")
-        return name is None or setting not in CONTROLLERS.load(name).IGNORED_SETTINGS
-
-    return reads
-
-
-def _controller_keeps_budget(config: Mapping[str, Any]) -> bool:
-    """``controller.energy_budget_j``: the run's controller has an online stage that keeps a
-    budget (``SUPPORTS_ENERGY_BUDGET``); a config naming no controller is not judged."""
-    name = (config.get("controller") or {}).get("name")
-    return name is None or bool(CONTROLLERS.load(name).SUPPORTS_ENERGY_BUDGET)
-
-
-def _ratio_reaches_messages(config: Mapping[str, Any]) -> bool:
-    """``controller.sparsification``: the fixed ratio O reaches a run's messages when its
-    controller reads it and its compression stage follows the controller."""
-    return _controller_reads("sparsification")(config) and _stage_follows_controller(config)
 
 
 def _stage_weighs_importance(config: Mapping[str, Any]) -> bool:
@@ -175,7 +149,7 @@ class ConstantsConfig:
         "and local_unit = steps, else 5)",
     )
 
-    def resolve(self, learner: LearnerConfig) -> list[str]:
+    def resolve(self, learner: LearnerSettings) -> list[str]:
         """Fill a null ``eta`` / ``E`` from ``learner``; return the warnings (one line each).
 
         A warning for a given value that differs from what the learner trains with, and for a
@@ -207,139 +181,6 @@ class ConstantsConfig:
                 "constants.E; leave it out to use learner.local_steps"
             )
         return lines
-
-
-@dataclass
-class ControllerConfig:
-    """How rank r, sparsification O^t and shares b_k^t are chosen (registry name)."""
-
-    name: str = option("tsfa", choices=CONTROLLERS, doc="a controller registry name")
-    V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
-    d_th_s: float = option(
-        1.0,
-        gt=0.0,
-        doc="average upload-delay threshold D_th (event-driven modes: the time-average "
-        "compute + upload latency per update)",
-    )
-    o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
-    r_max: int = option(
-        64, ge=1, le=MAX_RANK, doc="largest rank considered (TSFA) / r_max of the bound"
-    )
-    rank: int = option(
-        8, ge=1, doc="rank for osfa, fixed and energy_min; the global rank r for sketch"
-    )
-    k_min: int = option(
-        1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
-    )
-    sparsification: float = option(
-        1.0,
-        gt=0.0,
-        le=1.0,
-        doc="O for the fixed and energy_min controllers",
-        applies=_ratio_reaches_messages,
-    )
-    method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
-    bits_choices: list[int] | None = option(
-        None,
-        doc="tsfa/osfa online step: the quantiser's bits per sent LoRA value b it chooses each "
-        "round with O^t or r^t (each in [2, 16], or payload.bits_per_value: unquantised; "
-        "docs/solvers.md); null: the quantize section's b every round",
-        applies=_controller_reads("bits_choices"),
-    )
-    bandwidth: str = option(
-        "equal_delay",
-        choices=("equal_delay", "minmax"),
-        doc="share rule (fixed controller)",
-        applies=_controller_reads("bandwidth"),
-    )
-    offline_channel: str = option(
-        "mean_snr",
-        choices=("mean_snr", "expected_rate"),  # optim.offline.OFFLINE_CHANNELS
-        doc="TSFA offline stage plans with log2(1 + mean SNR) (the paper), or with "
-        "E[1/log2(1 + SNR)] under Rayleigh fading above the outage cut-off (docs/solvers.md)",
-    )
-    energy_budget_j: float | None = option(
-        None,
-        gt=0.0,
-        doc="time-average energy per device per round (event-driven modes: per aggregation; "
-        "compute + transmit); a virtual queue per device joins the online stage (osfa, tsfa); "
-        "null: no budget",
-        applies=_controller_keeps_budget,
-    )
-    energy_weight: float = option(
-        1.0,
-        gt=0.0,
-        doc="omega: the energy queues' weight in the Lyapunov function, L = Q^2/2 + omega "
-        "sum_k Z_k^2/2 [Q in s, Z in J]; the online stage prices omega Z_k E_k (docs/solvers.md, "
-        "'The energy queues' weight'); 1: the SI exchange 1 s = 1 J",
-        applies=_controller_keeps_budget,
-    )
-    energy_queue: str = option(
-        "every_round",
-        choices=("every_round", "at_participation", "signed"),  # optim.ENERGY_QUEUE_RULES
-        doc="when a device's energy queue Z_k moves: every_round, Z_k <- max(Z_k + E_k - "
-        "budget, 0) each round (event-driven modes: each aggregation) | at_participation, "
-        "only in the rounds it spends energy, with the budget of every round since its last "
-        "move, so idle rounds' budget is banked (docs/solvers.md, 'Queues updated at "
-        "participation') | signed, Z_k <- Z_k + E_k - budget each round with no max, so "
-        "unspent budget is credit the step spends at price 0 and the time-average energy "
-        "follows the budget (docs/solvers.md, 'The signed queue'); needs energy_budget_j",
-        applies=_controller_keeps_budget,
-    )
-    energy_price: float = option(
-        0.0,
-        ge=0.0,
-        doc="mu: a price on every scheduled device's energy in the online step besides its "
-        "queue's, (omega Z_k + mu) E_k: the drift-plus-penalty of the penalty gamma(O) + "
-        "(mu / V) sum_k E_k (docs/solvers.md, 'The energy queues' weight'); 0: the queues alone",
-        applies=_controller_keeps_budget,
-    )
-    tx_power_fraction: float | None = option(
-        None,
-        gt=0.0,
-        le=1.0,
-        doc="fixed controller: every scheduled client transmits at this fraction of its "
-        "power-control power P_max,k (channel.power_control), its SNR scaled alike; null: "
-        "P_max,k (docs/simulator.md)",
-        applies=_controller_reads("tx_power_fraction"),
-    )
-    cpu_freq_hz: float | None = option(
-        None,
-        gt=0.0,
-        doc="fixed controller: every scheduled client computes at this clock, in "
-        "[devices.energy.cpu_freq_min_hz, devices.energy.cpu_freq_hz] (model: cmos): compute "
-        "time x f_max / f, energy kappa f^2 cycles; null: f_max",
-        applies=_controller_reads("cpu_freq_hz"),
-    )
-    radio: str = option(
-        "fixed",
-        choices=("fixed", "joint"),
-        doc="tsfa/osfa online stage: fixed (P3 at full power and clock, the paper) | joint "
-        "(ratio, transmit power, CPU clock, shares and round time by optim.solve_joint_step; "
-        "needs channel.noise_bandwidth: share and devices.energy.model: cmos)",
-        applies=_controller_reads("radio"),
-    )
-    round_time_s: float = option(
-        1.0,
-        gt=0.0,
-        doc="energy_min controller: completion-time limit T per round, compute + upload [s] "
-        "(a round that cannot meet it takes its least time and counts a solver_fallback)",
-        applies=_controller_reads("round_time_s"),
-    )
-    energy_scheme: str = option(
-        "joint",
-        choices=ENERGY_MIN_METHODS,
-        doc="energy_min controller: joint (power, clock and shares, Yang et al.) | "
-        "equal_bandwidth | max_power | max_frequency (the paper's baselines)",
-        applies=_controller_reads("energy_scheme"),
-    )
-    offline_outage_prob: float = option(
-        0.01,
-        gt=0.0,
-        lt=1.0,
-        doc="expected_rate without faults.outage_snr_db: plan over each client's fading "
-        "states above this quantile of its SNR",
-    )
 
 
 @dataclass

@@ -62,6 +62,7 @@ from optim import (
     queue_after_updates,
 )
 from wirelessfl.algorithms.cost import CostModel, UploadSplit
+from wirelessfl.config.controller import ControllerSettings
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.controllers.uplink_planning import AffineUploads, FdmaPlanning, UplinkPlanning
 from wirelessfl.errors import ConfigError
@@ -82,7 +83,7 @@ class ControllerContext:
     bits_per_value: int  # v
     bandwidth_hz: float  # B
     constants: BoundConstants
-    settings: Any  # the scenario's ControllerConfig
+    settings: Any  # the scenario's controller section: the controller's Settings
     cost: CostModel  # the algorithm's cost model: plans, exact bits, penalty, knobs
     outage_snr: float | None = None  # linear faults.outage_snr_db (None: no outage)
     fading: Any = None  # the cell's channels fading model (None: unknown)
@@ -195,11 +196,12 @@ class Controller(ABC):
     #: The algorithm knobs the controller needs, one of which at least (``"ratio"``, ``"rank"``;
     #: empty: any algorithm). An algorithm with none of them is refused in one line.
     NEEDS_KNOBS: frozenset[str] = frozenset()
-    #: The ``controller.*`` settings (field names of the scenario's ``ControllerConfig``) that
-    #: never reach this controller's decisions, so they cannot change its runs' tables: results
-    #: leave them out of its runs' groups and labels (``wirelessfl.config.schema.applies``).
-    #: Empty (the default, and a plug-in's unless it says so): every setting may matter.
-    IGNORED_SETTINGS: frozenset[str] = frozenset()
+    #: The ``controller.*`` settings the controller reads: a dataclass subclassing
+    #: :class:`~wirelessfl.config.controller.ControllerSettings` (name, D_th, rank, r_max) with
+    #: its own fields, each an :func:`~wirelessfl.config.schema.option`. Another controller's
+    #: keys are accepted in the section but never reach this one: results leave them out of its
+    #: runs' groups and labels. A plug-in that declares none reads the base's.
+    Settings: type = ControllerSettings
     #: Whether :meth:`choose_dispatch` ranks candidates by a per-dispatch objective
     #: (``server.dispatch: controller`` needs it; refused in one line otherwise).
     DISPATCH_OBJECTIVE: bool = False
@@ -219,13 +221,13 @@ class Controller(ABC):
 
     @classmethod
     def uplink_needs(cls, settings: Any) -> frozenset[str]:
-        """What the controller needs of the uplink under ``settings`` (``ControllerConfig``)."""
+        """What the controller needs of the uplink under ``settings`` (its :attr:`Settings`)."""
         return cls.UPLINK_NEEDS
 
     @classmethod
     def noise_bandwidths(cls, settings: Any) -> frozenset[str]:
         """The noise rules the controller plans exactly with under ``settings`` (the
-        scenario's ``ControllerConfig``): :attr:`NOISE_BANDWIDTHS` unless a setting changes
+        controller's :attr:`Settings`): :attr:`NOISE_BANDWIDTHS` unless a setting changes
         the rate it plans with."""
         return cls.NOISE_BANDWIDTHS
 
@@ -256,14 +258,19 @@ class Controller(ABC):
             ) from None
         self.check_bound()
 
+    def smallest_ratio(self) -> float:
+        """The smallest ratio O a round of this controller can send: ``controller.o_min``
+        where it chooses O, ``controller.sparsification`` where it fixes one, else 1."""
+        s = self.ctx.settings
+        return float(getattr(s, "o_min", getattr(s, "sparsification", 1.0)))
+
     def check_bound(self) -> None:
         """A one-line ``ConfigError`` if the constants make gamma^t non-finite at the run's rank.
 
         Checked at the worst case a round can meet: one scheduled client and the smallest
-        ratio (``controller.o_min``, or ``controller.sparsification`` if smaller).
+        ratio the controller can choose (:meth:`smallest_ratio`).
         """
-        c, s = self.ctx, self.ctx.settings
-        o = min(float(s.o_min), float(s.sparsification))
+        c, o = self.ctx, self.smallest_ratio()
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 gamma = float(
@@ -511,8 +518,8 @@ class Controller(ABC):
 
     @classmethod
     def decides_tx_power_under(cls, settings: Any) -> bool:
-        """Whether the controller decides transmit powers under ``settings`` (the scenario's
-        ``ControllerConfig``), known at load (an uplink that sets the powers refuses it)."""
+        """Whether the controller decides transmit powers under ``settings`` (its
+        :attr:`Settings`), known at load (an uplink that sets the powers refuses it)."""
         return False
 
     @property

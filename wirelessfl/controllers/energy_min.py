@@ -19,11 +19,15 @@ clock range (``devices.energy.model: cmos``); both are refused otherwise in one 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from optim import DeadlineInfeasibleError, EnergyMinSolution, solve_energy_min
+from optim import ENERGY_MIN_METHODS, DeadlineInfeasibleError, EnergyMinSolution, solve_energy_min
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.schema import option
+from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.radio_inputs import check_radio_context, radio_decisions, radio_inputs
 
@@ -31,13 +35,36 @@ from wirelessfl.controllers.radio_inputs import check_radio_context, radio_decis
 LEAST_TIME_MARGIN = 1e-9
 
 
+@dataclass
+class EnergyMinSettings(ControllerSettings):
+    """The energy-min controller's settings: its ratio O, the round-time limit T and the scheme."""
+
+    sparsification: float = option(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        doc="O for the fixed and energy_min controllers",
+        applies=stage_follows_controller,
+    )
+    round_time_s: float = option(
+        1.0,
+        gt=0.0,
+        doc="energy_min controller: completion-time limit T per round, compute + upload [s] "
+        "(a round that cannot meet it takes its least time and counts a solver_fallback)",
+    )
+    energy_scheme: str = option(
+        "joint",
+        choices=ENERGY_MIN_METHODS,
+        doc="energy_min controller: joint (power, clock and shares, Yang et al.) | "
+        "equal_bandwidth | max_power | max_frequency (the paper's baselines)",
+    )
+
+
 class EnergyMin(Controller):
     """Fixed rank and ratio; per round the least-energy powers, clocks and shares under T."""
 
     NOISE_BANDWIDTHS = frozenset({"share"})
-    IGNORED_SETTINGS = frozenset(
-        {"V", "o_min", "method", "bandwidth", "offline_channel", "offline_outage_prob", "radio"}
-    )
+    Settings = EnergyMinSettings
 
     def __init__(self, ctx: ControllerContext):
         check_radio_context(ctx, "controller.name: energy_min")

@@ -26,14 +26,52 @@ minmax`` is a share rule and applies to FDMA only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from channels import snr_at_power
 from optim import minmax_bandwidth
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.schema import option
+from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.controllers.base import Controller, Decision
 from wirelessfl.controllers.costing import planned_upload_s
+
+
+@dataclass
+class FixedSettings(ControllerSettings):
+    """The fixed controller's settings: its ratio O, its share rule, and one transmit power
+    and one clock for every client."""
+
+    sparsification: float = option(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        doc="O for the fixed and energy_min controllers",
+        applies=stage_follows_controller,
+    )
+    bandwidth: str = option(
+        "equal_delay",
+        choices=("equal_delay", "minmax"),
+        doc="share rule (fixed controller)",
+    )
+    tx_power_fraction: float | None = option(
+        None,
+        gt=0.0,
+        le=1.0,
+        doc="fixed controller: every scheduled client transmits at this fraction of its "
+        "power-control power P_max,k (channel.power_control), its SNR scaled alike; null: "
+        "P_max,k (docs/simulator.md)",
+    )
+    cpu_freq_hz: float | None = option(
+        None,
+        gt=0.0,
+        doc="fixed controller: every scheduled client computes at this clock, in "
+        "[devices.energy.cpu_freq_min_hz, devices.energy.cpu_freq_hz] (model: cmos): compute "
+        "time x f_max / f, energy kappa f^2 cycles; null: f_max",
+    )
 
 
 class Fixed(Controller):
@@ -45,8 +83,7 @@ class Fixed(Controller):
     FIXED_RADIO_DECISIONS = True
     #: the uplink's round plan (FDMA's finish-together shares, the analog sum, NOMA's band)
     UPLINK_NEEDS = frozenset({"round"})
-    #: the online stage's and the energy-min controller's settings
-    IGNORED_SETTINGS = frozenset({"radio", "round_time_s", "energy_scheme"})
+    Settings = FixedSettings
     NOISE_BANDWIDTHS = frozenset({"band", "share"})
 
     @classmethod

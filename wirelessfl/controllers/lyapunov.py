@@ -49,6 +49,7 @@ the idle client of least J_k(O_k) (ties: the shorter planned latency, then the s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,9 +57,12 @@ import numpy as np
 from channels.fdma import spectral_efficiency
 from optim.dispatch import DispatchSolution, solve_dispatch
 from optim.dispatch_radio import DispatchRadioSolution
+from optim.energy_queue import ENERGY_QUEUE_RULES
 from optim.max_affine_slot import solve_max_affine_slot
 from optim.online import SLOT_METHODS, solve_affine_slot
 from wirelessfl.algorithms.cost import RANK, RATIO
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.schema import option
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.dispatch import DispatchCandidates, DispatchDecision
 from wirelessfl.controllers.joint_radio import (
@@ -71,6 +75,69 @@ from wirelessfl.controllers.sketch import lora_step_fraction
 from wirelessfl.errors import ConfigError
 
 
+@dataclass
+class LyapunovSettings(ControllerSettings):
+    """The online stage's settings (osfa; tsfa adds its offline stage's): the drift-plus-penalty
+    weight, the ratio floor, the per-slot solver, the radio and the energy queues."""
+
+    V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
+    o_min: float = option(0.05, gt=0.0, lt=1.0, doc="minimum sparsification ratio O_min")
+    method: str = option("exact", choices=("exact", "cvxpy"), doc="per-slot solver")
+    bits_choices: list[int] | None = option(
+        None,
+        doc="tsfa/osfa online step: the quantiser's bits per sent LoRA value b it chooses each "
+        "round with O^t or r^t (each in [2, 16], or payload.bits_per_value: unquantised; "
+        "docs/solvers.md); null: the quantize section's b every round",
+    )
+    radio: str = option(
+        "fixed",
+        choices=("fixed", "joint"),
+        doc="tsfa/osfa online stage: fixed (P3 at full power and clock, the paper) | joint "
+        "(ratio, transmit power, CPU clock, shares and round time by optim.solve_joint_step; "
+        "needs channel.noise_bandwidth: share and devices.energy.model: cmos)",
+    )
+    energy_budget_j: float | None = option(
+        None,
+        gt=0.0,
+        doc="time-average energy per device per round (event-driven modes: per aggregation; "
+        "compute + transmit); a virtual queue per device joins the online stage (osfa, tsfa); "
+        "null: no budget",
+    )
+    energy_weight: float = option(
+        1.0,
+        gt=0.0,
+        doc="omega: the energy queues' weight in the Lyapunov function, L = Q^2/2 + omega "
+        "sum_k Z_k^2/2 [Q in s, Z in J]; the online stage prices omega Z_k E_k (docs/solvers.md, "
+        "'The energy queues' weight'); 1: the SI exchange 1 s = 1 J",
+    )
+    energy_queue: str = option(
+        "every_round",
+        choices=ENERGY_QUEUE_RULES,
+        doc="when a device's energy queue Z_k moves: every_round, Z_k <- max(Z_k + E_k - "
+        "budget, 0) each round (event-driven modes: each aggregation) | at_participation, "
+        "only in the rounds it spends energy, with the budget of every round since its last "
+        "move, so idle rounds' budget is banked (docs/solvers.md, 'Queues updated at "
+        "participation') | signed, Z_k <- Z_k + E_k - budget each round with no max, so "
+        "unspent budget is credit the step spends at price 0 and the time-average energy "
+        "follows the budget (docs/solvers.md, 'The signed queue'); needs energy_budget_j",
+    )
+    energy_price: float = option(
+        0.0,
+        ge=0.0,
+        doc="mu: a price on every scheduled device's energy in the online step besides its "
+        "queue's, (omega Z_k + mu) E_k: the drift-plus-penalty of the penalty gamma(O) + "
+        "(mu / V) sum_k E_k (docs/solvers.md, 'The energy queues' weight'); 0: the queues alone",
+    )
+
+    def validate(self, prefix: str) -> None:
+        super().validate(prefix)
+        if self.energy_budget_j is None and self.energy_queue != "every_round":
+            raise ConfigError(
+                f"{prefix}.energy_queue: {self.energy_queue} moves the energy queues, which "
+                f"need {prefix}.energy_budget_j; set a budget or use every_round"
+            )
+
+
 class OnlineLyapunov(Controller):
     """Rank from the scenario (``controller.rank``); each round the algorithm's knob (O^t or
     r^t) and the shares by drift-plus-penalty (module docstring).
@@ -81,9 +148,7 @@ class OnlineLyapunov(Controller):
     SUPPORTS_ENERGY_BUDGET = True
     CHOOSES_BITS = True
     NEEDS_KNOBS = frozenset({RATIO, RANK})
-    #: O^t is chosen each round; the fixed controller's ratio and share rule and the
-    #: energy-min controller's settings are never read
-    IGNORED_SETTINGS = frozenset({"sparsification", "bandwidth", "round_time_s", "energy_scheme"})
+    Settings = LyapunovSettings
     DISPATCH_OBJECTIVE = True
     #: the uplink's round plan and its delay in O (any uplink); radio: joint plans FDMA shares
     UPLINK_NEEDS = frozenset({"round"})

@@ -29,6 +29,7 @@ r^2 / k^2 (FSLoRA without compression) the closed-form sweep above runs, to the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,8 @@ from channels import equal_delay_shares, full_band_upload_s, lora_training_flops
 from optim import solve_sketch_ratios
 from optim.sketch_ratio import solve_sketch_table
 from wirelessfl.algorithms.cost import RANK
+from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.schema import option
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.errors import ConfigError
 
@@ -61,6 +64,23 @@ def lora_step_fraction(geometry: Any, rank: int) -> float:
     return following / total if total > 0 else 0.0
 
 
+@dataclass
+class SketchSettings(ControllerSettings):
+    """The sketch controller's settings: the penalty weight and the smallest sketch size."""
+
+    V: float = option(1.0e-4, ge=0.0, doc="Lyapunov penalty weight")
+    k_min: int = option(
+        1, ge=1, doc="sketch: smallest per-client sketch size k_i (<= controller.rank)"
+    )
+
+    def validate(self, prefix: str) -> None:
+        super().validate(prefix)
+        if self.k_min > self.rank:
+            raise ConfigError(
+                f"{prefix}.k_min: must be <= {prefix}.rank ({self.rank}), got {self.k_min}"
+            )
+
+
 class SketchRatio(Controller):
     """Per-client sketch sizes k_i in [``controller.k_min``, ``controller.rank``] each round.
 
@@ -69,11 +89,7 @@ class SketchRatio(Controller):
     """
 
     NEEDS_KNOBS = frozenset({RANK})
-    #: the sketch sizes are chosen each round; the fixed controller's ratio and share rule are
-    #: never read
-    IGNORED_SETTINGS = frozenset(
-        {"sparsification", "bandwidth", "radio", "round_time_s", "energy_scheme"}
-    )
+    Settings = SketchSettings
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)

@@ -35,21 +35,44 @@ over the planning channel in closed form) refuses TSFA at load in one line (``UP
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from channels.fdma import full_band_upload_s
 from optim import OfflineResult, offline_rank_search
-from optim.offline import affine_offline_ratio, planning_inverse_efficiency
+from optim.offline import OFFLINE_CHANNELS, affine_offline_ratio, planning_inverse_efficiency
 from wirelessfl.algorithms.cost import RATIO
-from wirelessfl.controllers.lyapunov import OnlineLyapunov
+from wirelessfl.config.schema import option
+from wirelessfl.controllers.lyapunov import LyapunovSettings, OnlineLyapunov
 from wirelessfl.errors import ConfigError, UserError
 from wirelessfl.plans import RoundPlan
 
 
+@dataclass
+class TsfaSettings(LyapunovSettings):
+    """TSFA's settings: the online stage's and the offline search's planning channel."""
+
+    offline_channel: str = option(
+        "mean_snr",
+        choices=OFFLINE_CHANNELS,
+        doc="TSFA offline stage plans with log2(1 + mean SNR) (the paper), or with "
+        "E[1/log2(1 + SNR)] under Rayleigh fading above the outage cut-off (docs/solvers.md)",
+    )
+    offline_outage_prob: float = option(
+        0.01,
+        gt=0.0,
+        lt=1.0,
+        doc="expected_rate without faults.outage_snr_db: plan over each client's fading "
+        "states above this quantile of its SNR",
+    )
+
+
 class TwoStage(OnlineLyapunov):
     """Rank from the offline search on the planning channel; then as OSFA."""
+
+    Settings = TsfaSettings
 
     #: OSFA's needs and an average delay for the offline stage
     UPLINK_NEEDS = frozenset({"round", "offline"})

@@ -24,9 +24,11 @@ __all__ = [
 
 def make_learner(scenario: Any) -> Learner:
     """Build the learner named by ``learner.kind`` for ``scenario``."""
+    from wirelessfl.learners.kinds import learner_factory
+
     kind = scenario.learner.kind
     try:
-        build = LEARNERS.load(kind)
+        build = learner_factory(kind)
     except ModuleNotFoundError as err:  # torch/peft missing on a base install
         raise UserError(
             f"learner.kind: {kind!r} needs the [train] extra: pip install -e '.[train]' "

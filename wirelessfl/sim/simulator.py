@@ -189,8 +189,8 @@ class Simulator:
             geometry=geometry,
             energy_budget_j=(
                 None
-                if scenario.controller.energy_budget_j is None
-                else np.full(scenario.n_clients, scenario.controller.energy_budget_j)
+                if scenario.controller.given("energy_budget_j") is None
+                else np.full(scenario.n_clients, scenario.controller.given("energy_budget_j"))
             ),
             cost=learner.cost_model(),
             cpu_hz_min=self.cpu_hz_min,

@@ -152,7 +152,7 @@ def run_sweep(
         )
         for p in points
     }
-    if executor == "ray" and any(s.learner.executor == "ray" for s in scenarios.values()):
+    if executor == "ray" and any(s.learner.given("executor") == "ray" for s in scenarios.values()):
         raise UserError(
             "--executor ray: the runs set learner.executor: ray, and their training actors "
             "would wait for the CPUs the sweep's own tasks hold; use one of the two"
@@ -203,7 +203,7 @@ def run_sweep(
         if state != "finished":
             resume = state == "unfinished"
             learner = scenarios[p.name].learner
-            gpu = learner.kind != "surrogate" and learner.device != "cpu"
+            gpu = learner.kind != "surrogate" and learner.given("device", "auto") != "cpu"
             tasks.append(
                 RunTask(p.name, str(scenario_path), p.overrides, str(folder), resume, gpu, plugins)
             )

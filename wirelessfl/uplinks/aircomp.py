@@ -18,7 +18,8 @@ step; they are part of the run's checkpoint (:meth:`AirCompUplink.state`).
 The controller plans the analog sum (:mod:`wirelessfl.controllers.air_planning`): a controller
 that decides transmit powers, or that plans bandwidth shares, is refused when the run is built
 (:meth:`AirCompUplink.check_run`); what the scenario alone rules out is refused at load
-(``wirelessfl.config.aircomp.check_uplink``).
+(:meth:`AirCompUplink.check_scenario`). Its settings, ``channel.aircomp``, are its
+:attr:`~AirCompUplink.Settings` (:mod:`wirelessfl.uplinks.aircomp_settings`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from wirelessfl.controllers.air_planning import AnalogSumPlanning
 from wirelessfl.errors import ConfigError
 from wirelessfl.plans import AirRound
 from wirelessfl.results.columns import AIRCOMP_FADING_ROUND_COLUMNS, AIRCOMP_ROUND_COLUMNS
+from wirelessfl.uplinks.aircomp_settings import AirCompSettings
 from wirelessfl.uplinks.base import Uplink, UplinkRound
 
 __all__ = ["AirCompUplink"]
@@ -52,6 +54,8 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
 
     NAME = "aircomp"
     ANALOG = True
+    #: ``channel.aircomp``: the power control policy and its parameters
+    Settings = AirCompSettings
 
     def __init__(
         self,
@@ -112,7 +116,7 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
                 "channel.aircomp.average_power_w: the average over fading is Rayleigh's closed "
                 f"form, and channel.fading.model is {fading!r}; use rayleigh, or remove it"
             )
-        if scenario.controller.tx_power_fraction is not None:
+        if scenario.controller.given("tx_power_fraction") is not None:
             raise ConfigError(
                 "controller.tx_power_fraction: with channel.uplink: aircomp the power control "
                 "policy (channel.aircomp.policy) sets every client's power; remove it"
@@ -122,7 +126,8 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
             CONTROLLERS.load(scenario.controller.name),
             scenario.controller,
         )
-        if scenario.quantize.bits is not None or scenario.controller.bits_choices is not None:
+        bits_choices = scenario.controller.given("bits_choices")
+        if scenario.quantize.bits is not None or bits_choices is not None:
             raise ConfigError(
                 "quantize.bits / controller.bits_choices: channel.uplink: aircomp sends analog "
                 "values, and quantisation is a stage of digital uploads; use channel.uplink: "

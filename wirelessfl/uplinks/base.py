@@ -127,17 +127,22 @@ class Uplink(UplinkPlanning, ABC):
         """One line when the controller class needs of the uplink (``uplink_needs(settings)``)
         what it does not offer (:attr:`OFFERS`), naming the combination and the controllers
         that fit."""
+        from wirelessfl.config.controller import settings_for
         from wirelessfl.registries import CONTROLLERS
 
         missing = sorted(controller.uplink_needs(settings) - cls.OFFERS)
         if not missing:
             return
         lacks, does = NEEDS[missing[0]]
-        fits = sorted(
-            other
-            for other in CONTROLLERS.names()
-            if CONTROLLERS.load(other).uplink_needs(settings) <= cls.OFFERS
-        )
+
+        def fits_uplink(other: str) -> bool:
+            try:
+                needs = CONTROLLERS.load(other).uplink_needs(settings_for(settings, other))
+            except ConfigError:  # these values are no valid settings of that controller
+                return False
+            return needs <= cls.OFFERS
+
+        fits = sorted(other for other in CONTROLLERS.names() if fits_uplink(other))
         listed = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)
         use = f"controller.name: {listed}, or " if fits else ""
         raise ConfigError(
@@ -240,9 +245,9 @@ class Uplink(UplinkPlanning, ABC):
 def learner_uplinks(kind: str) -> tuple[str, ...]:
     """The uplinks whose aggregate the ``learner.kind`` ``kind`` forms: its class's
     ``UPLINKS`` (``wirelessfl.learners.base.Learner``; FDMA alone when it names none)."""
-    from wirelessfl.registries import LEARNERS
+    from wirelessfl.learners.kinds import learner_factory
 
-    factory = LEARNERS.load(kind)
+    factory = learner_factory(kind)
     learner = getattr(factory, "__self__", factory)  # a class, or its from_scenario
     return tuple(getattr(learner, "UPLINKS", ("fdma",)))
 

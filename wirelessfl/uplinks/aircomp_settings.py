@@ -1,5 +1,5 @@
-"""``channel.uplink`` and ``channel.aircomp``: the uplink the clients send their updates over
-(docs/simulator.md, "Over-the-air aggregation")."""
+"""``channel.aircomp``: the AirComp uplink's settings (its ``Settings``; docs/simulator.md,
+"Over-the-air aggregation"). Torch-free: the scenario schema loads it through the registry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from channels.aircomp import AIRCOMP_POLICIES
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-__all__ = ["AirCompConfig", "uses_aircomp", "uses_fading_policy"]
+__all__ = ["AirCompSettings", "uses_aircomp", "uses_fading_policy"]
 
 
 def uses_aircomp(config: Mapping[str, Any]) -> bool:
@@ -26,7 +26,7 @@ def uses_fading_policy(config: Mapping[str, Any]) -> bool:
 
 
 @dataclass
-class AirCompConfig:
+class AirCompSettings:
     """Over-the-air aggregation: the power control policy of ``channels.aircomp``."""
 
     policy: str = option(
