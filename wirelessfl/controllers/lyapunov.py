@@ -54,7 +54,6 @@ from typing import Any
 
 import numpy as np
 
-from channels.fdma import spectral_efficiency
 from optim.dispatch import DispatchSolution, solve_dispatch
 from optim.dispatch_radio import DispatchRadioSolution
 from optim.energy_queue import ENERGY_QUEUE_RULES
@@ -342,7 +341,7 @@ class OnlineLyapunov(Controller):
         if s.radio == "joint":
             radio = dispatch_radio(self, cand, (fixed_bits, per_ratio_bits, offset, a))
             return radio.dispatch, None, offset, a, radio
-        rate_bps = cand.share * c.bandwidth_hz * spectral_efficiency(cand.snr)  # b B log2(1+SNR)
+        rate_bps = c.planning.dispatch_rate_bps(cand.snr, cand.concurrency)  # b B log2(1+SNR)
         per_ratio_s, fixed_s = per_ratio_bits / rate_bps, fixed_bits / rate_bps
         z = self.weighted_energy_queues(cand.clients)
         solution = solve_dispatch(

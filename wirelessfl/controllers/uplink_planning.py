@@ -129,6 +129,14 @@ class UplinkPlanning(ABC):
         1 / log2(1 + SNR_bar_k) (or of w_k) and ``scale`` = K / (N B) [1/Hz]."""
         raise NotImplementedError(f"channel.uplink: {self.NAME} has no offline delay")
 
+    def dispatch_rate_bps(self, snr: np.ndarray, concurrency: int) -> np.ndarray:
+        """(n,) the rate [bit/s] each of n candidates of a dispatch plans its upload with in
+        the event-driven modes (docs/solvers.md, "Per-dispatch step"): the least the band
+        shared among at most ``concurrency`` C uploads gives it, at its (n,) linear SNRs.
+        Only an uplink whose band the event-driven modes share (``Uplink.EVENT_DRIVEN``)
+        has one; the others are refused at load before a dispatch is planned."""
+        raise NotImplementedError(f"channel.uplink: {self.NAME} shares no band among uploads")
+
 
 class FdmaPlanning(UplinkPlanning):
     """FDMA's planning: shares under which every client finishes together, on a band of
@@ -169,6 +177,12 @@ class FdmaPlanning(UplinkPlanning):
             return np.array([v * n * sum_inv / bw]), np.array([(v * h + side) * sum_inv / bw])
         slope = float(v * np.dot(n, inv) / bw)
         return np.array([slope]), np.array([float(np.dot(v * h + side, inv) / bw)])
+
+    def dispatch_rate_bps(self, snr: np.ndarray, concurrency: int) -> np.ndarray:
+        """b B log2(1 + SNR) at the least share b = 1/C (noise over the band, the rate the
+        processor-sharing band gives an upload among C)."""
+        share = 1.0 / concurrency
+        return share * self.bandwidth_hz * spectral_efficiency(np.asarray(snr, dtype=float))
 
     def offline_delay(
         self, uploads: AffineUploads, n_values: np.ndarray | None, weight: np.ndarray, scale: float

@@ -225,6 +225,13 @@ class Uplink(UplinkPlanning, ABC):
         processor sharing (only on an uplink with :attr:`EVENT_DRIVEN`)."""
         raise NotImplementedError(f"channel.uplink: {self.NAME} has no shared band")
 
+    def dispatch_rate_bps(self, snr: np.ndarray, concurrency: int) -> np.ndarray:
+        """(n,) the rate [bit/s] a dispatch plans with: the full-band rate shared among the
+        at most ``concurrency`` uploads on the air (only on an uplink with
+        :attr:`EVENT_DRIVEN`)."""
+        rates = [self.full_band_rate_bps(float(x)) for x in np.atleast_1d(snr)]
+        return np.asarray(rates, dtype=float) / concurrency
+
     def deliver(
         self, learner: Any, prepared: UplinkRound | None, scheduled: np.ndarray, arrived: np.ndarray
     ) -> None:
