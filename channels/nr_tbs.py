@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+from channels.nr_grid import pusch_re_per_prb
+
 __all__ = ["MCS_TABLES", "TBS_TABLE", "mcs", "transport_block_bits"]
 
 #: TS 38.214 Table 5.1.3.2-1: TBS for N_info <= 3824 [bit]
@@ -84,7 +86,7 @@ def transport_block_bits(
     if not 1 <= n_layers <= 4 or not 1 <= n_symbols <= 14:
         raise ValueError(f"n_layers in 1..4 and n_symbols in 1..14, got {n_layers}, {n_symbols}")
     q_m, rate = mcs(mcs_index, table)
-    re_per_prb = min(156, 12 * n_symbols - dmrs_re_per_prb - overhead_re_per_prb)
+    re_per_prb = pusch_re_per_prb(n_symbols, dmrs_re_per_prb, overhead_re_per_prb)
     if n_prb == 0 or re_per_prb <= 0:
         return 0
     n_info = re_per_prb * n_prb * rate * q_m * n_layers  # step 2
