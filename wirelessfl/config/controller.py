@@ -17,6 +17,7 @@ from typing import Any
 
 from wirelessfl.config.limits import MAX_RANK
 from wirelessfl.config.schema import chosen_section, hidden_option, option
+from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import CONTROLLERS
 
@@ -55,6 +56,20 @@ class ControllerSettings:
         if key in {f.name for f in fields(self)} and key != "others":
             return getattr(self, key)
         return self.others.get(key, default)
+
+
+@dataclass
+class FixedRatioSettings(ControllerSettings):
+    """The settings of a controller that sends one given ratio O every round (fixed,
+    energy_min)."""
+
+    sparsification: float = option(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        doc="O for the fixed and energy_min controllers",
+        applies=stage_follows_controller,
+    )
 
 
 def controller_settings(name: str = "tsfa", **values: Any) -> ControllerSettings:

@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 
 from optim import ENERGY_MIN_METHODS, DeadlineInfeasibleError, EnergyMinSolution, solve_energy_min
-from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.controller import FixedRatioSettings
 from wirelessfl.config.schema import option
-from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.controllers.base import Controller, ControllerContext, Decision
 from wirelessfl.controllers.radio_inputs import check_radio_context, radio_decisions, radio_inputs
 
@@ -36,16 +35,9 @@ LEAST_TIME_MARGIN = 1e-9
 
 
 @dataclass
-class EnergyMinSettings(ControllerSettings):
+class EnergyMinSettings(FixedRatioSettings):
     """The energy-min controller's settings: its ratio O, the round-time limit T and the scheme."""
 
-    sparsification: float = option(
-        1.0,
-        gt=0.0,
-        le=1.0,
-        doc="O for the fixed and energy_min controllers",
-        applies=stage_follows_controller,
-    )
     round_time_s: float = option(
         1.0,
         gt=0.0,

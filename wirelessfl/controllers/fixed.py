@@ -33,25 +33,17 @@ import numpy as np
 
 from channels import snr_at_power
 from optim import minmax_bandwidth
-from wirelessfl.config.controller import ControllerSettings
+from wirelessfl.config.controller import FixedRatioSettings
 from wirelessfl.config.schema import option
-from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.controllers.base import Controller, Decision
 from wirelessfl.controllers.costing import planned_upload_s
 
 
 @dataclass
-class FixedSettings(ControllerSettings):
+class FixedSettings(FixedRatioSettings):
     """The fixed controller's settings: its ratio O, its share rule, and one transmit power
     and one clock for every client."""
 
-    sparsification: float = option(
-        1.0,
-        gt=0.0,
-        le=1.0,
-        doc="O for the fixed and energy_min controllers",
-        applies=stage_follows_controller,
-    )
     bandwidth: str = option(
         "equal_delay",
         choices=("equal_delay", "minmax"),
