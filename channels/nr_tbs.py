@@ -21,7 +21,7 @@ import math
 
 from channels.nr_grid import pusch_re_per_prb
 
-__all__ = ["MCS_TABLES", "TBS_TABLE", "mcs", "transport_block_bits"]
+__all__ = ["MCS_TABLES", "TBS_TABLE", "mcs", "transport_block", "transport_block_bits"]
 
 #: TS 38.214 Table 5.1.3.2-1: TBS for N_info <= 3824 [bit]
 TBS_TABLE: tuple[int, ...] = (
@@ -81,6 +81,33 @@ def transport_block_bits(
     PRBs at MCS ``mcs_index`` of ``table``, ``n_layers`` layers, ``n_symbols`` PUSCH symbols in
     the slot, ``dmrs_re_per_prb`` DMRS and ``overhead_re_per_prb`` overhead REs per PRB (0 for no
     PRB)."""
+    return transport_block(
+        n_prb,
+        mcs_index,
+        table=table,
+        n_layers=n_layers,
+        n_symbols=n_symbols,
+        dmrs_re_per_prb=dmrs_re_per_prb,
+        overhead_re_per_prb=overhead_re_per_prb,
+    )[0]
+
+
+def transport_block(
+    n_prb: int,
+    mcs_index: int,
+    *,
+    table: int = 1,
+    n_layers: int = 1,
+    n_symbols: int = 14,
+    dmrs_re_per_prb: int = 12,
+    overhead_re_per_prb: int = 0,
+) -> tuple[int, int, int]:
+    """(TBS [bit], C code blocks, K' bits per code block) of the transport block of
+    :func:`transport_block_bits` (same arguments). C is step 4's (1 in step 3), which is the
+    LDPC segmentation of TS 38.212 §5.2.2 for the base graph §7.2.2 picks; K' = (TBS + L_TB) / C
+    + L_CB with the transport block CRC L_TB = 24 (16 for TBS <= 3824) and the code block CRC
+    L_CB = 24 when C > 1 (0 otherwise), rounded down: the code block size a BLER table is read
+    at; one code block in error loses the transport block. (0, 0, 0) for no PRB."""
     if isinstance(n_prb, bool) or not isinstance(n_prb, int) or n_prb < 0:
         raise ValueError(f"n_prb: a PRB count >= 0, got {n_prb!r}")
     if not 1 <= n_layers <= 4 or not 1 <= n_symbols <= 14:
@@ -88,18 +115,21 @@ def transport_block_bits(
     q_m, rate = mcs(mcs_index, table)
     re_per_prb = pusch_re_per_prb(n_symbols, dmrs_re_per_prb, overhead_re_per_prb)
     if n_prb == 0 or re_per_prb <= 0:
-        return 0
+        return 0, 0, 0
     n_info = re_per_prb * n_prb * rate * q_m * n_layers  # step 2
     if n_info <= 3824:  # step 3
         n = max(3, math.floor(math.log2(n_info)) - 6)
         n_info_q = max(24, 2**n * math.floor(n_info / 2**n))
-        return next(t for t in TBS_TABLE if t >= n_info_q)
-    n = math.floor(math.log2(n_info - 24)) - 5  # step 4
-    n_info_q = max(3840, 2**n * _round_half_up((n_info - 24) / 2**n))
-    if rate <= 0.25:
-        c = math.ceil((n_info_q + 24) / 3816)
-    elif n_info_q > 8424:
-        c = math.ceil((n_info_q + 24) / 8424)
+        tbs, c = next(t for t in TBS_TABLE if t >= n_info_q), 1
     else:
-        c = 1
-    return 8 * c * math.ceil((n_info_q + 24) / (8 * c)) - 24
+        n = math.floor(math.log2(n_info - 24)) - 5  # step 4
+        n_info_q = max(3840, 2**n * _round_half_up((n_info - 24) / 2**n))
+        if rate <= 0.25:
+            c = math.ceil((n_info_q + 24) / 3816)
+        elif n_info_q > 8424:
+            c = math.ceil((n_info_q + 24) / 8424)
+        else:
+            c = 1
+        tbs = 8 * c * math.ceil((n_info_q + 24) / (8 * c)) - 24
+    tb_crc = 24 if tbs > 3824 else 16
+    return tbs, c, (tbs + tb_crc) // c + (24 if c > 1 else 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from channels.nr_tbs import MCS_TABLES, TBS_TABLE, mcs, transport_block_bits
+from channels.nr_tbs import MCS_TABLES, TBS_TABLE, mcs, transport_block, transport_block_bits
 
 # fmt: off
 HAND = [
@@ -63,6 +63,19 @@ def test_bad_input_names_the_argument(call, key):
         call()
 
 
+def test_code_blocks_by_hand():
+    # MCS 27 of table 1 (Q_m 6, R 910/1024) on 273 PRBs: N_RE 156 x 273 = 42,588, N_info =
+    # 227,080.8; n = 12, N'_info = 4096 x round(55.43) = 225,280 > 8424 at R > 1/4: C = ceil(
+    # 225,304 / 8424) = 27, TBS = 216 ceil(225,304 / 216) - 24 = 225,480; K' = 225,504 / 27 + 24
+    assert transport_block(273, 27) == (225_480, 27, 8376)
+    # MCS 2 (Q_m 2, R 193/1024 <= 1/4) on 100 PRBs: N_info 5880.5, N'_info 128 x 46 = 5888:
+    # C = ceil(5912 / 3816) = 2, TBS = 16 ceil(5912 / 16) - 24 = 5896, K' = 5920 / 2 + 24
+    assert transport_block(100, 2) == (5896, 2, 2984)
+    # one code block: TBS + its 16-bit CRC (TBS <= 3824), no code block CRC
+    assert transport_block(5, 10) == (1032, 1, 1048)
+    assert transport_block(0, 10) == (0, 0, 0)
+
+
 def test_against_sionna():
     pytest.importorskip("sionna.phy", reason="the nr extra (sionna-no-rt) is not installed")
     import torch
@@ -82,5 +95,10 @@ def test_against_sionna():
                 ref = calculate_tb_size(
                     q_m, rate, num_prbs=n_prb, num_ofdm_symbols=symbols, num_dmrs_per_prb=dmrs,
                     num_layers=layers, return_cw_length=False,
-                )[0]  # fmt: skip
-                assert ours == int(ref), (table, index, n_prb, symbols, dmrs, layers)
+                )  # fmt: skip
+                assert ours == int(ref[0]), (table, index, n_prb, symbols, dmrs, layers)
+                blocks = transport_block(
+                    n_prb, index, table=table, n_layers=layers, n_symbols=symbols,
+                    dmrs_re_per_prb=dmrs,
+                )[1:]  # fmt: skip
+                assert blocks == (int(ref[2]), int(ref[1])), (table, index, n_prb, symbols)
