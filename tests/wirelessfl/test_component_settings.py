@@ -148,3 +148,26 @@ def test_aircomp_section_is_the_uplinks_settings():
     assert not applies(Scenario, to_dict(scenario_from_dict({})), "channel.aircomp.policy")
     with pytest.raises(ConfigError, match=r"channel\.aircomp\.polic: unknown key"):
         scenario_from_dict({"channel": {"aircomp": {"polic": "optimal"}}})
+
+
+class _ReadsOmin(Fixed):
+    """A plug-in that reads the online stage's o_min without declaring it."""
+
+    Settings = ControllerSettings
+
+    def choose_rank(self):
+        return int(self.ctx.settings.rank) if self.ctx.settings.o_min else 1
+
+
+def test_reading_an_undeclared_setting_is_one_line(tmp_path):
+    settings = controller_settings("fixed")
+    assert getattr(settings, "o_min", None) is None  # getattr with a default still works
+    CONTROLLERS.register("reads_o_min", _ReadsOmin)
+    try:
+        sc = small_scenario(rounds=1, **{"controller.name": "reads_o_min"})
+        with pytest.raises(ConfigError) as err:
+            run_scenario(sc, tmp_path, progress=False)
+    finally:
+        CONTROLLERS.unregister("reads_o_min")
+    assert str(err.value).startswith("controller.o_min: not a setting of the running controller")
+    assert "declares the keys it reads in its Settings" in str(err.value)

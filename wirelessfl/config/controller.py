@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from wirelessfl.config.limits import MAX_RANK
-from wirelessfl.config.schema import chosen_section, hidden_option, option
+from wirelessfl.config.schema import chosen_section, hidden_option, missing_setting, option
 from wirelessfl.config.sections import stage_follows_controller
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import CONTROLLERS
@@ -56,6 +56,11 @@ class ControllerSettings:
         if key in {f.name for f in fields(self)} and key != "others":
             return getattr(self, key)
         return self.others.get(key, default)
+
+    def __getattr__(self, name: str) -> Any:
+        """Reading a setting the running controller does not declare: one line that says
+        where to declare it (a plug-in controller reading another controller's key)."""
+        raise missing_setting("controller", self, name)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from wirelessfl.config.limits import (
     MAX_LAYERS,
     MAX_RANK,
 )
-from wirelessfl.config.schema import hidden_option, option, show
+from wirelessfl.config.schema import hidden_option, missing_setting, option, show
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import LEARNERS
 
@@ -119,6 +119,10 @@ class LearnerSettings:
         if key in {f.name for f in fields(self)} and key != "others":
             return getattr(self, key)
         return self.others.get(key, default)
+
+    def __getattr__(self, name: str) -> Any:
+        """Reading a setting the running learner kind does not declare: one line."""
+        raise missing_setting("learner", self, name)
 
 
 def check_other_kinds(learner: LearnerSettings, prefix: str = "learner") -> None:

@@ -225,6 +225,24 @@ def _build_chosen(meta: Mapping[str, Any], raw: Mapping[str, Any], key: str) -> 
     return settings
 
 
+class MissingSettingError(ConfigError, AttributeError):
+    """A chosen section read for a key its running plug-in's ``Settings`` does not declare
+    (an ``AttributeError`` too, so ``getattr(settings, key, default)`` still works)."""
+
+
+def missing_setting(section: str, settings: Any, name: str) -> AttributeError:
+    """The error for reading ``<section>.<name>`` from ``settings`` that lack it: a plain
+    ``AttributeError`` for private and special names (copy, pickle), else one line naming the
+    key, the running plug-in and where its keys are declared."""
+    if name.startswith("_") or not dataclasses.is_dataclass(settings):
+        return AttributeError(name)
+    own = ", ".join(field_names(type(settings)))
+    return MissingSettingError(
+        f"{section}.{name}: not a setting of the running {section} ({type(settings).__name__}: "
+        f"{own}); a plug-in declares the keys it reads in its Settings (CONTRIBUTING.md)"
+    )
+
+
 def registry_label(registry: Any) -> str:
     """What a registry holds, in words (``controller``), for messages."""
     return str(getattr(registry, "kind", "plug-in"))
