@@ -67,29 +67,11 @@ def _round_half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def transport_block_bits(
-    n_prb: int,
-    mcs_index: int,
-    *,
-    table: int = 1,
-    n_layers: int = 1,
-    n_symbols: int = 14,
-    dmrs_re_per_prb: int = 12,
-    overhead_re_per_prb: int = 0,
-) -> int:
+def transport_block_bits(n_prb: int, mcs_index: int, **options: int) -> int:
     """The transport block size [bit] of TS 38.214 §5.1.3.2 (module docstring) for ``n_prb``
-    PRBs at MCS ``mcs_index`` of ``table``, ``n_layers`` layers, ``n_symbols`` PUSCH symbols in
-    the slot, ``dmrs_re_per_prb`` DMRS and ``overhead_re_per_prb`` overhead REs per PRB (0 for no
-    PRB)."""
-    return transport_block(
-        n_prb,
-        mcs_index,
-        table=table,
-        n_layers=n_layers,
-        n_symbols=n_symbols,
-        dmrs_re_per_prb=dmrs_re_per_prb,
-        overhead_re_per_prb=overhead_re_per_prb,
-    )[0]
+    PRBs at MCS ``mcs_index``; ``options`` are :func:`transport_block`'s (``table``,
+    ``n_layers``, ``n_symbols``, ``dmrs_re_per_prb``, ``overhead_re_per_prb``; 0 for no PRB)."""
+    return transport_block(n_prb, mcs_index, **options)[0]
 
 
 def transport_block(
