@@ -92,6 +92,7 @@ UPLINKS: Registry[Any] = Registry(
         "fdma": "wirelessfl.uplinks.fdma:FdmaUplink",
         "aircomp": "wirelessfl.uplinks.aircomp:AirCompUplink",
         "noma": "wirelessfl.uplinks.noma:NomaUplink",
+        "nr": "wirelessfl.uplinks.nr:NrUplink",
     },
     entry_point_group="wirelessfl.uplinks",
 )

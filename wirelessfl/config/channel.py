@@ -130,7 +130,9 @@ class ChannelConfig:
         "fdma",
         choices=UPLINKS,
         doc="an uplink registry name: fdma (digital uploads on bandwidth shares) | aircomp "
-        "(analog over-the-air sum of the updates on the whole band, channel.aircomp)",
+        "(analog over-the-air sum of the updates on the whole band, channel.aircomp) | noma "
+        "(power-domain NOMA with SIC) | nr (5G NR PUSCH: PRBs, MCS, transport blocks, HARQ, "
+        "channel.nr; the nr extra)",
     )
     uplink_params: dict[str, object] = option(
         default_factory=dict,
@@ -141,6 +143,7 @@ class ChannelConfig:
     aircomp: Any = plugin_settings(
         UPLINKS, "aircomp", doc="the AirComp uplink's settings (its Settings)"
     )
+    nr: Any = plugin_settings(UPLINKS, "nr", doc="the NR uplink's settings (its Settings)")
 
     def validate(self, prefix: str) -> None:
         if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:

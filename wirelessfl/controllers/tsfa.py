@@ -85,8 +85,8 @@ class TwoStage(OnlineLyapunov):
         """(N,) w_k of ``expected_rate`` [s Hz / bit]; ``None`` for ``mean_snr`` (the paper)."""
         c, s = self.ctx, self.ctx.settings
         self.planning_cutoff = "none (average channel)"
-        if s.offline_channel == "mean_snr":
-            return None
+        if s.offline_channel == "mean_snr":  # the uplink's own rate (NR), else Shannon's
+            return c.planning.offline_inverse_efficiency(np.asarray(c.mean_snr, dtype=float))
         if getattr(c.fading, "k_factor", None) != 0.0:
             name = type(c.fading).__name__
             raise ConfigError(

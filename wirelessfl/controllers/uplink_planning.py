@@ -129,6 +129,12 @@ class UplinkPlanning(ABC):
         1 / log2(1 + SNR_bar_k) (or of w_k) and ``scale`` = K / (N B) [1/Hz]."""
         raise NotImplementedError(f"channel.uplink: {self.NAME} has no offline delay")
 
+    def offline_inverse_efficiency(self, mean_snr: np.ndarray) -> np.ndarray | None:
+        """(N,) the offline stage's w_k [s Hz / bit] at the (N,) mean SNRs where the uplink's
+        rate is not Shannon's (NR: B / R(SNR_bar_k)); None: 1 / log2(1 + SNR_bar_k) (or the
+        controller's ``offline_channel``)."""
+        return None
+
     def dispatch_rate_bps(self, snr: np.ndarray, concurrency: int) -> np.ndarray:
         """(n,) the rate [bit/s] each of n candidates of a dispatch plans its upload with in
         the event-driven modes (docs/solvers.md, "Per-dispatch step"): the least the band

@@ -145,6 +145,27 @@ AIRCOMP_FADING_ROUND_COLUMNS: dict[str, str] = {
     "(dimensionless; 0: no constraint binds yet; NaN: all in outage)",
 }
 
+#: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` with ``channel.uplink: nr``
+#: (docs/simulator.md, "A 5G NR uplink")
+NR_ROUND_COLUMNS: dict[str, str] = {
+    "nr_prb_allocated": "fraction of the carrier's PRBs given to the round's uploads",
+    "nr_prb_utilisation": "fraction of the carrier's PRB-slots carrying PUSCH from the first "
+    "slot to the last upload's end (NaN: nobody sent)",
+    "nr_mean_mcs": "mean MCS index of the round's new transport blocks",
+    "nr_bler": "fraction of the round's transmissions NACKed (first and retransmissions)",
+    "nr_transmissions": "transmissions of the round's uploads (slots x clients sending)",
+}
+
+#: ``clients.csv``'s columns after :data:`CLIENT_COLUMNS` with ``channel.uplink: nr`` (NaN for
+#: a client that did not send)
+NR_CLIENT_COLUMNS: dict[str, str] = {
+    "nr_prbs": "PRBs the client held for its upload",
+    "nr_mean_mcs": "mean MCS index of its new transport blocks",
+    "nr_transmissions": "its transmissions (slots it sent in)",
+    "nr_bler": "fraction of its transmissions NACKed",
+    "nr_goodput_bps": "bits delivered / (slots x slot duration) [bit/s]",
+}
+
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` in the event-driven modes
 #: (``server.mode`` async | buffered | semi_sync), where a row is one aggregation: ``round`` is
 #: its index, ``t_start_s`` the previous aggregation's time (0 for the first), ``t_end_s`` its

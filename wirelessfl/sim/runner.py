@@ -297,6 +297,8 @@ class Run:
             columns["clients"] = UPDATE_COLUMNS if event_driven else CLIENT_COLUMNS
             if self.sim.controller.decides_cpu_frequency and not event_driven:
                 columns["clients"] = {**CLIENT_COLUMNS, **CPU_CLOCK_COLUMNS}
+            if not event_driven:
+                columns["clients"] = {**columns["clients"], **self.sim.uplink.client_columns()}
         marks = self._checkpoint.tables if self._checkpoint else {}
         verified = {}
         try:  # check every table before cutting any

@@ -79,6 +79,7 @@ from wirelessfl.results.columns import metric_column
 from wirelessfl.results.run_folder import json_evaluation, read_evaluation
 from wirelessfl.sim.async_engine import AsyncEngine
 from wirelessfl.sim.channel_process import ChannelProcess
+from wirelessfl.sim.client_rows import client_rows
 from wirelessfl.sim.decision_checks import (
     CONSTANTS_HINT,
     METRICS_HINT,
@@ -557,6 +558,7 @@ class Simulator:
             speed, f_max = self.flops_per_s[clients], self.cpu_hz_max[clients]
             compute_s = np.asarray(compute_delay_at_clock_s(flops, speed, cpu_hz, f_max), float)
         n_values = np.array([rep.n_total for rep in reports], dtype=float)
+        self.uplink.prepare_uploads(r.t, clients)
         upload_s = self.uplink.upload_s(r.shares[idx], r.snr[idx], bits_up, n_values)
         r.compute_s = dict(zip(ids, compute_s.tolist(), strict=True))
         r.upload_s = dict(zip(ids, upload_s.tolist(), strict=True))
@@ -745,54 +747,5 @@ class Simulator:
         record.update(self.uplink.record(r.prepared))
         for name, column in self.metric_columns.items():
             record[column] = metrics.get(name, math.nan)
-        rows = self._client_rows(r, arrived_set) if sc.output.clients else []
+        rows = client_rows(r, arrived_set, self.uplink) if sc.output.clients else []
         return RoundOutcome(record, r.events, rows, r.energy)
-
-    def _client_rows(self, r: _Round, arrived: set[int]) -> list[dict]:
-        """``clients.csv`` rows: the training clients in order, then dropped, outage and
-        unavailable ones.
-
-        Rank and ratio are what the algorithm planned for a client that trained, and the
-        controller's decision for one that dropped. Energy is 0 for a client that did not train.
-        """
-        rows = []
-        assert r.energy is not None
-        energy = {
-            c: (e_c, e_t)
-            for c, e_c, e_t in zip(
-                r.energy.clients.tolist(),
-                r.energy.compute_j.tolist(),
-                r.energy.transmit_j.tolist(),
-                strict=True,
-            )
-        }
-
-        def row(i: int, status: str) -> dict:
-            cid = int(r.scheduled[i])
-            report = r.reports.get(cid)
-            return {
-                "round": r.t,
-                "client": cid,
-                "snr_db": float(r.snr_db[i]),
-                "share": float(r.shares[i]),
-                "compute_s": r.compute_s.get(cid, 0.0),
-                "upload_s": r.upload_s.get(cid, 0.0),
-                "bits": report.bits_up if report is not None else 0.0,
-                "status": status,
-                "rank": report.rank if report is not None else int(r.ranks[i]),
-                "ratio": report.ratio if report is not None else float(r.ratios[i]),
-                "bits_down": report.bits_down if report is not None else 0.0,
-                "tx_power_w": float(r.tx_power_w[i]),
-                "compute_energy_j": energy.get(cid, (0.0, 0.0))[0],
-                "transmit_energy_j": energy.get(cid, (0.0, 0.0))[1],
-                **({} if r.cpu_hz is None else {"cpu_hz": float(r.cpu_hz[i])}),
-            }
-
-        for i in np.flatnonzero(r.active):
-            rows.append(row(i, "arrived" if int(r.scheduled[i]) in arrived else "straggler"))
-        for i in np.flatnonzero(~r.active):
-            status = "outage" if r.outage[i] else "unavailable" if r.unavailable[i] else "dropped"
-            if r.excluded is not None and r.excluded[i] and not r.outage[i]:
-                status = "excluded"
-            rows.append(row(i, status))
-        return rows

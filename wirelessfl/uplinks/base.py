@@ -8,10 +8,12 @@ round after round:
 1. :meth:`Uplink.before_decision`: a hook before the controller's decision, on the scheduled
    clients not in outage (AirComp's power control: the powers it sets, the clients it excludes
    and each one's received coefficient; an uplink without one returns None);
-2. :meth:`Uplink.upload_s`: each training client's upload time [s] from its share, SNR and bits;
+2. :meth:`Uplink.prepare_uploads` (the round and its training clients), then
+   :meth:`Uplink.upload_s`: each training client's upload time [s] from its share, SNR and bits;
 3. :meth:`Uplink.deliver`: what the learner must know of the channel before it aggregates
    (AirComp: the analog sum's coefficients and denoising factor);
-4. :meth:`Uplink.record`: its columns of the round's record (:meth:`Uplink.round_columns`).
+4. :meth:`Uplink.record`: its columns of the round's record (:meth:`Uplink.round_columns`), and
+   :meth:`Uplink.client_values`: its columns of each client's row (:meth:`Uplink.client_columns`).
 
 The controllers plan through the uplink's planning members
 (:class:`~wirelessfl.controllers.uplink_planning.UplinkPlanning`: :meth:`Uplink.plan_round`,
@@ -182,6 +184,12 @@ class Uplink(UplinkPlanning, ABC):
         ``sendable`` (not in outage); None: nothing set (the default)."""
         return None
 
+    def prepare_uploads(self, round_index: int, clients: np.ndarray) -> None:
+        """Called before :meth:`upload_s` with the round's index and its (m,) training clients
+        in the order of the arrays :meth:`upload_s` gets (an uplink whose uploads draw
+        randomness per client keys it on them; nothing by default)."""
+        return None
+
     @abstractmethod
     def upload_s(
         self, shares: np.ndarray, snr: np.ndarray, bits: np.ndarray, n_values: np.ndarray
@@ -246,6 +254,16 @@ class Uplink(UplinkPlanning, ABC):
 
     def record(self, prepared: UplinkRound | None) -> dict[str, float]:
         """The round's values of :meth:`round_columns` (none by default)."""
+        return {}
+
+    def client_columns(self) -> dict[str, str]:
+        """The columns (name -> doc) this uplink adds to a synchronous run's ``clients.csv``
+        after the standard ones (none by default); :meth:`client_values` gives their values."""
+        return {}
+
+    def client_values(self, client: int) -> dict[str, float]:
+        """The round's values of :meth:`client_columns` for ``client`` (NaN where it did not
+        upload; none by default)."""
         return {}
 
 
