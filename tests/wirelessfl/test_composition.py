@@ -43,6 +43,8 @@ SINGLE = [n for n in ALGORITHMS.names() if ALGORITHMS.load(n).CostModel.SINGLE_U
 #: keys a refusal line names (what this product varies, and what they need)
 KEYS = ("channel.uplink", "server.", "controller", "compression.", "algorithm", "strategy.")
 ROUNDS = 3
+#: the NR uplink's carrier: an FR1 channel bandwidth (11 PRBs at 30 kHz)
+NR_HZ = 5.0e6
 
 
 def _network(algorithm: str, controller: str, stage: str, uplink: str, server: str) -> dict:
@@ -53,7 +55,11 @@ def _network(algorithm: str, controller: str, stage: str, uplink: str, server: s
         "n_scheduled": 4,
         "rounds": ROUNDS,
         "eval_every": ROUNDS,
-        "channel": {"bandwidth_hz": 1.0e6, "mean_snr_db": 10.0, "uplink": uplink},
+        "channel": {
+            "bandwidth_hz": NR_HZ if uplink == "nr" else 1.0e6,
+            "mean_snr_db": 10.0,
+            "uplink": uplink,
+        },
         "devices": {"flops_per_s": 1.0e11},  # compute 9 ms, below D_th
         "controller": {
             "name": controller,
