@@ -21,6 +21,7 @@ import itertools
 import pytest
 from scenario_helpers import digits_scenario
 
+from channels.nr_bler import sionna_version
 from wirelessfl.config.controller import controller_settings
 from wirelessfl.config.loader import scenario_from_dict
 from wirelessfl.errors import ConfigError, UserError
@@ -89,7 +90,8 @@ def _must_run(algorithm: str, controller: str, stage: str, uplink: str, server: 
     link = UPLINK_REGISTRY.load(uplink)
     needs = CONTROLLER_REGISTRY.load(controller).uplink_needs(controller_settings(controller))
     planned = needs <= link.OFFERS
-    return promised and planned and (link.EVENT_DRIVEN or server == "sync")
+    installed = uplink != "nr" or sionna_version() is not None  # the nr extra's tables
+    return promised and planned and installed and (link.EVENT_DRIVEN or server == "sync")
 
 
 def _run_or_refusal(tmp_path, data: dict):

@@ -98,6 +98,9 @@ class UplinkPlanning(ABC):
     READS_DENSE_VALUES: ClassVar[bool] = False
     #: what the uplink offers the planners (keys of :data:`NEEDS`)
     OFFERS: ClassVar[frozenset[str]] = frozenset({"round"})
+    #: what this uplink lacks, for a key of :data:`NEEDS` it does not offer, where NEEDS's
+    #: general half would not be true of it
+    LACKS: ClassVar[dict[str, str]] = {}
     #: its offline average delay is Lemma 2's (FDMA shares finishing together), so TSFA's
     #: closed form (the paper's ``optim.offline_rank_search``) applies
     LEMMA_2: ClassVar[bool] = False

@@ -136,6 +136,7 @@ class Uplink(UplinkPlanning, ABC):
         if not missing:
             return
         lacks, does = NEEDS[missing[0]]
+        lacks = cls.LACKS.get(missing[0], lacks)
 
         def fits_uplink(other: str) -> bool:
             try:

@@ -38,6 +38,10 @@ class NrPlanning(UplinkPlanning):
     NAME = "nr"
     SHARES_BAND = True
     OFFERS = frozenset({"round", "offline"})
+    LACKS = {
+        "shares": "sends on whole PRBs at its link's goodput, not at Shannon's rate on a "
+        "bandwidth share"
+    }
 
     bandwidth_hz: float
     scheduling_delay_s: float
