@@ -10,6 +10,7 @@ the missing extra included; loading and planning never import Sionna."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -97,6 +98,8 @@ def test_uploads_and_the_plan_through_the_simulator(tmp_path):
     for column in ("nr_prb_allocated", "nr_prb_utilisation", "nr_mean_mcs", "nr_bler"):
         assert rounds[column].notna().all(), column
     assert (rounds.nr_bler < 0.2).all() and (rounds.nr_prb_allocated <= 1.0).all()
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["versions"]["sionna-no-rt"] == sionna_version()  # the BLER tables' version
 
 
 @needs_nr

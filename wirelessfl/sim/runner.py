@@ -96,11 +96,12 @@ def _git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
-def _versions() -> dict[str, str]:
-    """Versions of the packages a run depends on, from their installed metadata (importing
-    cvxpy or scipy only to read a version would double the start-up of a short run)."""
+def _versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Versions of the packages a run depends on (and of ``extra``, its uplink's), from their
+    installed metadata (importing cvxpy or scipy only to read a version would double the
+    start-up of a short run)."""
     versions = {"wirelessfl": __version__, "python": platform.python_version()}
-    for package in ("numpy", "scipy", "cvxpy", "numba", "simpy"):
+    for package in ("numpy", "scipy", "cvxpy", "numba", "simpy", *extra):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -203,7 +204,7 @@ class Run:
                 "seed": self.scenario.seed,
                 "name": self.scenario.name,
                 "config_sha256": config_sha256(self.out),
-                "versions": _versions(),
+                "versions": _versions(self.sim.uplink.PACKAGES),
                 "git_revision": _git_revision(),
                 "machine": platform.platform(),
                 "started": _now(),

@@ -74,6 +74,8 @@ class Uplink(UplinkPlanning, ABC):
     ANALOG: ClassVar[bool] = False
     #: the names (-> doc) of its ``channel.uplink_params``
     PARAMS: ClassVar[dict[str, str]] = {}
+    #: the distributions its results depend on, whose versions a run's meta.json records
+    PACKAGES: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     @abstractmethod

@@ -49,6 +49,7 @@ class NrUplink(NrPlanning, Uplink):
 
     NAME = "nr"
     Settings = NrSettings
+    PACKAGES = ("sionna-no-rt",)  # its BLER tables
 
     def __init__(
         self, settings: NrSettings, bandwidth_hz: float, seed: int, fading: Any = None
