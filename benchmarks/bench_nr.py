@@ -6,7 +6,8 @@ first round reads Sionna's BLER tables and builds the links of each PRB count: r
 apart):
 
 - FDMA: ``channels.upload_delay_s`` on the shares (the baseline);
-- NR ``fidelity: fast`` (ILLA, whole HARQ cycles per upload);
+- NR ``fidelity: fast`` (ILLA: on block fading O(T) draws per upload, on ``fading: iid``
+  whole HARQ cycles in chunks);
 - NR ``fidelity: slot`` with ILLA and with OLLA, block and ``fading: iid``: every slot of every
   upload, also per slot-client (one client's slot);
 
@@ -102,6 +103,7 @@ def main() -> None:
     print(f"FDMA (Shannon) round: {fdma_s * 1e6:9.1f} us (baseline)")
     cases = [
         ("fast, illa", NrSettings(fidelity="fast")),
+        ("fast, illa, iid", NrSettings(fidelity="fast", fading="iid")),
         ("slot, illa", NrSettings(fidelity="slot")),
         ("slot, olla", NrSettings(fidelity="slot", link_adaptation="olla")),
         ("slot, illa, iid", NrSettings(fidelity="slot", fading="iid")),

@@ -83,8 +83,8 @@ class BlerTables:
         """(...) int grid indices of SINRs [dB] (as :meth:`snr_index`)."""
         db = np.asarray(sinr_db, dtype=np.float32)
         idx = np.round((db - np.float32(self.snr_db_min)) / np.float32(self.snr_db_step))
-        idx = np.nan_to_num(idx, nan=-1.0, neginf=-1.0, posinf=self.n_snr - 1)
-        return np.where(idx < 0, self.n_snr, np.minimum(idx, self.n_snr - 1)).astype(np.intp)
+        n = self.n_snr  # below the grid (and NaN, from SINR 0) -> n; above it -> n - 1
+        return np.where((idx < 0) | np.isnan(idx), n, np.minimum(idx, n - 1)).astype(np.intp)
 
     def cbs_index(self, cb_size_bits: int) -> int:
         """The grid index of a code block size [bit] (nearest point, clamped)."""

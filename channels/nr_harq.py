@@ -19,7 +19,9 @@ Two fidelities give the same distribution of the upload where the slots are i.i.
 either fading): :func:`slot_uploads` steps every slot (the reference; OLLA needs it: its offset
 carries one slot's feedback to the next); :func:`fast_uploads` draws whole HARQ cycles at once,
 which are i.i.d. under ILLA: the slot count is the renewal sum of the cycles up to the one that
-completes the bits.
+completes the bits (on ``block`` fading, where every block has one size, drawn in O(T) as a
+negative binomial count of dropped cycles and a multinomial of the successful cycles' lengths;
+on ``iid``, cycle by cycle in chunks).
 """
 
 from __future__ import annotations
@@ -183,19 +185,60 @@ def fast_uploads(
     m = len(tables)
     sinr, bits = np.asarray(sinr, float), np.asarray(bits, float)
     out = NrUploads.empty(m, offset_db)
-    never = _never(tables, sinr, harq) if draw_gain is None else np.zeros(m, bool)
+    if draw_gain is None:
+        _fast_blocks(tables, sinr, bits, rngs, harq, out)
+        return out
     t_max = harq.max_transmissions
     for k, table in enumerate(tables):
         if bits[k] <= 0:
-            continue
-        if never[k]:
-            out.slots[k] = math.inf
             continue
         per_slot = float(table.goodput_bits_per_slot(np.array(sinr[k]), harq))
         block = float(table.tbs_bits[table.illa[table.grid.snr_index(sinr[k])]])
         chunk = int(min(1e6, 1.25 * bits[k] / max(min(per_slot, block), 1.0))) + 16
         _fast_one(table, sinr[k], bits[k], rngs[k], harq, draw_gain, chunk, t_max, out, k)
     return out
+
+
+def _fast_blocks(
+    tables: Sequence[LinkTable],
+    sinr: np.ndarray,
+    bits: np.ndarray,
+    rngs: Sequence[np.random.Generator],
+    harq: HarqSettings,
+    out: NrUploads,
+) -> None:
+    """The m uploads on constant channels in O(T) draws each (into ``out``; no bits: nothing).
+    Every cycle is at the one MCS ILLA picks, so its blocks carry TBS bits and
+    S = ceil(bits / TBS) of them must succeed; with q_j the j-th transmission's TBLER, a cycle
+    fails with p = prod_j q_j, so the dropped cycles before the S-th success are negative
+    binomial (S, 1 - p), each T slots, and the successful ones end at transmission n with
+    probabilities prod_{j<n} q_j (1 - q_n) / (1 - p), multinomial over the S of them."""
+    t_max = harq.max_transmissions
+    n = np.arange(1, t_max + 1)
+    seen = tables[0].grid.snr_index(sinr[:, None] * (n if harq.chase else np.ones(t_max)))
+    for k, table in enumerate(tables):
+        if bits[k] <= 0:
+            continue
+        mcs = int(table.illa[seen[k, 0]])
+        q = table.tbler[mcs, seen[k]]
+        reach = np.ones(t_max)  # P(transmission n happens)
+        reach[1:] = np.cumprod(q[:-1])
+        ends = reach * (1.0 - q)  # P(the cycle succeeds at transmission n)
+        p_success = float(ends.sum())
+        if p_success <= 0.0:  # even the lowest MCS fails every transmission: never arrives
+            out.slots[k] = math.inf
+            continue
+        tbs = float(table.tbs_bits[mcs])
+        successes = math.ceil(bits[k] / tbs)
+        rng = rngs[k]
+        dropped = int(rng.negative_binomial(successes, p_success)) if p_success < 1.0 else 0
+        lengths = rng.multinomial(successes, ends / p_success)
+        sent = float(np.dot(n, lengths)) + t_max * dropped
+        out.slots[k] = out.transmissions[k] = sent
+        out.nacks[k] = sent - successes
+        out.blocks[k] = successes + dropped
+        out.mcs_sum[k] = mcs * (successes + dropped)
+        out.delivered_bits[k] = successes * tbs
 
 
 def _fast_one(
