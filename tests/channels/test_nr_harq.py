@@ -45,21 +45,26 @@ def _run(fn, table, sinr_db, bits, seed, **kw):
 @pytest.mark.parametrize("fading", ["block", "iid"])
 @pytest.mark.parametrize("sinr_db", [0.0, 8.0, 16.0])
 def test_fast_uploads_have_the_slot_loops_distribution(table, sinr_db, fading):
-    """Completion slots of 1,000 uploads of 200 kbit: slot loop and HARQ cycles, KS p > 0.01
-    (and the two means within 3 standard errors)."""
+    """Completion slots of 1,000 uploads of 200 kbit: slot loop and HARQ cycles, KS p > 0.01,
+    and the means of the slots, transmissions, NACKs, blocks, MCS sums and delivered bits
+    within 3 standard errors."""
     from channels.nr_harq import fast_uploads, slot_uploads
 
     def draw(rng, shape):
         return rng.exponential(1.0, shape)
 
     kw = {} if fading == "block" else {"draw_gain": draw}
-    slot = _run(slot_uploads, table, sinr_db, 2e5, 1, **kw).slots
-    fast = _run(fast_uploads, table, sinr_db, 2e5, 2, **kw).slots
+    slow_run = _run(slot_uploads, table, sinr_db, 2e5, 1, **kw)
+    fast_run = _run(fast_uploads, table, sinr_db, 2e5, 2, **kw)
+    slot, fast = slow_run.slots, fast_run.slots
     assert np.isfinite(slot).all() and np.isfinite(fast).all()
     if np.ptp(slot) > 0:  # a block channel at high SINR can need the same slots every time
         assert stats.ks_2samp(slot, fast).pvalue > 0.01
-    se = math.hypot(slot.std(), fast.std()) / math.sqrt(UPLOADS)
-    assert abs(slot.mean() - fast.mean()) <= 3 * se + 1e-9
+    for name in ("slots", "transmissions", "nacks", "blocks", "mcs_sum", "delivered_bits"):
+        a, b = getattr(slow_run, name), getattr(fast_run, name)
+        se = math.hypot(a.std(), b.std()) / math.sqrt(UPLOADS)
+        assert abs(a.mean() - b.mean()) <= 3 * se + 1e-9, name
+    np.testing.assert_array_equal(fast_run.transmissions, fast_run.slots)  # one per slot
 
 
 def test_without_harq_slots_are_negative_binomial(table):

@@ -103,6 +103,33 @@ def test_uploads_and_the_plan_through_the_simulator(tmp_path):
 
 
 @needs_nr
+def test_on_an_even_split_at_high_snr_the_plan_is_met_to_the_slot_and_the_retransmissions(
+    tmp_path,
+):
+    """K = 3 on 51 PRBs (17 each) at 30 dB: ILLA's MCS 27 (TS 38.214 Table 5.1.3.1-1: 64QAM,
+    R = 910/1024) on 17 PRBs of 156 resource elements: N_info = 2652 x 910/1024 x 6 =
+    14,140.5, n = 8, N'_info = 256 round(14,116.5 / 256) = 14,080, C = 2 code blocks, TBS =
+    16 ceil(14,104 / 16) - 24 = 14,088 bits. Each upload lasts ceil(bits / 14,088) slots plus
+    one per NACK (a retransmission; the tables' error floor is 0.7 % here), and the round its
+    plan to within a slot and those retransmissions."""
+    rounds = 30
+    np.save(tmp_path / "flat.npy", np.full((rounds, 3), 30.0))
+    data = _scenario(tmp_path, rounds)
+    data.update(n_clients=3, n_scheduled=3)
+    data["channel"]["snr_trace"] = str(tmp_path / "flat.npy")
+    result = run_scenario(scenario_from_dict(data), tmp_path / "run", progress=False)
+    clients, rounds_table = result.clients, result.rounds
+    assert (clients.nr_prbs == 17).all() and (clients.nr_mean_mcs == 27).all()
+    nacks = np.round(clients.nr_bler * clients.nr_transmissions).to_numpy()
+    slots = np.round(clients.upload_s.to_numpy() / SLOT_S)
+    np.testing.assert_array_equal(slots, np.ceil(clients.bits.to_numpy() / 14_088) + nacks)
+    late_slots = (rounds_table.delay_s - rounds_table.planned_delay_s).to_numpy() / SLOT_S
+    most_nacks = pd.Series(nacks).groupby(clients["round"].to_numpy()).max().to_numpy()
+    assert (late_slots >= -1.0).all() and (late_slots <= 1.0 + most_nacks).all()
+    assert nacks.sum() > 0  # the check saw retransmissions
+
+
+@needs_nr
 def test_a_scheduling_delay_is_added_to_every_upload_and_to_the_plan(tmp_path):
     base = run_scenario(scenario_from_dict(_scenario(tmp_path, 4)), tmp_path / "a")
     data = _scenario(tmp_path, 4, scheduling_delay_slots=6)
