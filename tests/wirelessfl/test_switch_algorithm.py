@@ -23,8 +23,13 @@ MISFITS = (
     "trains with plain SGD",  # FLoRAL's family: Algorithm 1's optimizer
     "needs n_clients",  # H2Tune's groups: a data set built per client is no group's task
 )
-#: Per scenario, overrides that keep one round short (fewer test rows to evaluate).
-SHORT = {"fslora/minilm_rotten_tomatoes": ["learner.dataset_options.max_test=32"]}
+#: Per scenario, overrides that keep one round short (fewer test rows to evaluate, one local step).
+SHORT = {
+    "fslora/minilm_rotten_tomatoes": [
+        "learner.dataset_options.max_test=32",
+        "learner.local_steps=1",
+    ]
+}
 
 
 #: Why a shipped scenario may refuse an algorithm when it loads (one of these phrases is in the
