@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from channels import upload_delay_s
+from channels import make_fading, upload_delay_s
 from channels.nr_bler import sionna_version
 from wirelessfl.config.loader import scenario_from_dict
 from wirelessfl.sim.runner import run_scenario
@@ -50,11 +50,7 @@ def _median_s(call, repeats: int) -> float:
 
 def _nr_round(settings: NrSettings, shares, snr, bits, repeats: int) -> tuple[float, float, float]:
     """(first round [s], median round [s], slots per round) of one NR configuration."""
-    uplink = NrUplink(settings, B_HZ, seed=1, fading=None)
-    if settings.fading == "iid":
-        from channels import make_fading
-
-        uplink.fading = make_fading("rayleigh")
+    uplink = NrUplink(settings, B_HZ, seed=1, fading=make_fading("rayleigh"))  # iid only
     uplink.start(K)
     counter = iter(range(10**9))
 
