@@ -7,6 +7,7 @@ import itertools
 import pandas as pd
 import pytest
 
+from channels.nr_bler import sionna_version
 from wirelessfl.config import load_scenario
 from wirelessfl.config.loader import SCENARIO_DIR
 from wirelessfl.errors import UserError
@@ -19,6 +20,9 @@ from wirelessfl.study.reproduce import REPRODUCTIONS, reproduce
 def test_every_grid_point_is_a_valid_scenario(figure, full):
     spec = REPRODUCTIONS[figure]
     sweeps = (spec.full_sweeps or spec.sweeps) if full else spec.sweeps
+    uplinks = {u for grid in sweeps.values() for u in grid.get("channel.uplink", [])}
+    if "nr" in uplinks and sionna_version() is None:
+        pytest.skip("the nr extra is not installed")
     for grid in sweeps.values():
         keys = list(grid)
         for values in itertools.product(*grid.values()):

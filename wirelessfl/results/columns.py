@@ -297,6 +297,16 @@ STUDY_BUDGET_COLUMNS: dict[str, str] = {
     "rounds since its last, plus Ē times the rounds after its last; 0 with signed (no max)",
 }
 
+#: ``summary.csv`` columns of the NR gap reproductions (``wirelessfl reproduce nr-gap*``,
+#: ``wirelessfl.study.nr_figures.nr_gap_columns``), one row per run
+STUDY_NR_COLUMNS: dict[str, str] = {
+    "mean_planned_delay_s": "mean over rounds of planned_delay_s [s]",
+    "delay_over_plan": "mean delay_s over mean planned_delay_s",
+    "meets_d_th": "1 when the time-average D^t is at most controller.d_th_s, else 0 (NaN: none)",
+    "mean_nr_bler": "mean over rounds of nr_bler (NaN: another uplink)",
+    "mean_nr_mcs": "mean over rounds of nr_mean_mcs (NaN: another uplink)",
+}
+
 #: ``summary.csv`` columns of the AirComp reproductions (``wirelessfl reproduce aircomp-*``,
 #: ``wirelessfl.study.aircomp_figures.aircomp_columns``), one row per run
 STUDY_AIRCOMP_COLUMNS: dict[str, str] = {

@@ -49,6 +49,7 @@ from wirelessfl.results.columns import (
     STUDY_ACCURACY_ENERGY_COLUMNS,
     STUDY_AIRCOMP_COLUMNS,
     STUDY_ENERGY_COLUMNS,
+    STUDY_NR_COLUMNS,
     STUDY_UPDATE_COLUMNS,
 )
 from wirelessfl.results.summary import SUMMARY_COLUMNS
@@ -79,6 +80,7 @@ NOT_CONFIG = (
     *STUDY_ENERGY_COLUMNS,
     *STUDY_ACCURACY_ENERGY_COLUMNS,
     *STUDY_AIRCOMP_COLUMNS,
+    *STUDY_NR_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [

@@ -6,7 +6,8 @@ figures (:mod:`~wirelessfl.study.repro_paper`), FSLoRA's (:mod:`~wirelessfl.stud
 FLoRAL's (:mod:`~wirelessfl.study.repro_floral`) and H2Tune's claims
 (:mod:`~wirelessfl.study.repro_h2tune`), the server modes (:mod:`~wirelessfl.study.repro_async`),
 the energy claims (:mod:`~wirelessfl.study.repro_energy`), over-the-air aggregation
-(:mod:`~wirelessfl.study.repro_aircomp`) and privacy (:mod:`~wirelessfl.study.repro_privacy`);
+(:mod:`~wirelessfl.study.repro_aircomp`), privacy (:mod:`~wirelessfl.study.repro_privacy`) and
+the gap to a 5G NR uplink (:mod:`~wirelessfl.study.repro_nr`);
 :mod:`~wirelessfl.study.repro_spec` defines :class:`Reproduction`. docs/results.md has a
 section per claim.
 """
@@ -51,6 +52,7 @@ from wirelessfl.study.repro_floral import (
 )
 from wirelessfl.study.repro_fslora import FSLORA_FULL, FSLORA_REPRODUCTIONS
 from wirelessfl.study.repro_h2tune import H2TUNE_METHODS, H2TUNE_REPRODUCTIONS, h2tune_devices
+from wirelessfl.study.repro_nr import NR_REPRODUCTIONS
 from wirelessfl.study.repro_paper import (
     PAPER_REPRODUCTIONS,
     SOFT_REFERENCE,
@@ -124,4 +126,5 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     **ASYNC_REPRODUCTIONS,
     **ENERGY_REPRODUCTIONS,
     **AIRCOMP_REPRODUCTIONS,
+    **NR_REPRODUCTIONS,
 }
