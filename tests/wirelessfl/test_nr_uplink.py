@@ -140,6 +140,36 @@ def test_a_scheduling_delay_is_added_to_every_upload_and_to_the_plan(tmp_path):
     np.testing.assert_allclose(late.rounds.planned_delay_s, planned, rtol=1e-12)
 
 
+@needs_nr
+def test_the_scenarios_open_loop_power_control_sets_the_nr_sinr(tmp_path):
+    """TS 38.213 §7.1.1's open loop (``channel.power_control: fractional``) on a geometric
+    cell: every client transmits min(P_max, P0 + alpha PL), and NR decodes at the SNR that
+    power gives, the one FDMA's uploads see at the same seed."""
+    from wirelessfl.config import load_scenario
+
+    sets = [
+        "rounds=3",
+        "n_clients=20",
+        "channel.bandwidth_hz=20e6",
+        "channel.power_control=fractional",
+        "channel.p0_dbm=-60",
+        "channel.power_control_alpha=0.8",
+        "output.clients=true",
+        "output.events=false",
+    ]
+    runs = {
+        uplink: run_scenario(
+            load_scenario("network_only", [*sets, f"channel.uplink={uplink}"]), tmp_path / uplink
+        )
+        for uplink in ("fdma", "nr")
+    }
+    fdma, nr = runs["fdma"].clients, runs["nr"].clients
+    pd.testing.assert_series_equal(nr.snr_db, fdma.snr_db)
+    pd.testing.assert_series_equal(nr.tx_power_w, fdma.tx_power_w)
+    assert nr.tx_power_w.nunique() > 1 and (10 * np.log10(nr.tx_power_w * 1e3) <= 23.0 + 1e-9).all()
+    assert (nr.status == "arrived").mean() > 0.9
+
+
 OLLA = {
     "channel.bandwidth_hz": B_HZ,
     "channel.uplink": "nr",
