@@ -36,7 +36,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 PYTHONPATH="$P
 
 if [ "$DRY" = 1 ]; then
     DEVICE=cpu
-    TRAINER_ARGS=(--small --K 1,2 --models vit_random --repeats 1 --dtype fp32)
+    TRAINER_ARGS=(--small --K 1 --models vit_random --repeats 1 --dtype fp32)
     TRAINER_FP32_ARGS=(--small --K 1 --models vit_random --repeats 1 --dtype fp32)
 else
     DEVICE=cuda

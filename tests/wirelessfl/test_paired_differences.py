@@ -13,7 +13,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from wirelessfl.results.columns import STUDY_ACCURACY_ENERGY_COLUMNS, STUDY_ENERGY_COLUMNS
+from wirelessfl.results.columns import (
+    STUDY_ACCURACY_ENERGY_COLUMNS,
+    STUDY_ENERGY_COLUMNS,
+    STUDY_NR_COLUMNS,
+)
 from wirelessfl.study.grid import format_value
 from wirelessfl.study.paired import (
     PAIRED_COLUMNS,
@@ -252,9 +256,11 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
         "total_bits_up",
         "final_test_loss",
         "mean_delay_s",
+        "mean_sparsification",
+        "rank",
     )
     energy = ("device_energy_j", "max_device_energy_j", "budget_met_share", "virtual_time_s")
-    energy += (*STUDY_ENERGY_COLUMNS, *STUDY_ACCURACY_ENERGY_COLUMNS)
+    energy += (*STUDY_ENERGY_COLUMNS, *STUDY_ACCURACY_ENERGY_COLUMNS, *STUDY_NR_COLUMNS)
     for metric in (*metrics, "bits_to_target", "updates_to_target", *energy):
         table[metric] = rng.uniform(size=len(table))
     return table

@@ -55,7 +55,13 @@ def _same_tables(local: Path, remote: Path) -> None:
         # SOFT with error feedback (private memory) and Adam moments kept between rounds
         # (private state staged by training, sent to the actors and back), EfficientNet-Lite0
         pytest.param(
-            "default", ["rounds=3", "learner.keep_optimizer_state=true"], marks=pytest.mark.slow
+            "default",
+            [
+                "rounds=3",
+                "learner.keep_optimizer_state=true",
+                "learner.dataset_options.max_test=100",
+            ],
+            marks=pytest.mark.slow,
         ),
         # FLoRAL: its own routed model and trainer, private router logits
         ("floral/synthetic_linear", ["rounds=3", "eval_every=1", "output.clients=true"]),

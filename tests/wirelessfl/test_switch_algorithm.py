@@ -29,7 +29,7 @@ SHORT = {
     "fslora/minilm_rotten_tomatoes": [
         "learner.dataset_options.max_test=32",
         "learner.local_steps=1",
-    ]
+    ],
 }
 
 
