@@ -28,6 +28,7 @@ from channels.streams import client_generators
 __all__ = [
     "cluster_translations_m",
     "drop_in_cells",
+    "hex_lattice",
     "hex_sites_m",
     "n_sites",
     "serving_cells",
@@ -66,10 +67,15 @@ def _to_xy(axial: np.ndarray, isd_m: float) -> np.ndarray:
     return np.stack([isd_m * (i + 0.5 * j), isd_m * (SQRT3 / 2.0) * j], axis=-1)
 
 
+def hex_lattice(n_rings: int) -> np.ndarray:
+    """(C, 2) the sites' lattice coordinates (i, j) in spiral order (module docstring)."""
+    return _axial_spiral(as_int("n_rings", n_rings, lower=0))
+
+
 def hex_sites_m(n_rings: int, isd_m: float) -> np.ndarray:
     """(C, 2) site positions [m] of ``n_rings`` rings at inter-site distance ``isd_m``."""
     isd = as_float("isd_m", isd_m, lower=0.0, lower_op=">")
-    return _to_xy(_axial_spiral(as_int("n_rings", n_rings, lower=0)), isd)
+    return _to_xy(hex_lattice(n_rings), isd)
 
 
 def cluster_translations_m(n_rings: int, isd_m: float) -> np.ndarray:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(sionna_version() is None, reason="the nr extra i
 
 
 def test_dth_sweep_plans_fdma_exactly_and_nr_short(tmp_path):
-    result = reproduce("nr-gap", out_dir=tmp_path, overrides=["rounds=15"], seeds=[0])
+    result = reproduce("nr-gap", out_dir=tmp_path, overrides=["rounds=8"], seeds=[0])
     table = result["summary"]
     assert len(table) == 8 and table.finished.all()
     fdma = table[table["channel.uplink"] == "fdma"]

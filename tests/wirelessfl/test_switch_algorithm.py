@@ -25,7 +25,7 @@ MISFITS = (
 )
 #: Per scenario, overrides that keep one round short (fewer test rows to evaluate, one local step).
 SHORT = {
-    "default": ["learner.dataset_options.max_test=100"],
+    "default": ["learner.dataset_options.max_test=100", "learner.local_steps=1"],
     "fslora/minilm_rotten_tomatoes": [
         "learner.dataset_options.max_test=32",
         "learner.local_steps=1",
