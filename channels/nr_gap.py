@@ -17,18 +17,13 @@ import numpy as np
 
 from channels.nr_bler import BlerTables
 from channels.nr_link import HarqSettings, link_table
-from channels.nr_tbs import MCS_TABLES
+from channels.nr_tbs import MCS_TABLES, mcs
 
 __all__ = ["goodput_fraction_of_shannon", "mcs_shannon_gap"]
 
 SUBCARRIERS_PER_PRB = 12
 #: HARQ as the NR uplink's defaults (4 transmissions, Chase combining)
 DEFAULT_HARQ = HarqSettings()
-
-
-def _target_rate(index: int, table: int) -> tuple[int, float]:
-    q_m, rate_x1024 = MCS_TABLES[table][index]
-    return q_m, rate_x1024 / 1024.0
 
 
 def mcs_shannon_gap(
@@ -44,7 +39,7 @@ def mcs_shannon_gap(
         meets = np.flatnonzero(np.isfinite(curve) & (curve <= bler_target))
         if not len(meets):
             continue
-        q_m, rate = _target_rate(index, mcs_table)
+        q_m, rate = mcs(index, mcs_table)
         shannon_db = 10.0 * np.log10(2.0 ** (q_m * rate) - 1.0)
         needed_db = float(grid.snr_grid_db[meets[0]])
         rows.append(

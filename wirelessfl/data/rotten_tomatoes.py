@@ -76,12 +76,8 @@ def load_rotten_tomatoes(
         raise UserError(f"test_fraction must be in (0, 1), got {test_fraction}")
     if prompt not in ("none", "instruct"):
         raise UserError(f"prompt must be 'none' or 'instruct', got {prompt!r}")
-    if isinstance(tokenizer, str):  # tokenised once per process (_corpus)
-        ids, mask, tok_name, labels, groups, movie_names = _corpus(max_length, tokenizer, prompt)
-    else:
-        ids, mask, tok_name, labels, groups, movie_names = _read_corpus(
-            max_length, tokenizer, prompt
-        )
+    read = _corpus if isinstance(tokenizer, str) else _read_corpus  # a name: once per process
+    ids, mask, tok_name, labels, groups, movie_names = read(max_length, tokenizer, prompt)
     n_movies = len(movie_names)
     n_test_movies = min(max(1, int(round(test_fraction * n_movies))), n_movies - 1)
     test_movies = split_generator(seed, "rotten_tomatoes").permutation(n_movies)[:n_test_movies]

@@ -21,6 +21,7 @@ __all__ = [
     "draw_ratios",
     "evaluations",
     "save_figure",
+    "seed_band",
     "seed_band_figure",
 ]
 
@@ -29,6 +30,15 @@ def save_figure(fig, path: Path) -> Path:
     """``fig`` written to ``path`` (120 dpi, tight); returns ``path``."""
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def seed_band(ax, part: pd.DataFrame, x: str, value: str, label: str) -> str:
+    """Draw on ``ax`` the mean of ``value`` over the rows of ``part`` at each ``x`` (one row per
+    run: the seeds), its min–max shaded; returns the line's colour."""
+    stats = part.groupby(x)[value].agg(["mean", "min", "max"])
+    (drawn,) = ax.plot(stats.index, stats["mean"], "o-", label=label)
+    ax.fill_between(stats.index, stats["min"], stats["max"], color=drawn.get_color(), alpha=0.2)
+    return drawn.get_color()
 
 
 def seed_band_figure(
@@ -42,9 +52,7 @@ def seed_band_figure(
     fig = Figure(figsize=(6.4, 4.0))
     ax = fig.subplots()
     for name, part in points.groupby(line, sort=False):
-        stats = part.groupby("x")[value].agg(["mean", "min", "max"])
-        (drawn,) = ax.plot(stats.index, stats["mean"], "o-", label=name)
-        ax.fill_between(stats.index, stats["min"], stats["max"], color=drawn.get_color(), alpha=0.2)
+        seed_band(ax, part, "x", value, name)
     n_seeds = int(points.groupby([line, "x"]).size().max())
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)

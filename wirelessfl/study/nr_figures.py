@@ -11,7 +11,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from wirelessfl.study.figures import accuracy_both_ways, save_figure, seed_band_figure
+from wirelessfl.study.figures import (
+    accuracy_both_ways,
+    save_figure,
+    seed_band,
+    seed_band_figure,
+)
 
 __all__ = [
     "UPLINK_NAMES",
@@ -128,14 +133,10 @@ def draw_dth_gap(out: Path, runs: list) -> list[Path]:
     fig = Figure(figsize=(9.6, 3.8))
     left, right = fig.subplots(1, 2)
     for name, part in points.groupby("uplink", sort=False):
-        for ax, column, style in ((left, "delay_s", "o-"), (right, "ratio", "o-")):
-            stats = part.groupby("d_th")[column].agg(["mean", "min", "max"])
-            (drawn,) = ax.plot(stats.index, stats["mean"], style, label=name)
-            ax.fill_between(
-                stats.index, stats["min"], stats["max"], color=drawn.get_color(), alpha=0.2
-            )
+        colour = seed_band(left, part, "d_th", "delay_s", name)
+        seed_band(right, part, "d_th", "ratio", name)
         planned = part.groupby("d_th")["planned_s"].mean()
-        left.plot(planned.index, planned, "x--", color=drawn.get_color(), label=f"{name}, planned")
+        left.plot(planned.index, planned, "x--", color=colour, label=f"{name}, planned")
     d_th = sorted(points.d_th.unique())
     left.plot(d_th, d_th, "k:", label="D^t = D_th")
     left.set(xlabel="D_th [s]", ylabel="time-average D^t [s]", xscale="log", yscale="log")
@@ -156,9 +157,11 @@ def draw_dth_gap(out: Path, runs: list) -> list[Path]:
 def draw_accuracy_gap(out: Path, runs: list) -> list[Path]:
     """Accuracy against the round and against virtual time per uplink
     (``nr_gap_accuracy_<uplink>.png``, ``..._time.png``)."""
+    from wirelessfl.results.groups import config_value
+
     paths = []
     for uplink in ("fdma", "nr"):
-        chosen = [run for run in runs if uplink_name(run) == UPLINK_NAMES[uplink]]
+        chosen = [run for run in runs if config_value(run, "channel.uplink") == uplink]
         if chosen:
             title = f"Fig. 3(a)/(b)'s sparsifiers over {UPLINK_NAMES[uplink]}"
             paths += accuracy_both_ways(out, chosen, f"nr_gap_accuracy_{uplink}", title)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from wirelessfl.study.figures import accuracy_both_ways, save_figure
+from wirelessfl.study.figures import accuracy_both_ways, save_figure, seed_band
 
 __all__ = ["draw_dpp", "draw_fig3c", "draw_fig45", "outage_label", "sparsifier_panels"]
 
@@ -92,16 +92,8 @@ def draw_dpp(out: Path, runs: list) -> list[Path]:
         ("queue", "time-average Q^t"),
     )
     for label, part in rows.groupby("case", sort=True):
-        stats = part.groupby("V")[["delay", "bound", "queue"]].agg(["mean", "min", "max"])
         for ax, (column, _) in zip(axes, panels, strict=True):
-            (line,) = ax.plot(stats.index, stats[column]["mean"], "o-", label=label)
-            ax.fill_between(
-                stats.index,
-                stats[column]["min"],
-                stats[column]["max"],
-                color=line.get_color(),
-                alpha=0.2,
-            )
+            seed_band(ax, part, "V", column, label)
     for ax, (column, ylabel) in zip(axes, panels, strict=True):
         ax.set_xscale("log")
         ax.set_yscale("linear" if column == "delay" else "log")
