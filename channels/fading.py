@@ -32,6 +32,7 @@ __all__ = [
     "FADING_MODELS",
     "FadingModel",
     "GaussMarkovRayleigh",
+    "NoFading",
     "RayleighFading",
     "RicianFading",
     "complex_normal",
@@ -135,6 +136,30 @@ class RayleighFading:
 
     def __repr__(self) -> str:
         return "RayleighFading()"
+
+
+class NoFading:
+    """No small-scale fading: s = 1 in every round (the large-scale channel alone; the
+    geometry SINR of system-level calibration). ``initial`` is accepted and ignored."""
+
+    mean_power: float = 1.0
+    time_correlated: bool = False
+
+    def sample(
+        self,
+        rng: RngLike,
+        n_rounds: int,
+        n_clients: int,
+        *,
+        initial: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """complex128 ones ``(n_rounds, n_clients)`` (``rng`` is not drawn from)."""
+        n_clients = as_int("n_clients", n_clients, lower=1)
+        _check_initial(initial, n_clients)
+        return np.ones((as_int("n_rounds", n_rounds, lower=1), n_clients), dtype=complex)
+
+    def __repr__(self) -> str:
+        return "NoFading()"
 
 
 class GaussMarkovRayleigh:
@@ -275,6 +300,7 @@ FADING_MODELS: Registry[type] = Registry(
         "rayleigh": RayleighFading,
         "gauss_markov": GaussMarkovRayleigh,
         "rician": RicianFading,
+        "none": NoFading,
     },
     entry_point_group="channels.fading_models",
 )

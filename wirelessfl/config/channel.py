@@ -18,6 +18,7 @@ _FADING_OWN_KEYS = {
     "rayleigh": "it has no settings",
     "gauss_markov": "it is set by channel.fading.rho, or doppler_hz and slot_s",
     "rician": "it is set by channel.fading.k_factor",
+    "none": "it has no settings",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wirelessfl.config.cells import CellsConfig, refuse_with_cells
 from wirelessfl.config.channel import ChannelConfig
 from wirelessfl.config.controller import ControllerSettings
 from wirelessfl.config.learner import PEFT_SETTINGS, LearnerSettings, check_other_kinds
@@ -90,6 +91,7 @@ class Scenario:
         "initial_evaluation; null: when eval_every > 1",
     )
     channel: ChannelConfig = field(default_factory=ChannelConfig)
+    cells: CellsConfig = field(default_factory=CellsConfig)
     devices: DevicesConfig = field(default_factory=DevicesConfig)
     mobility: MobilityConfig = field(default_factory=MobilityConfig)
     availability: AvailabilityConfig = field(default_factory=AvailabilityConfig)
@@ -158,6 +160,7 @@ class Scenario:
         check_other_kinds(self.learner)
         UPLINKS.load(self.channel.uplink).check_scenario(self)
         self._validate_wireless()
+        refuse_with_cells(self)
         self._validate_server()
         self._validate_fixed_ranks()
         self._validate_stages()

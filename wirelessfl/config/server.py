@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from wirelessfl.config.cells import HierarchyConfig
 from wirelessfl.config.limits import MAX_CLIENTS
 from wirelessfl.config.schema import option, show
 from wirelessfl.errors import ConfigError
@@ -87,6 +88,7 @@ class ServerConfig:
         gt=0.0,
         doc="semi_sync: virtual time between aggregations (required there, refused elsewhere)",
     )
+    hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
 
     @property
     def event_driven(self) -> bool:

@@ -140,6 +140,30 @@ class Learner(ABC):
             f"{type(self).__name__} has no over-the-air sum (UPLINKS: {', '.join(self.UPLINKS)})"
         )
 
+    # ---- client-edge-cloud hierarchies (cells, server.hierarchy) -----------------------------
+    def hierarchy_refusal(self) -> str | None:
+        """Why a cloud cannot average this learner's edge models (one line), or None if it
+        can: a learner that can overrides this, :meth:`model_state`, :meth:`load_model_state`
+        and :meth:`average_model_states` (the network asks this first and refuses the run)."""
+        return f"the learner {type(self).__name__} has no model a cloud can average"
+
+    def model_state(self) -> object:
+        """The global model the edge server holds (what the cloud averages)."""
+        raise SimulationError(f"model_state: {self.hierarchy_refusal()}")
+
+    def load_model_state(self, state: object) -> None:
+        """Replace the global model by ``state`` (the cloud's average)."""
+        raise SimulationError(f"load_model_state: {self.hierarchy_refusal()}")
+
+    def average_model_states(self, states: Sequence[object], weights: np.ndarray) -> object:
+        """Σ_c w_c state_c / Σ_c w_c of the edge servers' ``states`` with (C,) ``weights``."""
+        raise SimulationError(f"average_model_states: {self.hierarchy_refusal()}")
+
+    def data_weight(self, clients: np.ndarray) -> float:
+        """The data the ``clients`` hold (the cloud's weight of their edge; by default one
+        unit per client)."""
+        return float(len(clients))
+
     def metric_names(self) -> dict[str, str]:
         """Name -> doc of the metrics :meth:`aggregate` returns beyond the standard ones."""
         return {}

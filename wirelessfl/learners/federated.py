@@ -296,6 +296,46 @@ class FederatedLearner(Learner):
             f"algorithm {self.scenario.algorithm.name!r} does not aggregate single weighted updates"
         )
 
+    # ---- client-edge-cloud hierarchies ------------------------------------------------------
+    def hierarchy_refusal(self) -> str | None:
+        name = self.scenario.algorithm.name
+        if not self.cost_model().SINGLE_UPDATES:
+            return (
+                f"algorithm {name!r} does not aggregate by a weighted mean of updates, so "
+                "averaging its edge models at a cloud is not its aggregation"
+            )
+        if self.algorithm.state_dict():
+            return f"algorithm {name!r} keeps server state besides its global model"
+        if self.remote is not None:
+            return "learner.executor: ray trains on workers that hold one global model"
+        return None
+
+    def model_state(self) -> dict[str, torch.Tensor]:
+        """The global state's tensors (copies)."""
+        return {k: v.detach().clone() for k, v in self.global_state.items()}
+
+    def load_model_state(self, state: object) -> None:
+        assert isinstance(state, dict)
+        device = self.runtime.device
+        self.global_state = {k: v.detach().clone().to(device) for k, v in state.items()}
+
+    def average_model_states(
+        self, states: Sequence[object], weights: np.ndarray
+    ) -> dict[str, torch.Tensor]:
+        """Σ_c w_c θ_c / Σ_c w_c, tensor by tensor (every edge's state has the same keys and
+        shapes: one rank for the network)."""
+        share = np.asarray(weights, dtype=float) / float(np.sum(weights))
+        first = states[0]
+        assert isinstance(first, dict)
+        return {
+            key: sum(float(w) * s[key] for w, s in zip(share, states, strict=True))  # type: ignore[index]
+            for key in first
+        }
+
+    def data_weight(self, clients: np.ndarray) -> float:
+        """The clients' training samples."""
+        return float(self.runtime.partition.sizes[np.asarray(clients, dtype=int)].sum())
+
     def dispatch(self, plan: RoundPlan, *, keep_start: bool) -> dict[int, ClientReport]:
         if keep_start:
             start = {n: v.detach().clone() for n, v in self.global_state.items()}

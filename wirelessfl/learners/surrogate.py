@@ -291,6 +291,28 @@ class SurrogateLearner(Learner):
             "bound_half of ordinary magnitude"
         )
 
+    # ---- client-edge-cloud hierarchies --------------------------------------------------------
+    def hierarchy_refusal(self) -> str | None:
+        if self.cost.SINGLE_UPDATES:
+            return None
+        return (
+            f"algorithm {self.cost.name!r} does not aggregate by a weighted mean of updates, so "
+            "averaging its edge models at a cloud is not its aggregation"
+        )
+
+    def model_state(self) -> float:
+        """The excess loss e_t: the network-only model's state."""
+        return float(self.excess)
+
+    def load_model_state(self, state: object) -> None:
+        self.excess = float(state)  # type: ignore[arg-type]
+
+    def average_model_states(self, states: Sequence[object], weights: np.ndarray) -> float:
+        """The data-weighted mean of the edges' excess losses (the network-only reading of
+        averaging the edge models)."""
+        values = np.asarray(states, dtype=float)
+        return float(np.dot(weights, values) / np.sum(weights))
+
     def evaluate(self, round_index: int) -> dict[str, float]:
         chance = 1.0 / self.n_classes
         acc = chance + (1.0 - chance) * max(0.0, 1.0 - self.excess / self.initial_loss)

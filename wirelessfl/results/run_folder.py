@@ -47,7 +47,7 @@ STOPPED_EARLY = "stopped_early"
 STATE = "state.json"
 CHECKPOINTS = "checkpoints"
 MANIFEST = "manifest.json"
-TABLES = ("rounds", "events", "clients")
+TABLES = ("rounds", "events", "clients", "cells")
 #: Written to meta.json and every manifest; a resume refuses a folder of another format.
 FORMAT = 2
 _PARTIAL = ".partial-"

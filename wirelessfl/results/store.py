@@ -34,7 +34,8 @@ __all__ = ["RunResult", "atomic_write_text", "load"]
 
 @dataclass
 class RunResult:
-    """A loaded run: ``rounds`` (DataFrame), ``config`` and ``meta`` (dicts), ``events``."""
+    """A loaded run: ``rounds`` (DataFrame), ``config`` and ``meta`` (dicts), ``events``,
+    ``clients``, ``devices``, ``cells`` (the tables the run wrote, else None)."""
 
     path: Path
     rounds: pd.DataFrame
@@ -43,6 +44,8 @@ class RunResult:
     events: pd.DataFrame | None = None
     clients: pd.DataFrame | None = None
     devices: pd.DataFrame | None = None
+    #: a network of cells' ``cells.csv`` (one row per cell and edge round), else None
+    cells: pd.DataFrame | None = None
 
     @property
     def finished(self) -> bool:
@@ -80,6 +83,7 @@ def load(path: str | Path) -> RunResult:
         read_table(path / "events.csv"),
         read_table(path / "clients.csv"),
         read_table(path / DEVICES_FILE),
+        read_table(path / "cells.csv"),
     )
 
 

@@ -68,6 +68,19 @@ class EventTable:
             np.append(self.value, value),
         )
 
+    @classmethod
+    def merged(cls, tables: list[EventTable]) -> EventTable:
+        """The events of several servers' tables (a network's cells), sorted by time (a
+        stable sort: at one time, in the order of ``tables``)."""
+        time_s = np.concatenate([t.time_s for t in tables])
+        order = np.argsort(time_s, kind="stable")
+        return cls(
+            time_s[order],
+            np.concatenate([t.kind for t in tables])[order],
+            np.concatenate([t.client for t in tables])[order],
+            np.concatenate([t.value for t in tables])[order],
+        )
+
 
 class EventLog:
     """Collects a round's events, one or a column at a time; :meth:`table` sorts them."""

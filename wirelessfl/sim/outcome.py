@@ -31,3 +31,4 @@ class RoundOutcome:
     events: EventTable
     clients: list[dict] = field(default_factory=list)
     energy: RoundEnergy | None = None  # the training clients' energy
+    cells: list[dict] = field(default_factory=list)  # a network's cells.csv rows

@@ -69,6 +69,8 @@ from wirelessfl.results.table_writer import DamagedTableError, TableWriter, veri
 from wirelessfl.sim.budget_check import budget_missed_line
 from wirelessfl.sim.callbacks import CallbackError, RoundCallback, RunInfo, call_each, plain_row
 from wirelessfl.sim.events import event_lines
+from wirelessfl.sim.network import NetworkSimulator
+from wirelessfl.sim.network_record import CELL_COLUMNS, NETWORK_ROUND_COLUMNS
 from wirelessfl.sim.simulator import Simulator
 from wirelessfl.sim.tensorboard_log import TensorBoardCallback, tensorboard_logdir
 
@@ -147,8 +149,17 @@ class Run:
         if not resume:
             claim_new(self.out)
         self._lock = lock or FolderLock(self.out, what="--resume" if resume else "--out")
-        self.learner = learner if learner is not None else make_learner(scenario)
-        self.sim = Simulator(scenario, self.learner)
+        if scenario.cells.enabled:  # one edge server per cell (wirelessfl.sim.network)
+            if learner is not None:
+                raise ConfigError(
+                    "cells.n_rings: a network builds one learner per edge server from "
+                    "learner.kind; a learner handed in (a Flower app) runs one cell"
+                )
+            self.sim = NetworkSimulator(scenario)
+            self.learner = self.sim.learners
+        else:
+            self.learner = learner if learner is not None else make_learner(scenario)
+            self.sim = Simulator(scenario, self.learner)
 
     @classmethod
     def resume_from(
@@ -290,6 +301,8 @@ class Run:
         event_driven = sc.server.event_driven
         extra = EVENT_DRIVEN_ROUND_COLUMNS if event_driven else {}
         extra = {**extra, **self.sim.uplink.round_columns()}
+        if sc.cells.enabled:
+            extra = {**extra, **NETWORK_ROUND_COLUMNS}
         algo = algorithm_columns(self.learner.metric_names())
         columns = {"rounds": [*ROUND_COLUMNS, *extra, *algo]}
         if sc.output.events:
@@ -300,6 +313,8 @@ class Run:
                 columns["clients"] = {**CLIENT_COLUMNS, **CPU_CLOCK_COLUMNS}
             if not event_driven:
                 columns["clients"] = {**columns["clients"], **self.sim.uplink.client_columns()}
+        if sc.cells.enabled:
+            columns["cells"] = CELL_COLUMNS
         marks = self._checkpoint.tables if self._checkpoint else {}
         verified = {}
         try:  # check every table before cutting any
@@ -384,6 +399,8 @@ class Run:
                     pending["events"].extend(event_lines(t, outcome.events))
                 if "clients" in pending:
                     pending["clients"].extend(outcome.clients)
+                if "cells" in pending:
+                    pending["cells"].extend(outcome.cells)
                 every = sc.output.checkpoint_every
                 due = (
                     failed is not None

@@ -12,6 +12,7 @@ from channels import Cell, DeviceProfile, dbm_to_watt, make_fading, noise_power_
 from channels.availability import AvailabilityModel, make_availability
 from channels.large_scale import LargeScaleGains
 from channels.mobility import MobilityModel, doppler_hz, make_mobility
+from channels.multicell import MultiCellLayout
 from channels.pathloss_3gpp import make_path_loss
 from channels.power_control import PowerControl, make_power_control
 from channels.traces import read_compute_trace, read_snr_trace
@@ -24,6 +25,7 @@ __all__ = [
     "bound_constants",
     "build_cell",
     "build_devices",
+    "build_network_radio",
     "build_radio",
     "client_classes",
     "build_availability",
@@ -165,6 +167,30 @@ def _build_radio(scenario: Scenario) -> Radio:
         distances_m=np.maximum(start.distance_m, 1e-9),
     )
     return Radio(cell, start.tx_power_w, large_scale if large_scale.moves else None)
+
+
+def build_network_radio(scenario: Scenario, layout: MultiCellLayout) -> Radio:
+    """The channel of a network's clients at their serving sites (``cells``): each client's
+    gain to its serving site (``layout``), the scenario's power control on that path loss,
+    fading and the noise over ``channel.bandwidth_hz`` (the cell's band)."""
+    ch = scenario.channel
+    gain = layout.serving_gain
+    try:
+        tx_w = _power_control(scenario).watts(-10.0 * np.log10(gain), client_classes(scenario))
+        cell = Cell(
+            large_scale_power_gain=tx_w * gain,
+            noise_power_w=noise_power_w(
+                bandwidth_hz=ch.bandwidth_hz,
+                noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
+                noise_figure_db=ch.noise_figure_db,
+            ),
+            fading=_fading(scenario, None),
+            seed=scenario.seed,
+            distances_m=layout.distances_m[np.arange(len(gain)), layout.serving],
+        )
+    except ValueError as err:
+        raise ConfigError(f"channel: {err}") from None
+    return Radio(cell, tx_w)
 
 
 def _build_devices(scenario: Scenario) -> np.ndarray:

@@ -87,6 +87,7 @@ from wirelessfl.sim.decision_checks import (
     in_range,
     listed,
 )
+from wirelessfl.sim.edge import EdgeCell
 from wirelessfl.sim.energy import RoundEnergy, build_compute_energy, round_energy
 from wirelessfl.sim.energy_band import budget_below_band, energy_band_j
 from wirelessfl.sim.energy_floor import budget_shortfall, compute_energy_floor_j
@@ -151,17 +152,30 @@ class _Round:
     active: np.ndarray | None = None  # (k,) bool: scheduled clients that train and upload
     prepared: UplinkRound | None = None  # what the uplink's hook set (None: no hook)
     excluded: np.ndarray | None = None  # (k,) bool: excluded by the uplink's hook
+    wall0_s: float = 0.0  # perf_counter at the round's start
 
 
 class Simulator:
     """Runs rounds of one scenario with a given learner (see the module docstring)."""
 
-    def __init__(self, scenario: Scenario, learner: Learner):
+    def __init__(
+        self,
+        scenario: Scenario,
+        learner: Learner,
+        *,
+        edge: EdgeCell | None = None,
+    ):
+        """``edge``: one cell of a network (:mod:`wirelessfl.sim.network`): the network's
+        channel, the cell's clients (the only ones it schedules) and its uplink; the edge does
+        not evaluate (the cloud does)."""
         self.scenario = scenario
         self.learner = learner
-        radio = build_radio(scenario)
-        self.cell = radio.cell
-        self.channel = ChannelProcess(radio, scenario.channel.block_rounds)
+        self.edge = edge
+        if edge is None:
+            self.channel = ChannelProcess(build_radio(scenario), scenario.channel.block_rounds)
+        else:
+            self.channel = edge.channel
+        self.cell = self.channel.cell
         self.flops_per_s = build_devices(scenario)
         self.client_class = client_classes(scenario)
         self.availability = build_availability(scenario, self.client_class)
@@ -171,7 +185,7 @@ class Simulator:
         self.cpu_hz_min, self.cpu_hz_max = clock_ranges_hz(scenario, self.client_class)
         geometry = learner.geometry()
         self.params_per_rank = geometry.params_per_rank
-        uplink = build_uplink(scenario)
+        uplink = build_uplink(scenario) if edge is None else edge.uplink
         ctx = ControllerContext(
             n_clients=scenario.n_clients,
             n_scheduled=scenario.n_scheduled,
@@ -260,8 +274,33 @@ class Simulator:
     # ---- one round -----------------------------------------------------------------------
     def run_round(self, t: int) -> RoundOutcome:
         """Simulate round t to its aggregation; the caller persists the outcome."""
+        if self.engine is not None:
+            return self._finish(self.engine.aggregation(t), t, time.perf_counter())
+        return self.complete_round(self.plan_round(t))
+
+    def plan_round(self, t: int) -> _Round:
+        """Synchronous round t up to its uploads: steps 1-4 (observe, faults, the uplink's
+        hook, the decision, the training); :meth:`complete_round` runs the rest."""
         wall0 = time.perf_counter()
-        steps = self._round(t) if self.engine is None else self.engine.aggregation(t)
+        r = self._observe(t)
+        r.wall0_s = wall0
+        self._mark_faults(r)
+        self._before_decision(r)  # who sends decides the round the controller plans
+        self._decide(r)
+        self._train(r)
+        return r
+
+    def complete_round(self, r: _Round) -> RoundOutcome:
+        """Steps 5-8 of the round :meth:`plan_round` planned, in virtual time."""
+        return self._finish(self._conclude(r), r.t, r.wall0_s)
+
+    def advance_to(self, time_s: float) -> None:
+        """Move the clock to ``time_s`` (a network's cloud aggregation ends after every
+        cell's round); nothing when it is not later than now."""
+        if time_s > self.env.now:
+            self.env.run(until=self.env.timeout(delay_to(self.env.now, time_s)))
+
+    def _finish(self, steps, t: int, wall0: float) -> RoundOutcome:
         process = self.env.process(steps)
         self.env.run(until=process)
         outcome: RoundOutcome = process.value
@@ -272,13 +311,9 @@ class Simulator:
         self.next_round = t + 1
         return outcome
 
-    def _round(self, t: int):
-        """The server's process for round t; returns the round's :class:`RoundOutcome`."""
-        r = self._observe(t)
-        self._mark_faults(r)
-        self._before_decision(r)  # who sends decides the round the controller plans
-        self._decide(r)
-        self._train(r)
+    def _conclude(self, r: _Round):
+        """The server's process for the rest of round r (steps 5-8); returns the round's
+        :class:`RoundOutcome`."""
         yield from self._transmit(r)
         metrics, arrived = self._aggregate(r)
         evaluation = self._evaluate(r)
@@ -293,6 +328,9 @@ class Simulator:
         pf = sc.selection.method == "proportional_fair"
         rate = rate_bps(1.0, sc.channel.bandwidth_hz, snr_all) if pf else None
         pool = np.flatnonzero(available) if sc.selection.available_only else None
+        if self.edge is not None:  # a cell schedules among its own clients
+            members = self.edge.members
+            pool = members if pool is None else np.intersect1d(pool, members)
         scheduled = np.zeros(0, dtype=int)
         if pool is None or pool.size:
             chosen = select_clients(
@@ -641,7 +679,7 @@ class Simulator:
 
     def _evaluate(self, r: _Round) -> dict[str, float]:
         """Held-out metrics of the global state every ``eval_every`` rounds and at the last."""
-        if not self.evaluates_after(r.t):
+        if self.edge is not None or not self.evaluates_after(r.t):
             return {}
         return self.checked_evaluation(r.t, f"round {r.t}", KEPT)
 
