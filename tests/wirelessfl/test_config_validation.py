@@ -53,7 +53,8 @@ from wirelessfl.errors import ConfigError, UserError
         ({"selection": {"method": "lottery"}}, "selection.method: must be one of 'uniform', "),
         (
             {"channel": {"fading": {"model": "nakagami"}}},
-            "channel.fading.model: must be one of 'rayleigh', 'gauss_markov', 'rician', 'none', got",
+            "channel.fading.model: must be one of 'rayleigh', 'gauss_markov', 'rician', 'none', "
+            "got",
         ),
     ],
 )

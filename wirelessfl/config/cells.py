@@ -83,8 +83,10 @@ class HierarchyConfig:
 
     @property
     def is_default(self) -> bool:
-        return self.edge_rounds == 1 and self.backhaul_rate_bps is None and (
-            self.backhaul_latency_s == 0.0
+        return (
+            self.edge_rounds == 1
+            and self.backhaul_rate_bps is None
+            and (self.backhaul_latency_s == 0.0)
         )
 
 
@@ -118,18 +120,36 @@ def refuse_with_cells(scenario: Any) -> None:
         return
     sc, ch = scenario, scenario.channel
     refusals = [
-        (ch.mean_snr_db is not None or ch.snr_trace is not None, "channel.mean_snr_db and "
-         "channel.snr_trace give no geometry; the cells need the path-loss model"),
-        (sc.mobility.moves, "moving clients would change cells, and handover is not modelled "
-         "yet; use mobility.model: static"),
-        (ch.uplink != "fdma", f"channel.uplink: {ch.uplink} has no inter-cell interference "
-         "model yet; use channel.uplink: fdma"),
-        (sc.server.event_driven, f"server.mode: {sc.server.mode} runs one server; the cells' "
-         "edge servers run synchronous rounds (server.mode: sync)"),
-        (sc.controller.given("energy_budget_j") is not None, "controller.energy_budget_j: the "
-         "per-device energy queues are not split by cell yet; leave it out"),
-        (sc.privacy.mode != "none", f"privacy.mode: {sc.privacy.mode}: the accounting would "
-         "be per edge server, not the cloud's; use privacy.mode: none"),
+        (
+            ch.mean_snr_db is not None or ch.snr_trace is not None,
+            "channel.mean_snr_db and "
+            "channel.snr_trace give no geometry; the cells need the path-loss model",
+        ),
+        (
+            sc.mobility.moves,
+            "moving clients would change cells, and handover is not modelled "
+            "yet; use mobility.model: static",
+        ),
+        (
+            ch.uplink != "fdma",
+            f"channel.uplink: {ch.uplink} has no inter-cell interference "
+            "model yet; use channel.uplink: fdma",
+        ),
+        (
+            sc.server.event_driven,
+            f"server.mode: {sc.server.mode} runs one server; the cells' "
+            "edge servers run synchronous rounds (server.mode: sync)",
+        ),
+        (
+            sc.controller.given("energy_budget_j") is not None,
+            "controller.energy_budget_j: the "
+            "per-device energy queues are not split by cell yet; leave it out",
+        ),
+        (
+            sc.privacy.mode != "none",
+            f"privacy.mode: {sc.privacy.mode}: the accounting would "
+            "be per edge server, not the cloud's; use privacy.mode: none",
+        ),
     ]
     for refused, line in refusals:
         if refused:
