@@ -1,0 +1,222 @@
+"""A network of cells end to end: the SINR against Sionna's geometry SINR, the cloud's
+average, the hierarchy's clocks, resume, refusals, and real training at the edges."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scenario_helpers import digits_scenario, interrupt_at
+
+from wirelessfl.config import scenario_from_dict
+from wirelessfl.errors import ConfigError
+from wirelessfl.sim import resume_run
+from wirelessfl.sim.network import NetworkSimulator
+from wirelessfl.sim.runner import Run
+
+GEOMETRY = {
+    "bandwidth_hz": 1.0e6,
+    "d_min_m": 10.0,
+    "path_loss_exponent": 1.5,
+    "tx_power_dbm": 23.0,
+    "reference_gain_db": -35.0,
+    "noise_psd_dbm_per_hz": -174.0,
+    "noise_figure_db": 7.0,
+}
+
+
+def network(**overrides):
+    data = {
+        "name": "cells",
+        "seed": 5,
+        "n_clients": 70,
+        "n_scheduled": 3,
+        "rounds": 12,
+        "eval_every": 2,
+        "channel": dict(GEOMETRY),
+        "cells": {"n_rings": 1, "isd_m": 500.0},
+        "devices": {"include_compute": False},
+        "controller": {"name": "tsfa", "V": 1.0e-4, "d_th_s": 1.0, "o_min": 0.05, "r_max": 16},
+        "learner": {"kind": "surrogate", "shape": {"layer_shapes": [[64, 64], [64, 32]]}},
+        "output": {"events": True, "clients": True},
+    }
+    for key, value in overrides.items():
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return scenario_from_dict(data)
+
+
+def _run(tmp_path, name="run", **overrides):
+    return Run(network(**overrides), tmp_path / name).execute()
+
+
+def test_upload_sinr_is_sionna_geometry_sinr_of_the_same_layout(tmp_path):
+    """No fading, reuse 1, one client a cell on the whole band: each upload's SINR is the
+    geometry SINR (TR 38.901 section 7.8) of its site with the other cells' uploads as the
+    interferers, which Sionna SYS computes from the coupling losses."""
+    torch = pytest.importorskip("torch")
+    sys_ = pytest.importorskip("sionna.sys")
+    result = _run(tmp_path, n_scheduled=1, rounds=6, **{"channel.fading.model": "none"})
+    layout = NetworkSimulator(network(n_scheduled=1, rounds=6)).layout
+    clients = result.clients
+    assert len(clients) == 6 * 7 and np.all(clients.share == 1.0)
+    checked = 0
+    for _, rows in clients.groupby("round"):
+        ids = rows.client.to_numpy()
+        sites = rows.cell.to_numpy()
+        # receivers: the sites; transmitters: this round's uploads; CL[site, upload]
+        cl_db = -10.0 * np.log10(layout.link_gain[ids][:, sites].T)
+        expected = sys_.geometry_sinr_db(
+            torch.tensor(cl_db, dtype=torch.float64),
+            tx_power_dbm=23.0,
+            bandwidth_hz=1.0e6,
+            noise_figure_db=7.0,
+            serving=torch.arange(len(ids)),
+            precision="double",
+        ).numpy()
+        np.testing.assert_allclose(rows.sinr_db.to_numpy(), expected, atol=1e-6)
+        checked += len(ids)
+    assert checked == 42
+    # reuse 1 at 500 m: interference costs every upload, the cell edge the most
+    assert np.all(clients.sinr_db < clients.snr_db)
+
+
+def test_interference_baseline_and_reuse(tmp_path):
+    free = _run(tmp_path, "free", **{"cells.interference": False}).clients
+    np.testing.assert_allclose(free.sinr_db, free.snr_db, rtol=0, atol=1e-12)
+    reuse3 = _run(tmp_path, "reuse3", **{"cells.reuse": 3}).clients
+    reuse1 = _run(tmp_path, "reuse1").clients
+    # a third of the band each: the SNR is 10 log10 3 higher (band noise) for the same draw
+    merged = reuse1.merge(reuse3, on=["round", "client"], suffixes=("_1", "_3"))
+    assert len(merged) > 0
+    np.testing.assert_allclose(merged.snr_db_3 - merged.snr_db_1, 10 * np.log10(3), atol=1e-9)
+    loss_1 = (reuse1.snr_db - reuse1.sinr_db).mean()
+    loss_3 = (reuse3.snr_db - reuse3.sinr_db).mean()
+    assert loss_3 < loss_1
+
+
+def test_flat_hierarchy_syncs_every_round_and_cells_csv_adds_up(tmp_path):
+    result = _run(tmp_path)
+    rounds, cells = result.rounds, result.cells
+    assert np.all(rounds.cloud_round == 1) and np.all(rounds.n_cells == 7)
+    assert len(cells) == 12 * 7
+    for t, rows in cells.groupby("round"):
+        row = rounds.iloc[t]
+        assert row.n_arrived == rows.n_arrived.sum()
+        assert row.delay_s == rows.delay_s.max()
+        assert row.t_end_s == rows.t_end_s.max()
+        if t > 0:  # every cell starts the next round when the slowest has ended
+            assert np.all(rows.t_start_s == rounds.iloc[t - 1].t_end_s)
+    # the cells' controllers each keep their own queue
+    assert cells.groupby("cell").queue_after.last().nunique() > 1
+    # accuracy every eval_every rounds, from the cloud's model
+    assert rounds.accuracy.notna().tolist() == [(t + 1) % 2 == 0 for t in range(12)]
+
+
+def test_cloud_averages_the_edges_by_their_data_every_tau_rounds(tmp_path):
+    tau, latency_s, rate_bps = 3, 0.05, 2.0e6
+    result = _run(
+        tmp_path,
+        rounds=10,
+        **{
+            "server.hierarchy.edge_rounds": tau,
+            "server.hierarchy.backhaul_latency_s": latency_s,
+            "server.hierarchy.backhaul_rate_bps": rate_bps,
+        },
+    )
+    rounds, cells = result.rounds, result.cells
+    cloud = rounds.cloud_round.to_numpy()
+    assert cloud.tolist() == [0, 0, 1, 0, 0, 1, 0, 0, 1, 1]  # every tau-th and the last
+    assert rounds.accuracy.notna().tolist() == cloud.astype(bool).tolist()
+    sim = NetworkSimulator(network(rounds=10))
+    members = np.array([len(e.edge.members) for e in sim.edges], dtype=float)
+    bits = sim.edges[0].params_per_rank * sim.edges[0].rank * 32
+    backhaul_s = 2 * (latency_s + bits / rate_bps)
+    for t in np.flatnonzero(cloud):
+        rows = cells[cells["round"] == t].sort_values("cell")
+        # the network-only model: the cloud's test loss is the data-weighted mean of the
+        # edges' excess losses after their aggregation (one unit of data per client)
+        expected = np.dot(members, rows.loss) / members.sum()
+        assert rounds.test_loss[t] == pytest.approx(expected, rel=1e-12)
+        assert rounds.backhaul_s[t] == pytest.approx(backhaul_s, rel=1e-12)
+        assert rounds.t_end_s[t] == pytest.approx(rows.t_end_s.max() + backhaul_s, rel=1e-12)
+        if t + 1 < 10:
+            nxt = cells[cells["round"] == t + 1]
+            assert np.all(nxt.t_start_s == rounds.t_end_s[t])
+    # between cloud rounds the cells' clocks run apart
+    r1 = cells[cells["round"] == 1]
+    assert r1.t_start_s.nunique() > 1
+    # and their models too: different losses at round 1, one loss after the average
+    assert r1.loss.nunique() > 1
+
+
+def test_resume_mid_edge_rounds_gives_the_same_tables(tmp_path):
+    overrides = {"server.hierarchy.edge_rounds": 4, "output.checkpoint_every": 1}
+    full = _run(tmp_path, "full", **overrides)
+    interrupt_at(Run(network(**overrides), tmp_path / "cut"), 6)  # edge round 2 of 4
+    resumed = resume_run(tmp_path / "cut")
+    wall = ["wall_s"]
+    pd.testing.assert_frame_equal(full.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall))
+    pd.testing.assert_frame_equal(full.cells, resumed.cells)
+    pd.testing.assert_frame_equal(full.clients, resumed.clients)
+
+
+def test_edges_train_real_models_and_the_cloud_mean_is_weighted_by_samples():
+    scenario = digits_scenario(
+        n_clients=7,
+        n_scheduled=1,
+        eval_every=2,
+        channel={**GEOMETRY, "mean_snr_db": None},
+        cells={"n_rings": 1},
+        server={"hierarchy": {"edge_rounds": 2}},
+    )
+    sim = NetworkSimulator(scenario)
+    assert len(sim.edges) == 7
+    sim.run_round(0)  # not a cloud round: every edge trained its own client
+    states = [e.learner.model_state() for e in sim.edges]
+    key = next(iter(states[0]))
+    assert not all(bool((s[key] == states[0][key]).all()) for s in states[1:])
+    sizes = np.array(
+        [e.learner.runtime.partition.sizes[e.edge.members].sum() for e in sim.edges], float
+    )
+    np.testing.assert_array_equal(sim.weights, sizes)
+    sim._average()
+    for name in states[0]:
+        expected = sum(w * s[name] for w, s in zip(sizes / sizes.sum(), states, strict=True))
+        for edge in sim.edges:
+            got = edge.learner.model_state()[name]
+            assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
+    outcome = sim.run_round(1)  # the cloud round: averaged and evaluated
+    assert outcome.record["cloud_round"] == 1 and not math.isnan(outcome.record["accuracy"])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"channel.mean_snr_db": 10.0}, "cells.n_rings: channel.mean_snr_db"),
+        (
+            {"channel.uplink": "aircomp", "controller.name": "fixed"},
+            "cells.n_rings: channel.uplink",
+        ),
+        ({"server.mode": "async"}, "cells.n_rings: server.mode: async"),
+        ({"mobility.model": "random_waypoint"}, "cells.n_rings: moving clients"),
+        ({"cells.n_rings": None, "server.hierarchy.edge_rounds": 2}, "server.hierarchy:"),
+        ({"cells.reuse": 2}, "cells.reuse:"),
+    ],
+)
+def test_refusals_are_one_line(overrides, needle):
+    with pytest.raises(ConfigError) as err:
+        network(**overrides)
+    assert str(err.value).startswith(needle) and "\n" not in str(err.value)
+
+
+def test_an_algorithm_without_a_weighted_mean_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as err:
+        NetworkSimulator(network(**{"algorithm.name": "fslora"}))
+    text = str(err.value)
+    assert text.startswith("cells.n_rings: algorithm 'fslora'") and "\n" not in text
