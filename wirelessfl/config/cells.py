@@ -17,7 +17,16 @@ from channels.pathloss_3gpp import make_path_loss
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 
-__all__ = ["CellsConfig", "HierarchyConfig", "network_layout", "refuse_with_cells"]
+#: what a cell's controller knows of the interference (``cells.controller_sees``)
+CONTROLLER_VIEWS = ("snr", "last_round")
+
+__all__ = [
+    "CONTROLLER_VIEWS",
+    "CellsConfig",
+    "HierarchyConfig",
+    "network_layout",
+    "refuse_with_cells",
+]
 
 
 def _in_network(config: Mapping[str, Any]) -> bool:
@@ -59,6 +68,15 @@ class CellsConfig:
         True,
         doc="count the other cells' uploads in each SINR (false: the interference-free "
         "baseline on the same layout)",
+        applies=_in_network,
+    )
+
+    controller_sees: str = option(
+        "snr",
+        choices=CONTROLLER_VIEWS,
+        doc="what each cell's controller plans with: snr (its clients' SNR, no interference) "
+        "| last_round (SNR / (1 + I/N0), I/N0 the mean over the cell's uploads of the round "
+        "before)",
         applies=_in_network,
     )
 

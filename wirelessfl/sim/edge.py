@@ -12,12 +12,15 @@ from wirelessfl.uplinks.base import Uplink
 __all__ = ["EdgeCell"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class EdgeCell:
     """The network's channel (one for all cells: each round's draws are made once), the
-    cell's clients ``members`` (ascending global ids, the only ones its server schedules) and
-    its uplink (:class:`~wirelessfl.uplinks.fdma_cells.CellFdmaUplink`)."""
+    cell's clients ``members`` (ascending global ids, the only ones its server schedules), its
+    uplink (:class:`~wirelessfl.uplinks.fdma_cells.CellFdmaUplink`) and
+    ``interference_factor``, the 1 + I/N0 its controller plans with (it decides on SNR / factor;
+    1: the interference-free SNR)."""
 
     channel: ChannelProcess
     members: np.ndarray
     uplink: Uplink
+    interference_factor: float = 1.0

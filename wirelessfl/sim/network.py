@@ -137,13 +137,18 @@ class NetworkSimulator:
             edge.device_energy_j = None if value is None else (value if i == 0 else 0 * value)
 
     def state_dict(self) -> dict:
-        return {"next_round": self.next_round, "edges": [e.state_dict() for e in self.edges]}
+        return {
+            "next_round": self.next_round,
+            "edges": [e.state_dict() for e in self.edges],
+            "interference_factor": [e.edge.interference_factor for e in self.edges],
+        }
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
         for i, edge in enumerate(self.edges):
             edge.load_state_dict(
                 state["edges"][i], None if average_rate is None else average_rate[i]
             )
+            edge.edge.interference_factor = float(state["interference_factor"][i])
         self.next_round = int(state["next_round"])
 
     def evaluate_initial(self) -> dict[str, float]:
@@ -221,6 +226,7 @@ class NetworkSimulator:
             interference=sc.cells.interference,
             cross_fading=sc.channel.fading.model != "none",
         )
+        self._update_factors(uploads, result.rate_sinr)
         ids = result.clients.tolist()
         rate = dict(zip(ids, result.rate_sinr.tolist(), strict=True))
         sinr = dict(zip(ids, result.sinr.tolist(), strict=True))
@@ -232,6 +238,21 @@ class NetworkSimulator:
             out[cell] = 10.0 * np.log10(np.maximum(result.sinr[start : start + m], 1e-300))
             start += m
         return out
+
+    def _update_factors(self, uploads: list[CellUploads], rate_sinr: np.ndarray) -> None:
+        """With ``cells.controller_sees: last_round``, each cell's next factor: the mean over
+        its uploads of SNR / SINR = 1 + I/N0 (under either noise rule: SNR / rate SINR); a cell
+        without uploads keeps its factor."""
+        if self.scenario.cells.controller_sees != "last_round":
+            return
+        start = 0
+        for edge, u in zip(self.edges, uploads, strict=True):
+            m = len(u.clients)
+            rate = rate_sinr[start : start + m]
+            ok = rate > 0
+            if ok.any():
+                edge.edge.interference_factor = float(np.mean(u.snr[ok] / rate[ok]))
+            start += m
 
     def _average(self) -> None:
         """The cloud's weighted mean of the edge models, sent back to every edge."""

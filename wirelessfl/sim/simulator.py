@@ -393,7 +393,10 @@ class Simulator:
             self.controller.begin_round(r.t, r.scheduled[allocated], r.tx_power_w[allocated])
             self.controller.price_energy(r.scheduled[allocated], r.tx_power_w[allocated])
             try:
-                decision = self.controller.decide(r.snr[allocated], compute_s[allocated])
+                seen = r.snr[allocated]
+                if self.edge is not None:  # the interference the cell's controller expects
+                    seen = seen / self.edge.interference_factor
+                decision = self.controller.decide(seen, compute_s[allocated])
             except OverflowError as err:
                 raise SimulationError(
                     f"round {r.t}: the controller's decision overflowed ({err}); {KEPT} "
