@@ -15,6 +15,7 @@ from scipy import stats
 
 from wirelessfl.results.columns import (
     STUDY_ACCURACY_ENERGY_COLUMNS,
+    STUDY_CELLS_COLUMNS,
     STUDY_ENERGY_COLUMNS,
     STUDY_NR_COLUMNS,
 )
@@ -261,6 +262,7 @@ def _grid_table(sweeps: dict[str, dict[str, list]], seeds: int) -> pd.DataFrame:
     )
     energy = ("device_energy_j", "max_device_energy_j", "budget_met_share", "virtual_time_s")
     energy += (*STUDY_ENERGY_COLUMNS, *STUDY_ACCURACY_ENERGY_COLUMNS, *STUDY_NR_COLUMNS)
+    energy += tuple(STUDY_CELLS_COLUMNS)
     for metric in (*metrics, "bits_to_target", "updates_to_target", *energy):
         table[metric] = rng.uniform(size=len(table))
     return table

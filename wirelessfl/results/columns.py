@@ -320,6 +320,23 @@ STUDY_AIRCOMP_COLUMNS: dict[str, str] = {
     "a vanishing power; NaN: AirComp, another share or noise rule, or no clients.csv)",
 }
 
+#: ``summary.csv`` columns of the many-cell reproductions (``wirelessfl reproduce cells-*``,
+#: ``wirelessfl.study.cells_figures.cells_columns``), one row per run
+STUDY_CELLS_COLUMNS: dict[str, str] = {
+    "mean_cell_delay_s": "mean over cells and rounds of cells.csv's delay_s (each cell's D^t)",
+    "mean_cell_planned_s": "mean over cells and rounds of cells.csv's planned_delay_s",
+    "mean_cell_queue": "mean over cells of the last round's queue_after (each cell's Q^T)",
+    "cells_meeting_d_th": "share of cells whose time-average D^t is at most controller.d_th_s",
+    "mean_sinr_db": "mean SINR of every upload [dB]",
+    "edge_sinr_db": "mean SINR of the cell-edge clients' uploads (the fifth of the clients of "
+    "highest coupling loss to their serving site) [dB]",
+    "edge_upload_s": "mean upload time of the cell-edge clients' arrived uploads [s]",
+    "cloud_rounds_to_target": "cloud aggregations up to the first evaluation at the target "
+    "accuracy (NaN: not reached)",
+    "edge_rounds_to_target": "edge rounds up to the first evaluation at the target accuracy "
+    "(NaN: not reached)",
+}
+
 #: ``rounds.csv``'s columns after the algorithm's when the run has DP (docs/privacy.md): the
 #: first three with client-level DP (``privacy.mode`` central | local), the last with
 #: ``privacy.dp_sgd``.

@@ -24,7 +24,13 @@ def _show(value: Any) -> str:
 
 
 def offline_choice(scenario: Scenario) -> dict[str, Any]:
-    """The controller's offline plan (its ``meta.json`` summary: rank, TSFA's curve, ...)."""
+    """The controller's offline plan (its ``meta.json`` summary: rank, TSFA's curve, ...; a
+    network of cells: its first cell's, every cell's controller plans the same offline stage
+    on all clients' mean SNR)."""
+    if scenario.cells.enabled:
+        from wirelessfl.sim.network import NetworkSimulator
+
+        return NetworkSimulator(scenario).controller.summary()
     return Simulator(scenario, make_learner(scenario)).controller.summary()
 
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from wirelessfl.results.columns import (
     STUDY_ACCURACY_ENERGY_COLUMNS,
     STUDY_AIRCOMP_COLUMNS,
+    STUDY_CELLS_COLUMNS,
     STUDY_ENERGY_COLUMNS,
     STUDY_NR_COLUMNS,
     STUDY_UPDATE_COLUMNS,
@@ -81,6 +82,7 @@ NOT_CONFIG = (
     *STUDY_ACCURACY_ENERGY_COLUMNS,
     *STUDY_AIRCOMP_COLUMNS,
     *STUDY_NR_COLUMNS,
+    *STUDY_CELLS_COLUMNS,
 )
 #: columns of :func:`paired_differences`, in order
 PAIRED_COLUMNS = [

@@ -29,6 +29,7 @@ from wirelessfl.study.repro_aircomp import (
     uplinks,
 )
 from wirelessfl.study.repro_async import ASYNC_REPRODUCTIONS, SYNC_REFERENCE, server_modes
+from wirelessfl.study.repro_cells import CELLS_REPRODUCTIONS
 from wirelessfl.study.repro_energy import (
     DEFAULT_BUDGET_J,
     ENERGY_BUDGETS_J,
@@ -127,4 +128,5 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     **ENERGY_REPRODUCTIONS,
     **AIRCOMP_REPRODUCTIONS,
     **NR_REPRODUCTIONS,
+    **CELLS_REPRODUCTIONS,
 }
