@@ -220,3 +220,48 @@ def test_an_algorithm_without_a_weighted_mean_is_refused_in_one_line():
         NetworkSimulator(network(**{"algorithm.name": "fslora"}))
     text = str(err.value)
     assert text.startswith("cells.n_rings: algorithm 'fslora'") and "\n" not in text
+
+
+def test_nr_cells_take_their_prbs_share_of_the_band_and_decode_at_the_sinr(tmp_path):
+    pytest.importorskip("sionna.sys")
+    from wirelessfl.sim.cell_interference import CellUploads, round_sinr
+
+    overrides = {
+        "channel.uplink": "nr",
+        "channel.bandwidth_hz": 10.0e6,
+        "channel.fading.model": "none",
+        "controller.name": "fixed",
+        "controller.rank": 4,
+        "controller.sparsification": 0.5,
+    }
+    result = _run(tmp_path, rounds=3, **overrides)
+    clients = result.clients
+    assert {"nr_prbs", "nr_mean_mcs", "sinr_db", "cell"} <= set(clients.columns)
+    sim = NetworkSimulator(network(rounds=3, **overrides))
+    n_rb = sim.edges[0].uplink.n_rb
+    assert n_rb == 24  # 10 MHz at 30 kHz
+    # the interference of round 0 recomputed from the PRBs each upload occupied
+    rows = clients[clients["round"] == 0].sort_values(["cell", "client"])
+    uploads = [
+        CellUploads(
+            part.client.to_numpy(),
+            part.nr_prbs.to_numpy() / n_rb,
+            part.tx_power_w.to_numpy(),
+            10 ** (part.snr_db.to_numpy() / 10),
+        )
+        for _, part in rows.groupby("cell", sort=True)
+    ]
+    again = round_sinr(
+        uploads,
+        sim.layout,
+        seed=5,
+        round_index=0,
+        bandwidth_hz=10.0e6,
+        reuse=1,
+        noise_power_w=sim.edges[0].cell.noise_power_w,
+        noise_bandwidth="band",
+        interference=True,
+        cross_fading=False,
+    )
+    np.testing.assert_allclose(10 * np.log10(again.sinr), rows.sinr_db, atol=1e-9)
+    assert np.all(rows.sinr_db <= rows.snr_db + 1e-12)

@@ -16,6 +16,7 @@ from channels.multicell import DROPS, MultiCellLayout, multicell_layout
 from channels.pathloss_3gpp import make_path_loss
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
+from wirelessfl.registries import UPLINKS
 
 #: what a cell's controller knows of the interference (``cells.controller_sees``)
 CONTROLLER_VIEWS = ("snr", "last_round")
@@ -127,6 +128,10 @@ def network_layout(scenario: Any) -> MultiCellLayout:
         raise ConfigError(f"cells: {err}") from None
 
 
+def _cell_uplinks() -> list[str]:
+    return [n for n in UPLINKS.names() if UPLINKS.load(n).CELL_RESOURCES is not None]
+
+
 def refuse_with_cells(scenario: Any) -> None:
     """One line for what a network of cells does not model yet, or a hierarchy without one."""
     if not scenario.cells.enabled:
@@ -149,9 +154,9 @@ def refuse_with_cells(scenario: Any) -> None:
             "yet; use mobility.model: static",
         ),
         (
-            ch.uplink != "fdma",
-            f"channel.uplink: {ch.uplink} has no inter-cell interference "
-            "model yet; use channel.uplink: fdma",
+            UPLINKS.load(ch.uplink).CELL_RESOURCES is None,
+            f"channel.uplink: {ch.uplink} has no inter-cell interference model yet; use an "
+            f"uplink that has ({', '.join(_cell_uplinks())})",
         ),
         (
             sc.server.event_driven,

@@ -48,7 +48,7 @@ from wirelessfl.sim.network_record import cell_row, network_record
 from wirelessfl.sim.outcome import RoundOutcome
 from wirelessfl.sim.setup import build_network_radio
 from wirelessfl.sim.simulator import Simulator
-from wirelessfl.uplinks.fdma_cells import CellFdmaUplink
+from wirelessfl.uplinks.cell_uplink import cell_uplink
 
 __all__ = ["EdgeLearners", "NetworkSimulator"]
 
@@ -100,9 +100,12 @@ class NetworkSimulator:
             refusal = learner.hierarchy_refusal()
             if refusal is not None:
                 raise ConfigError(f"cells.n_rings: {refusal}; run one cell (cells.n_rings: null)")
-            uplink = CellFdmaUplink(
-                edge_scenario.channel.bandwidth_hz, ch.noise_bandwidth, self.layout.serving
-            )
+            try:
+                uplink = cell_uplink(edge_scenario, self.layout.serving)
+            except ValueError as err:  # e.g. no NR carrier of B / reuse
+                raise ConfigError(
+                    f"cells.reuse: a cell's band is channel.bandwidth_hz / {network.reuse}: {err}"
+                ) from None
             edge = EdgeCell(channel, self.layout.members(cell), uplink)
             self.edges.append(Simulator(edge_scenario, learner, edge=edge))
         first = self.edges[0]
@@ -209,11 +212,10 @@ class NetworkSimulator:
         cell's uplink; returns each cell's (m,) SINRs [dB]."""
         sc = self.edge_scenario
         uploads = []
-        for r in planned:
+        for edge, r in zip(self.edges, planned, strict=True):
             idx = np.flatnonzero(r.active)
-            uploads.append(
-                CellUploads(r.scheduled[idx], r.shares[idx], r.tx_power_w[idx], r.snr[idx])
-            )
+            shares = edge.uplink.occupied_shares(r.shares[idx])
+            uploads.append(CellUploads(r.scheduled[idx], shares, r.tx_power_w[idx], r.snr[idx]))
         result = round_sinr(
             uploads,
             self.layout,

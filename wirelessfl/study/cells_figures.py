@@ -84,9 +84,11 @@ def _by(summary, keys: list[str], columns: list[str]):
 
 
 def interference_tables(summary) -> dict[str, Any]:
-    """``cells-interference``'s ``by_model.csv``: per interference model and controller view,
+    """``cells-interference``'s ``by_model.csv`` (per interference model and controller view,
     the seeds and the means of the cells' D^t, planned D^t, Q^T, share of cells meeting D_th,
-    the SINR and the cell-edge clients' SINR and upload time."""
+    the SINR and the cell-edge clients' SINR and upload time) and ``last_round_vs_snr.csv``
+    (the controllers planning on last round's interference paired with those planning on
+    the SNR, at each reuse and seed)."""
     keys = ["cells.interference", "cells.reuse", "cells.controller_sees"]
     columns = [
         "mean_cell_delay_s",
@@ -99,7 +101,17 @@ def interference_tables(summary) -> dict[str, Any]:
         "mean_sparsification",
         "rank",
     ]
-    return {"by_model": _by(summary, keys, columns)}
+    from wirelessfl.study.paired import paired_differences
+
+    interfered = summary[summary["cells.controller_sees"].notna()]
+    views = paired_differences(
+        interfered,
+        ["cells.controller_sees"],
+        {"cells.controller_sees": "snr"},
+        metrics=["mean_cell_delay_s", "mean_cell_queue", "edge_upload_s"],
+        context_keys=["cells.reuse"],
+    )
+    return {"by_model": _by(summary, keys, columns), "last_round_vs_snr": views}
 
 
 def hierarchy_tables(summary) -> dict[str, Any]:

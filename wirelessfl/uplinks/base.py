@@ -76,6 +76,10 @@ class Uplink(UplinkPlanning, ABC):
     PARAMS: ClassVar[dict[str, str]] = {}
     #: the distributions its results depend on, whose versions a run's meta.json records
     PACKAGES: ClassVar[tuple[str, ...]] = ()
+    #: how its uploads occupy a cell's resources in a network of cells (``cells``): "band",
+    #: a share of the band (:meth:`occupied_shares`) at a rate of the SINR
+    #: (:mod:`wirelessfl.uplinks.cell_uplink`); None: it has no inter-cell interference model
+    CELL_RESOURCES: ClassVar[str | None] = None
 
     @classmethod
     @abstractmethod
@@ -230,6 +234,11 @@ class Uplink(UplinkPlanning, ABC):
         if self.STARTS_TOGETHER:
             fixed_s = fixed_s + float(np.max(compute_s, initial=0.0))
         return uploads.bits_per_ratio * per_bit_s, fixed_s
+
+    def occupied_shares(self, shares: np.ndarray) -> np.ndarray:
+        """(m,) the part of the band each of m uploads with (m,) ``shares`` occupies (a
+        network's interference; by default the shares themselves)."""
+        return np.asarray(shares, dtype=float)
 
     def full_band_rate_bps(self, snr: float) -> float:
         """A client's rate [bit/s] alone on the whole band, for the event-driven modes'

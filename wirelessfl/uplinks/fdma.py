@@ -30,6 +30,7 @@ class FdmaUplink(FdmaPlanning, Uplink):
     client finishes together, Lemma 2 offline)."""
 
     EVENT_DRIVEN = True
+    CELL_RESOURCES = "band"
 
     @classmethod
     def from_scenario(cls, scenario: Any) -> FdmaUplink:

@@ -50,6 +50,7 @@ class NrUplink(NrPlanning, Uplink):
     NAME = "nr"
     Settings = NrSettings
     PACKAGES = ("sionna-no-rt",)  # its BLER tables
+    CELL_RESOURCES = "band"  # its PRBs, a share of the carrier (occupied_shares)
 
     def __init__(
         self, settings: NrSettings, bandwidth_hz: float, seed: int, fading: Any = None
@@ -243,6 +244,11 @@ class NrUplink(NrPlanning, Uplink):
             "nr_bler": float(done.nacks.sum()) / sent if sent else math.nan,
             "nr_transmissions": sent,
         }
+
+    def occupied_shares(self, shares: np.ndarray) -> np.ndarray:
+        """(m,) each upload's PRBs as a share of the carrier's (the rounding of
+        :func:`prbs_from_shares`)."""
+        return prbs_from_shares(np.asarray(shares, dtype=float), self.n_rb) / self.n_rb
 
     def round_columns(self) -> dict[str, str]:
         """The NR round columns (results.columns.NR_ROUND_COLUMNS)."""
