@@ -48,7 +48,9 @@ class MultiCellLayout:
     ``lattice_ij`` (C, 2) the sites' lattice coordinates; ``sites_m`` (C, 2) [m];
     ``clients_m`` (N, 2) [m]; ``distances_m`` (N, C) 2-D distances with wrap-around [m];
     ``link_gain`` (N, C) large-scale power gains g_ks (dimensionless); ``serving`` (N,) each
-    client's serving site.
+    client's serving site; ``home`` (N,) the cell each was dropped in; ``translations_m``
+    (W, 2) the wrap-around copies [m]; ``los_uniform`` and ``shadow_z`` (N, C) each link's
+    draws (None where the layout was given, not drawn).
     """
 
     lattice_ij: np.ndarray
@@ -57,6 +59,10 @@ class MultiCellLayout:
     distances_m: np.ndarray
     link_gain: np.ndarray
     serving: np.ndarray
+    home: np.ndarray | None = None
+    translations_m: np.ndarray | None = None
+    los_uniform: np.ndarray | None = None
+    shadow_z: np.ndarray | None = None
 
     @property
     def n_cells(self) -> int:
@@ -115,4 +121,6 @@ def multicell_layout(
     gain, _ = path_loss.power_gain(distances, los_u, shadow_z)
     gain = np.asarray(gain, dtype=float)
     serving = serving_cells(-10.0 * np.log10(gain))
-    return MultiCellLayout(lattice, sites, clients, distances, gain, serving)
+    return MultiCellLayout(
+        lattice, sites, clients, distances, gain, serving, dropped, translations, los_u, shadow_z
+    )

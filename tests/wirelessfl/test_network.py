@@ -204,7 +204,6 @@ def test_edges_train_real_models_and_the_cloud_mean_is_weighted_by_samples():
             "cells.n_rings: channel.uplink",
         ),
         ({"server.mode": "async"}, "cells.n_rings: server.mode: async"),
-        ({"mobility.model": "random_waypoint"}, "cells.n_rings: moving clients"),
         ({"cells.n_rings": None, "server.hierarchy.edge_rounds": 2}, "server.hierarchy:"),
         ({"cells.reuse": 2}, "cells.reuse:"),
     ],
@@ -265,3 +264,59 @@ def test_nr_cells_take_their_prbs_share_of_the_band_and_decode_at_the_sinr(tmp_p
     )
     np.testing.assert_allclose(10 * np.log10(again.sinr), rows.sinr_db, atol=1e-9)
     assert np.all(rows.sinr_db <= rows.snr_db + 1e-12)
+
+
+MOVING = {
+    "mobility.model": "random_waypoint",
+    "mobility.speed_min_mps": 1.0,
+    "mobility.speed_max_mps": 2.0,
+    "channel.d_max_m": 400.0,
+    "output.checkpoint_every": 1,
+}
+
+
+def test_moving_clients_hand_over_and_each_cell_serves_its_own(tmp_path):
+    result = _run(tmp_path, rounds=40, **MOVING)
+    events, clients, cells = result.events, result.clients, result.cells
+    handovers = events[events.kind == "handover"]
+    assert len(handovers) > 0
+    # a client's cell in clients.csv is the cell of its last handover before that round
+    layout_cell = {}
+    sim = NetworkSimulator(network(rounds=40, **MOVING))
+    start = sim.serving.copy()  # the cells of least coupling loss at time 0
+    for t in range(40):
+        for _, h in handovers[handovers["round"] == t].iterrows():
+            layout_cell[int(h.client)] = int(h.value)
+        rows = clients[clients["round"] == t]
+        expected = [layout_cell.get(int(c), int(start[int(c)])) for c in rows.client]
+        assert rows.cell.tolist() == expected
+    # every cell scheduled only its own clients: the rows of each (round, cell) are its count
+    counted = clients.groupby(["round", "cell"]).size()
+    table = cells.set_index(["round", "cell"]).n_scheduled
+    pd.testing.assert_series_equal(
+        counted.rename("n").astype(int), table.loc[counted.index].rename("n").astype(int)
+    )
+    # the hysteresis keeps clients from handing back and forth every round
+    per_client = handovers.groupby("client").size()
+    assert per_client.max() < 40
+
+
+def test_moving_network_resumes_to_the_same_tables(tmp_path):
+    overrides = {**MOVING, "server.hierarchy.edge_rounds": 3}
+    full = _run(tmp_path, "full", rounds=20, **overrides)
+    interrupt_at(Run(network(rounds=20, **overrides), tmp_path / "cut"), 11)
+    resumed = resume_run(tmp_path / "cut")
+    wall = ["wall_s"]
+    pd.testing.assert_frame_equal(full.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall))
+    pd.testing.assert_frame_equal(full.events, resumed.events)
+    pd.testing.assert_frame_equal(full.clients, resumed.clients)
+
+
+def test_a_handover_moves_the_clients_private_state_to_its_new_edge():
+    from wirelessfl.learners import make_learner
+
+    scenario = digits_scenario(n_clients=4, n_scheduled=1)
+    source, target = make_learner(scenario), make_learner(scenario)
+    source.private.put(2, {"memory": np.ones(3)})
+    source.hand_over(2, target)
+    assert source.private.get(2) == {} and list(target.private.get(2)["memory"]) == [1, 1, 1]

@@ -81,6 +81,20 @@ class CellsConfig:
         applies=_in_network,
     )
 
+    handover_hysteresis_db: float = option(
+        3.0,
+        ge=0.0,
+        doc="a moving client hands over when another cell's coupling loss is this much below "
+        "its serving cell's (A3 event) ...",
+        applies=_in_network,
+    )
+    time_to_trigger_s: float = option(
+        0.0,
+        ge=0.0,
+        doc="... at every check (each edge round's start) for at least this long",
+        applies=_in_network,
+    )
+
     @property
     def enabled(self) -> bool:
         """Whether the run is a network of cells."""
@@ -147,11 +161,6 @@ def refuse_with_cells(scenario: Any) -> None:
             ch.mean_snr_db is not None or ch.snr_trace is not None,
             "channel.mean_snr_db and "
             "channel.snr_trace give no geometry; the cells need the path-loss model",
-        ),
-        (
-            sc.mobility.moves,
-            "moving clients would change cells, and handover is not modelled "
-            "yet; use mobility.model: static",
         ),
         (
             UPLINKS.load(ch.uplink).CELL_RESOURCES is None,

@@ -159,6 +159,11 @@ class Learner(ABC):
         """Σ_c w_c state_c / Σ_c w_c of the edge servers' ``states`` with (C,) ``weights``."""
         raise SimulationError(f"average_model_states: {self.hierarchy_refusal()}")
 
+    def hand_over(self, client: int, to: Learner) -> None:
+        """``client`` moves to the edge server whose learner is ``to``: what this learner keeps
+        of it goes along (nothing by default)."""
+        return None
+
     def data_weight(self, clients: np.ndarray) -> float:
         """The data the ``clients`` hold (the cloud's weight of their edge; by default one
         unit per client)."""

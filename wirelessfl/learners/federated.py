@@ -332,6 +332,11 @@ class FederatedLearner(Learner):
             for key in first
         }
 
+    def hand_over(self, client: int, to: Learner) -> None:
+        """The client's private state (error-feedback memory, its own tensors) goes along."""
+        assert isinstance(to, FederatedLearner)
+        to.private.put(client, self.private.take(client))
+
     def data_weight(self, clients: np.ndarray) -> float:
         """The clients' training samples."""
         return float(self.runtime.partition.sizes[np.asarray(clients, dtype=int)].sum())

@@ -87,12 +87,13 @@ EVENT_COLUMNS: dict[str, str] = {
     "round": "round index",
     "time_s": "virtual time of the event",
     "kind": "broadcast | drop | outage | unavailable | download_start | download_end | "
-    "compute_start | compute_end | upload_start | upload_end | straggler | aggregate "
-    "(download_start and download_end: event-driven modes with channel.downlink_rate_bps)",
+    "compute_start | compute_end | upload_start | upload_end | straggler | aggregate | "
+    "handover (download_start and download_end: event-driven modes with "
+    "channel.downlink_rate_bps; handover: a network of cells with moving clients)",
     "client": "client id (-1 for server events)",
     "value": "kind-specific number: bits for upload_end and download_end, clients aggregated "
-    "for aggregate; event-driven modes: the version downloaded for download_start and "
-    "compute_start",
+    "for aggregate, the new cell for handover; event-driven modes: the version downloaded for "
+    "download_start and compute_start",
 }
 
 CLIENT_COLUMNS: dict[str, str] = {

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from channels import Cell
+from channels.cell_mobility import MovingCells
 from channels.large_scale import LargeScaleGains
 from wirelessfl.errors import SimulationError
 
@@ -35,7 +36,7 @@ class Radio:
 
     cell: Cell
     tx_power_w: np.ndarray
-    large_scale: LargeScaleGains | None = None
+    large_scale: LargeScaleGains | MovingCells | None = None
     snr_trace_db: np.ndarray | None = None
 
 

@@ -31,6 +31,7 @@ class Kind(IntEnum):
     UPLOAD_END = 9
     STRAGGLER = 10
     AGGREGATE = 11
+    HANDOVER = 12  # a network of cells: a client changes cell before the round (value: to)
 
 
 SERVER = -1

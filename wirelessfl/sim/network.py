@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from channels.cell_mobility import MovingCells
+from channels.handover import HandoverState, handover_step
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.config.cells import network_layout
 from wirelessfl.config.scenario import Scenario
@@ -43,10 +45,10 @@ from wirelessfl.learners.base import Learner
 from wirelessfl.sim.cell_interference import CellUploads, round_sinr
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.edge import EdgeCell
-from wirelessfl.sim.events import EventTable
+from wirelessfl.sim.events import EventTable, Kind
 from wirelessfl.sim.network_record import cell_row, network_record
 from wirelessfl.sim.outcome import RoundOutcome
-from wirelessfl.sim.setup import build_network_radio
+from wirelessfl.sim.setup import build_moving_network_radio, build_network_radio
 from wirelessfl.sim.simulator import Simulator
 from wirelessfl.uplinks.cell_uplink import cell_uplink
 
@@ -92,8 +94,22 @@ class NetworkSimulator:
             scenario, channel=dataclasses.replace(ch, bandwidth_hz=ch.bandwidth_hz / network.reuse)
         )
         self.edge_scenario = edge_scenario
-        channel = ChannelProcess(build_network_radio(edge_scenario, self.layout), ch.block_rounds)
-        self.cells = [c for c in range(self.layout.n_cells) if self.layout.members(c).size]
+        #: (N,) each client's serving cell (updated in place by the handovers)
+        self.serving = self.layout.serving.copy()
+        self.moving: MovingCells | None = None
+        self.handover: HandoverState | None = None
+        if scenario.mobility.moves:  # every cell has its server: clients may come to any
+            radio, self.moving = build_moving_network_radio(
+                edge_scenario, self.layout, self.serving
+            )
+            self.handover = HandoverState(
+                self.serving, np.full(len(self.serving), -1), np.full(len(self.serving), np.nan)
+            )
+            self.cells = list(range(self.layout.n_cells))
+        else:
+            radio = build_network_radio(edge_scenario, self.layout)
+            self.cells = [c for c in range(self.layout.n_cells) if self.layout.members(c).size]
+        channel = ChannelProcess(radio, ch.block_rounds)
         self.edges: list[Simulator] = []
         for cell in self.cells:
             learner = make_learner(edge_scenario)
@@ -101,16 +117,15 @@ class NetworkSimulator:
             if refusal is not None:
                 raise ConfigError(f"cells.n_rings: {refusal}; run one cell (cells.n_rings: null)")
             try:
-                uplink = cell_uplink(edge_scenario, self.layout.serving)
+                uplink = cell_uplink(edge_scenario, self.serving)
             except ValueError as err:  # e.g. no NR carrier of B / reuse
                 raise ConfigError(
                     f"cells.reuse: a cell's band is channel.bandwidth_hz / {network.reuse}: {err}"
                 ) from None
-            edge = EdgeCell(channel, self.layout.members(cell), uplink)
+            edge = EdgeCell(channel, np.flatnonzero(self.serving == cell), uplink)
             self.edges.append(Simulator(edge_scenario, learner, edge=edge))
         first = self.edges[0]
         self.learners = EdgeLearners([e.learner for e in self.edges], self.cells)
-        self.weights = np.array([e.learner.data_weight(e.edge.members) for e in self.edges])
         self.uplink, self.controller = first.uplink, first.controller
         self.energy_band_j = None
         self.initial_evaluation: dict[str, float] | None = None
@@ -139,12 +154,20 @@ class NetworkSimulator:
         for i, edge in enumerate(self.edges):
             edge.device_energy_j = None if value is None else (value if i == 0 else 0 * value)
 
+    @property
+    def weights(self) -> np.ndarray:
+        """(cells,) the data each edge's clients hold now (the cloud's weights)."""
+        return np.array([e.learner.data_weight(e.edge.members) for e in self.edges])
+
     def state_dict(self) -> dict:
-        return {
+        state = {
             "next_round": self.next_round,
             "edges": [e.state_dict() for e in self.edges],
             "interference_factor": [e.edge.interference_factor for e in self.edges],
         }
+        if self.handover is not None:
+            state["handover"] = self.handover.state()
+        return state
 
     def load_state_dict(self, state: dict, average_rate: np.ndarray | None) -> None:
         for i, edge in enumerate(self.edges):
@@ -152,6 +175,9 @@ class NetworkSimulator:
                 state["edges"][i], None if average_rate is None else average_rate[i]
             )
             edge.edge.interference_factor = float(state["interference_factor"][i])
+        if self.handover is not None:
+            self.handover.restore(state["handover"])
+            self._members()
         self.next_round = int(state["next_round"])
 
     def evaluate_initial(self) -> dict[str, float]:
@@ -172,11 +198,44 @@ class NetworkSimulator:
         previous = (t // tau) * tau - 1
         return t == self.scenario.rounds - 1 or (t + 1) // every > (previous + 1) // every
 
+    def _members(self) -> None:
+        """Every edge's clients: those it serves now."""
+        for cell, edge in zip(self.cells, self.edges, strict=True):
+            edge.edge.members = np.flatnonzero(self.serving == cell)
+
+    def _hand_over(self) -> EventTable | None:
+        """Moving clients: the A3 check at the earliest cell's clock (``channels.handover``);
+        a client that changes cell takes what its edge's learner keeps of it along, and the
+        network logs a ``handover`` event (value: the new cell). None without mobility."""
+        if self.moving is None or self.handover is None:
+            return None
+        now_s = min(edge.env.now for edge in self.edges)
+        old = self.serving.copy()
+        _, gain, _ = self.moving.links_at(now_s)
+        cells = self.scenario.cells
+        moved = handover_step(
+            self.handover,
+            -10.0 * np.log10(gain),
+            now_s,
+            hysteresis_db=cells.handover_hysteresis_db,
+            time_to_trigger_s=cells.time_to_trigger_s,
+        )
+        index = {cell: i for i, cell in enumerate(self.cells)}
+        for client in moved.tolist():
+            source, target = self.edges[index[old[client]]], self.edges[index[self.serving[client]]]
+            source.learner.hand_over(client, target.learner)
+        self._members()
+        n = moved.size
+        kind = np.full(n, int(Kind.HANDOVER))
+        return EventTable(np.full(n, now_s), kind, moved, self.serving[moved].astype(float))
+
     def run_round(self, t: int) -> RoundOutcome:
         wall0 = time.perf_counter()
-        planned = [edge.plan_round(t) for edge in self.edges]
+        handovers = self._hand_over()
+        active = [i for i, edge in enumerate(self.edges) if edge.edge.members.size]
+        planned = {i: self.edges[i].plan_round(t) for i in active}
         sinr_db = self._interfere(t, planned)
-        outcomes = [edge.complete_round(r) for edge, r in zip(self.edges, planned, strict=True)]
+        outcomes = {i: self.edges[i].complete_round(r) for i, r in planned.items()}
         cloud = self.is_cloud_round(t)
         evaluation: dict[str, float] = {}
         end_s = max(edge.env.now for edge in self.edges)
@@ -187,7 +246,7 @@ class NetworkSimulator:
                 edge.advance_to(end_s)
             if self.evaluates_after(t):
                 evaluation = self.edges[0].checked_evaluation(t, f"round {t}", KEPT)
-        records = [o.record for o in outcomes]
+        records = [o.record for o in outcomes.values()]
         all_sinr = np.concatenate(list(sinr_db.values())) if sinr_db else np.zeros(0)
         record = network_record(
             records,
@@ -199,26 +258,31 @@ class NetworkSimulator:
         )
         record["wall_s"] = time.perf_counter() - wall0
         cells = [
-            cell_row(rec, cell, float(np.mean(sinr_db[cell])) if sinr_db[cell].size else math.nan)
-            for cell, rec in zip(self.cells, records, strict=True)
+            cell_row(o.record, self.cells[i], _mean_db(sinr_db[i])) for i, o in outcomes.items()
         ]
-        events = EventTable.merged([o.events for o in outcomes])
-        clients = [row for o in outcomes for row in o.clients]
+        tables = [o.events for o in outcomes.values()]
+        events = EventTable.merged(tables if handovers is None else [handovers, *tables])
+        clients = [row for o in outcomes.values() for row in o.clients]
         self.next_round = t + 1
         return RoundOutcome(record, events, clients, None, cells=cells)
 
-    def _interfere(self, t: int, planned: list) -> dict[int, np.ndarray]:
+    def _interfere(self, t: int, planned: dict) -> dict[int, np.ndarray]:
         """Every upload's SINR with the other cells' (:func:`round_sinr`), handed to its
-        cell's uplink; returns each cell's (m,) SINRs [dB]."""
+        cell's uplink; returns each planned edge's (m,) SINRs [dB] (by edge index)."""
         sc = self.edge_scenario
-        uploads = []
-        for edge, r in zip(self.edges, planned, strict=True):
+        uploads = {}
+        for i, r in planned.items():
             idx = np.flatnonzero(r.active)
-            shares = edge.uplink.occupied_shares(r.shares[idx])
-            uploads.append(CellUploads(r.scheduled[idx], shares, r.tx_power_w[idx], r.snr[idx]))
+            shares = self.edges[i].uplink.occupied_shares(r.shares[idx])
+            uploads[i] = CellUploads(r.scheduled[idx], shares, r.tx_power_w[idx], r.snr[idx])
+        layout = self.layout
+        if self.moving is not None:  # the links where the clients are now
+            now_s = min(edge.env.now for edge in self.edges)
+            gain = self.moving.links_at(now_s)[1]
+            layout = dataclasses.replace(layout, link_gain=gain, serving=self.serving)
         result = round_sinr(
-            uploads,
-            self.layout,
+            list(uploads.values()),
+            layout,
             seed=sc.seed,
             round_index=t,
             bandwidth_hz=self.scenario.channel.bandwidth_hz,
@@ -228,38 +292,41 @@ class NetworkSimulator:
             interference=sc.cells.interference,
             cross_fading=sc.channel.fading.model != "none",
         )
-        self._update_factors(uploads, result.rate_sinr)
         ids = result.clients.tolist()
         rate = dict(zip(ids, result.rate_sinr.tolist(), strict=True))
         sinr = dict(zip(ids, result.sinr.tolist(), strict=True))
         power = dict(zip(ids, result.interference_w.tolist(), strict=True))
         out, start = {}, 0
-        for cell, edge, u in zip(self.cells, self.edges, uploads, strict=True):
+        for i, u in uploads.items():
+            edge, m = self.edges[i], len(u.clients)
             edge.uplink.set_round(rate, sinr, power)
-            m = len(u.clients)
-            out[cell] = 10.0 * np.log10(np.maximum(result.sinr[start : start + m], 1e-300))
+            out[i] = result.sinr[start : start + m]
+            if sc.cells.controller_sees == "last_round":
+                self._update_factor(edge, u, result.rate_sinr[start : start + m])
             start += m
-        return out
+        return {i: 10.0 * np.log10(np.maximum(v, 1e-300)) for i, v in out.items()}
 
-    def _update_factors(self, uploads: list[CellUploads], rate_sinr: np.ndarray) -> None:
-        """With ``cells.controller_sees: last_round``, each cell's next factor: the mean over
-        its uploads of SNR / SINR = 1 + I/N0 (under either noise rule: SNR / rate SINR); a cell
+    @staticmethod
+    def _update_factor(edge: Simulator, uploads: CellUploads, rate_sinr: np.ndarray) -> None:
+        """``cells.controller_sees: last_round``: the cell's next factor, the mean over its
+        uploads of SNR / SINR = 1 + I/N0 (under either noise rule: SNR / rate SINR); a cell
         without uploads keeps its factor."""
-        if self.scenario.cells.controller_sees != "last_round":
-            return
-        start = 0
-        for edge, u in zip(self.edges, uploads, strict=True):
-            m = len(u.clients)
-            rate = rate_sinr[start : start + m]
-            ok = rate > 0
-            if ok.any():
-                edge.edge.interference_factor = float(np.mean(u.snr[ok] / rate[ok]))
-            start += m
+        ok = rate_sinr > 0
+        if ok.any():
+            assert edge.edge is not None
+            edge.edge.interference_factor = float(np.mean(uploads.snr[ok] / rate_sinr[ok]))
 
     def _average(self) -> None:
-        """The cloud's weighted mean of the edge models, sent back to every edge."""
+        """The cloud's weighted mean of the edge models (an edge without clients now weighs
+        nothing), sent back to every edge."""
         learners = [edge.learner for edge in self.edges]
-        states = [learner.model_state() for learner in learners]
-        average = learners[0].average_model_states(states, self.weights)
+        weights = self.weights
+        keep = np.flatnonzero(weights > 0)
+        states = [learners[i].model_state() for i in keep]
+        average = learners[0].average_model_states(states, weights[keep])
         for learner in learners:
             learner.load_model_state(average)
+
+
+def _mean_db(values: np.ndarray) -> float:
+    return float(np.mean(values)) if values.size else math.nan

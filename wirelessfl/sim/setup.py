@@ -10,6 +10,7 @@ import numpy as np
 
 from channels import Cell, DeviceProfile, dbm_to_watt, make_fading, noise_power_w
 from channels.availability import AvailabilityModel, make_availability
+from channels.cell_mobility import MovingCells
 from channels.large_scale import LargeScaleGains
 from channels.mobility import MobilityModel, doppler_hz, make_mobility
 from channels.multicell import MultiCellLayout
@@ -25,6 +26,7 @@ __all__ = [
     "bound_constants",
     "build_cell",
     "build_devices",
+    "build_moving_network_radio",
     "build_network_radio",
     "build_radio",
     "client_classes",
@@ -191,6 +193,56 @@ def build_network_radio(scenario: Scenario, layout: MultiCellLayout) -> Radio:
     except ValueError as err:
         raise ConfigError(f"channel: {err}") from None
     return Radio(cell, tx_w)
+
+
+def build_moving_network_radio(
+    scenario: Scenario, layout: MultiCellLayout, serving: np.ndarray
+) -> tuple[Radio, MovingCells]:
+    """The channel of a network whose clients move (``cells`` and ``mobility``): each around
+    its home site (:mod:`channels.cell_mobility`), at the serving cells ``serving`` (N,)
+    (updated in place by the handovers), with the cell's noise and fading. ``serving`` is set
+    to the cells of least coupling loss at time 0."""
+    ch, mob, n = scenario.channel, scenario.mobility, scenario.n_clients
+    try:
+        mobility = make_mobility(
+            mob.model,
+            seed=scenario.seed,
+            n_clients=n,
+            d_min_m=ch.d_min_m,
+            d_max_m=ch.d_max_m,
+            **mob.model_kwargs(),
+        )
+        assert layout.home is not None and layout.translations_m is not None
+        assert layout.los_uniform is not None and layout.shadow_z is not None
+        moving = MovingCells(
+            sites_m=layout.sites_m,
+            translations_m=layout.translations_m,
+            home=layout.home,
+            mobility=mobility,
+            path_loss=make_path_loss(ch.path_loss.model, **ch.path_loss.model_kwargs(ch)),
+            los_uniform=layout.los_uniform,
+            shadow_z=layout.shadow_z,
+            power=_power_control(scenario),
+            serving=serving,
+            client_class=client_classes(scenario),
+        )
+        _, gain, _ = moving.links_at(0.0)
+        serving[:] = np.argmin(-10.0 * np.log10(gain), axis=1)
+        start = moving.at(0.0)
+        cell = Cell(
+            large_scale_power_gain=start.power_gain,
+            noise_power_w=noise_power_w(
+                bandwidth_hz=ch.bandwidth_hz,
+                noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
+                noise_figure_db=ch.noise_figure_db,
+            ),
+            fading=_fading(scenario, mobility),
+            seed=scenario.seed,
+            distances_m=start.distance_m,
+        )
+    except ValueError as err:
+        raise ConfigError(f"channel: {err}") from None
+    return Radio(cell, start.tx_power_w, moving), moving
 
 
 def _build_devices(scenario: Scenario) -> np.ndarray:

@@ -41,8 +41,8 @@ CELLS_REPRODUCTIONS: dict[str, Reproduction] = {
             "free": {"cells.interference": [False]},
         },
         claim="inter-cell interference raises each cell's D^t and queue above the "
-        "interference-free model's, most at the cell edge; reuse 3 and planning on last "
-        "round's interference recover part of it",
+        "interference-free model's and slows the cell-edge uploads; reuse 3 and planning on "
+        "last round's interference recover part of it",
         seeds=5,
         full=[],
         draw=draw_interference,

@@ -87,6 +87,16 @@ class PrivateState:
             else:
                 self._committed.pop(client, None)
 
+    def take(self, client: int) -> dict[str, Any]:
+        """Remove and return the committed entries of ``client`` (``{}`` if none): a client
+        that moves to another edge server takes them along (:meth:`put` there)."""
+        return self._committed.pop(int(client), {})
+
+    def put(self, client: int, entries: Mapping[str, Any]) -> None:
+        """Commit ``entries`` of ``client`` as they are (what :meth:`take` returned)."""
+        if entries:
+            self._committed[int(client)] = dict(entries)
+
     def discard(self) -> None:
         """Drop what was staged (a round that failed)."""
         self._staged = {}
