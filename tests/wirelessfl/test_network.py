@@ -200,7 +200,7 @@ def test_edges_train_real_models_and_the_cloud_mean_is_weighted_by_samples():
     [
         ({"channel.mean_snr_db": 10.0}, "cells.n_rings: channel.mean_snr_db"),
         (
-            {"channel.uplink": "aircomp", "controller.name": "fixed"},
+            {"channel.uplink": "noma", "controller.name": "fixed"},
             "cells.n_rings: channel.uplink",
         ),
         ({"server.mode": "async"}, "cells.n_rings: server.mode: async"),
@@ -320,3 +320,36 @@ def test_a_handover_moves_the_clients_private_state_to_its_new_edge():
     source.private.put(2, {"memory": np.ones(3)})
     source.hand_over(2, target)
     assert source.private.get(2) == {} and list(target.private.get(2)["memory"]) == [1, 1, 1]
+
+
+def test_aircomp_cells_add_the_other_cells_sums_to_the_noise(tmp_path):
+    """No fading, reuse 1: each cell's analog sum is received with noise power
+    sigma^2 + sum_j p_j g_jc over the other cells' transmitting clients j, so every client's
+    SINR is its SNR over 1 + I_c / sigma^2 and the round's denoising factor falls by it."""
+    overrides = {
+        "channel.uplink": "aircomp",
+        "controller.name": "fixed",
+        "controller.rank": 4,
+        "controller.sparsification": 0.5,
+        "channel.fading.model": "none",
+    }
+    result = _run(tmp_path, "on", rounds=4, **overrides)
+    free = _run(tmp_path, "off", rounds=4, **{**overrides, "cells.interference": False})
+    sim = NetworkSimulator(network(rounds=4, **overrides))
+    noise_w = sim.edges[0].cell.noise_power_w
+    gain = sim.layout.link_gain
+    checked = 0
+    for _, rows in result.clients.groupby("round"):
+        sent = rows[rows.status == "arrived"]
+        for cell, part in sent.groupby("cell"):
+            others = sent[sent.cell != cell]
+            interference_w = float(np.sum(others.tx_power_w * gain[others.client, cell]))
+            factor = 1.0 + interference_w / noise_w
+            np.testing.assert_allclose(part.interference_w, interference_w, rtol=1e-12)
+            np.testing.assert_allclose(
+                part.snr_db - part.sinr_db, 10 * np.log10(factor), rtol=1e-9, atol=1e-9
+            )
+            checked += len(part)
+    assert checked > 0
+    assert np.all(result.rounds.aircomp_snr_db < free.rounds.aircomp_snr_db)
+    np.testing.assert_allclose(free.clients.sinr_db, free.clients.snr_db, atol=1e-12)

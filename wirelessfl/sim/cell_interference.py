@@ -23,7 +23,7 @@ from channels.interference import band_intervals, cell_subbands, reuse_colours, 
 from channels.multicell import MultiCellLayout
 from channels.streams import round_generator
 
-__all__ = ["CellUploads", "RoundSinr", "round_sinr"]
+__all__ = ["CellUploads", "RoundSinr", "analog_interference_w", "round_sinr"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,33 @@ def round_sinr(
     )
     rate_sinr = sinr * shares if share_noise else sinr
     return RoundSinr(clients, sinr, rate_sinr, interference_w)
+
+
+def analog_interference_w(
+    uploads: list[CellUploads],
+    layout: MultiCellLayout,
+    *,
+    seed: int,
+    round_index: int,
+    reuse: int,
+    cross_fading: bool,
+) -> np.ndarray:
+    """(C,) the interference power [W] at each site of over-the-air rounds (AirComp): every
+    upload is on its cell's whole sub-band, so site s receives Σ_j P_j G_js over the uploads j
+    of the other cells of its colour (reuse 1: every other cell), the cross links fading as
+    in :func:`round_sinr` (same stream and order)."""
+    clients = np.concatenate([u.clients for u in uploads]).astype(int)
+    power = np.concatenate([u.tx_power_w for u in uploads]).astype(float)
+    n_sites = len(layout.sites_m)
+    if clients.size == 0:
+        return np.zeros(n_sites)
+    cells = layout.serving[clients]
+    gain = layout.link_gain[clients].copy()
+    if cross_fading:
+        rng = round_generator(seed, stream="cell_interference", round_index=round_index)
+        gain *= rng.exponential(size=gain.shape)
+    colours = reuse_colours(layout.lattice_ij, reuse)
+    received = power[:, None] * gain  # (M, C)
+    same_colour = colours[cells][:, None] == colours[None, :]
+    other_cell = cells[:, None] != np.arange(n_sites)[None, :]
+    return np.where(same_colour & other_cell, received, 0.0).sum(axis=0)

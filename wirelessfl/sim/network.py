@@ -42,7 +42,7 @@ from wirelessfl.config.scenario import Scenario
 from wirelessfl.errors import ConfigError
 from wirelessfl.learners import make_learner
 from wirelessfl.learners.base import Learner
-from wirelessfl.sim.cell_interference import CellUploads, round_sinr
+from wirelessfl.sim.cell_interference import CellUploads, analog_interference_w, round_sinr
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.edge import EdgeCell
 from wirelessfl.sim.events import EventTable, Kind
@@ -280,6 +280,8 @@ class NetworkSimulator:
             now_s = min(edge.env.now for edge in self.edges)
             gain = self.moving.links_at(now_s)[1]
             layout = dataclasses.replace(layout, link_gain=gain, serving=self.serving)
+        if self.edges[0].uplink.CELL_RESOURCES == "analog":
+            return self._interfere_analog(t, planned, uploads, layout)
         result = round_sinr(
             list(uploads.values()),
             layout,
@@ -305,6 +307,42 @@ class NetworkSimulator:
                 self._update_factor(edge, u, result.rate_sinr[start : start + m])
             start += m
         return {i: 10.0 * np.log10(np.maximum(v, 1e-300)) for i, v in out.items()}
+
+    def _interfere_analog(
+        self, t: int, planned: dict, uploads: dict[int, CellUploads], layout
+    ) -> dict[int, np.ndarray]:
+        """Over-the-air cells: the other cells' sums at each site
+        (:func:`analog_interference_w`) multiply its noise by 1 + I/N (the uplink's
+        ``interfere``); each upload's SINR is its SNR over that factor."""
+        sc = self.edge_scenario
+        noise_w = self.edges[0].cell.noise_power_w
+        if sc.cells.interference:
+            interference_w = analog_interference_w(
+                list(uploads.values()),
+                layout,
+                seed=sc.seed,
+                round_index=t,
+                reuse=sc.cells.reuse,
+                cross_fading=sc.channel.fading.model != "none",
+            )
+        else:
+            interference_w = np.zeros(len(layout.sites_m))
+        out = {}
+        for i, u in uploads.items():
+            edge, cell = self.edges[i], self.cells[i]
+            factor = 1.0 + float(interference_w[cell]) / noise_w
+            edge.uplink.interfere(planned[i].prepared, factor)
+            ids = u.clients.tolist()
+            edge.uplink.set_round(
+                dict(zip(ids, u.snr.tolist(), strict=True)),
+                dict(zip(ids, (u.snr / factor).tolist(), strict=True)),
+                dict.fromkeys(ids, float(interference_w[cell])),
+            )
+            if sc.cells.controller_sees == "last_round" and len(ids):
+                assert edge.edge is not None
+                edge.edge.interference_factor = factor
+            out[i] = 10.0 * np.log10(np.maximum(u.snr / factor, 1e-300))
+        return out
 
     @staticmethod
     def _update_factor(edge: Simulator, uploads: CellUploads, rate_sinr: np.ndarray) -> None:

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from wirelessfl.results.columns import ROUND_COLUMNS
+
 __all__ = ["CELL_COLUMNS", "NETWORK_ROUND_COLUMNS", "cell_row", "network_record"]
 
 #: the columns a network adds to rounds.csv
@@ -52,6 +54,9 @@ _SUMMED = (
 )
 #: rounds.csv columns of the worst cell (C = 1: the cell's own)
 _LARGEST = ("delay_s", "queue", "queue_after", "planned_delay_s", "t_end_s")
+#: rounds.csv columns averaged over the cells' scheduled clients, and over their arrivals
+_BY_SCHEDULED = ("sparsification", "mean_client_rank", "bound", "mean_snr_db")
+_BY_ARRIVALS = ("loss", "cov_norm", "orth_residual")
 
 
 def _mean(values: list[float], weights: list[float] | None = None) -> float:
@@ -81,25 +86,27 @@ def network_record(
     energy summed; D^t, the queues, the planned delay and the end the largest (the slowest
     cell; ``end_s`` after the cloud's exchange); the start the earliest; means weighted by
     the cells' scheduled (SNR, rank, ratio, bound) or arrived (loss) clients; accuracy the
-    cloud's ``evaluation``. ``sinr_db`` (M,) the round's uploads."""
+    cloud's ``evaluation``; the uplink's own columns (NR's, AirComp's) the mean over the
+    cells weighted by their scheduled clients. ``sinr_db`` (M,) the round's uploads."""
     first = records[0]
     out = {name: first[name] for name in first}
-    for name in _SUMMED:
-        out[name] = type(first[name])(sum(r[name] for r in records))
-    for name in _LARGEST:
-        out[name] = max(r[name] for r in records)
+    scheduled = [r["n_scheduled"] for r in records]
+    arrived = [r["n_arrived"] for r in records]
+    for name in first:
+        values = [r[name] for r in records]
+        if name in _SUMMED:
+            out[name] = type(first[name])(sum(values))
+        elif name in _LARGEST:
+            out[name] = max(values)
+        elif name in _BY_SCHEDULED or name not in ROUND_COLUMNS and not name.startswith("algo."):
+            out[name] = _mean(values, scheduled)  # the uplink's own columns too
+        elif name in _BY_ARRIVALS or name.startswith("algo."):
+            out[name] = _mean(values, arrived)
     out["t_start_s"] = min(r["t_start_s"] for r in records)
     out["t_end_s"] = max(out["t_end_s"], end_s)
     out["completion_s"] = out["t_end_s"] - out["t_start_s"]
-    scheduled = [r["n_scheduled"] for r in records]
-    arrived = [r["n_arrived"] for r in records]
-    for name in ("sparsification", "mean_client_rank", "bound", "mean_snr_db"):
-        out[name] = _mean([r[name] for r in records], scheduled)
     lows = np.asarray([r["min_snr_db"] for r in records], dtype=float)
     out["min_snr_db"] = float(np.nanmin(lows)) if (~np.isnan(lows)).any() else math.nan
-    for name in first:
-        if name.startswith("algo.") or name in ("loss", "cov_norm", "orth_residual"):
-            out[name] = _mean([r[name] for r in records], arrived)
     out["wall_s"] = sum(r["wall_s"] for r in records)
     out["accuracy"] = evaluation.get("accuracy", math.nan)
     out["test_loss"] = evaluation.get("test_loss", math.nan)

@@ -24,6 +24,7 @@ that decides transmit powers, or that plans bandwidth shares, is refused when th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -31,6 +32,7 @@ import numpy as np
 
 from channels.aircomp import (
     AirPower,
+    aggregation_mse,
     air_power,
     analog_upload_s,
     average_power_denoising,
@@ -54,6 +56,7 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
 
     NAME = "aircomp"
     ANALOG = True
+    CELL_RESOURCES = "analog"
     #: ``channel.aircomp``: the power control policy and its parameters
     Settings = AirCompSettings
 
@@ -236,6 +239,18 @@ class AirCompUplink(AnalogSumPlanning, Uplink):
             prepared.gain[rows] = air.gain
             prepared.tx_power_w[rows] = air.tx_power_w
         return prepared
+
+    def interfere(self, prepared: UplinkRound | None, noise_factor: float) -> None:
+        """The other cells' analog sums as noise: the received sum is Σ c_k x_k + z / sqrt(η)
+        with z's power times ``noise_factor``, so the denoising factor becomes η / factor and
+        the MSE Σ (c_k − 1)² + factor / η (the coefficients c_k are the policy's)."""
+        if prepared is None or prepared.detail is None or prepared.detail.denoising <= 0:
+            return
+        air = prepared.detail
+        eta = air.denoising / float(noise_factor)
+        prepared.detail = dataclasses.replace(
+            air, denoising=eta, mse=aggregation_mse(air.gain, eta)
+        )
 
     def upload_s(
         self, shares: np.ndarray, snr: np.ndarray, bits: np.ndarray, n_values: np.ndarray

@@ -78,7 +78,9 @@ class Uplink(UplinkPlanning, ABC):
     PACKAGES: ClassVar[tuple[str, ...]] = ()
     #: how its uploads occupy a cell's resources in a network of cells (``cells``): "band",
     #: a share of the band (:meth:`occupied_shares`) at a rate of the SINR
-    #: (:mod:`wirelessfl.uplinks.cell_uplink`); None: it has no inter-cell interference model
+    #: (:mod:`wirelessfl.uplinks.cell_uplink`); "analog", every upload on the whole band at
+    #: once, the other cells' sums adding to the noise (:meth:`interfere`); None: it has no
+    #: inter-cell interference model
     CELL_RESOURCES: ClassVar[str | None] = None
 
     @classmethod
@@ -234,6 +236,12 @@ class Uplink(UplinkPlanning, ABC):
         if self.STARTS_TOGETHER:
             fixed_s = fixed_s + float(np.max(compute_s, initial=0.0))
         return uploads.bits_per_ratio * per_bit_s, fixed_s
+
+    def interfere(self, prepared: UplinkRound | None, noise_factor: float) -> None:
+        """An analog uplink's round in a network of cells: the other cells' simultaneous sums
+        multiply the receiver's noise power by ``noise_factor`` = 1 + I/N (nothing by
+        default)."""
+        return None
 
     def occupied_shares(self, shares: np.ndarray) -> np.ndarray:
         """(m,) the part of the band each of m uploads with (m,) ``shares`` occupies (a
