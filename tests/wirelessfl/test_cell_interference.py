@@ -113,3 +113,16 @@ def test_cross_fading_is_drawn_per_round_and_reproducible():
     assert a.sinr[0] == pytest.approx(
         uploads[0].snr[0] / (1 + a.interference_w[0] / NOISE_W), rel=1e-12
     )
+
+
+def test_expected_interference_of_fully_loaded_neighbours_by_hand():
+    from wirelessfl.sim.cell_interference import expected_interference_w
+
+    layout = _two_cells()
+    power = np.array([0.2, 0.1])
+    got = expected_interference_w(layout, power, reuse=1, per_cell=np.ones(2))
+    np.testing.assert_allclose(got, [0.1 * 5e-11, 0.2 * 2e-11], rtol=1e-12)
+    analog = expected_interference_w(layout, power, reuse=1, per_cell=np.array([3.0, 2.0]))
+    np.testing.assert_allclose(analog, [2 * 0.1 * 5e-11, 3 * 0.2 * 2e-11], rtol=1e-12)
+    # different colours under reuse 3: nothing
+    assert np.all(expected_interference_w(layout, power, reuse=3, per_cell=np.ones(2)) == 0)

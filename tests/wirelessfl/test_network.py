@@ -353,3 +353,17 @@ def test_aircomp_cells_add_the_other_cells_sums_to_the_noise(tmp_path):
     assert checked > 0
     assert np.all(result.rounds.aircomp_snr_db < free.rounds.aircomp_snr_db)
     np.testing.assert_allclose(free.clients.sinr_db, free.clients.snr_db, atol=1e-12)
+
+
+def test_expected_view_plans_on_the_mean_interference_of_loaded_neighbours():
+    sim = NetworkSimulator(network(rounds=2, **{"cells.controller_sees": "expected"}))
+    sim.run_round(0)
+    layout, power = sim.layout, sim.edges[0].channel.radio.tx_power_w
+    noise_w = sim.edges[0].cell.noise_power_w
+    for cell, edge in zip(sim.cells, sim.edges, strict=True):
+        expected = sum(
+            np.mean(power[layout.serving == b] * layout.link_gain[layout.serving == b, cell])
+            for b in range(7)
+            if b != cell
+        )
+        assert edge.edge.interference_factor == pytest.approx(1 + expected / noise_w, rel=1e-12)

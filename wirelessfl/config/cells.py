@@ -19,7 +19,7 @@ from wirelessfl.errors import ConfigError
 from wirelessfl.registries import UPLINKS
 
 #: what a cell's controller knows of the interference (``cells.controller_sees``)
-CONTROLLER_VIEWS = ("snr", "last_round")
+CONTROLLER_VIEWS = ("snr", "last_round", "expected")
 
 __all__ = [
     "CONTROLLER_VIEWS",
@@ -77,7 +77,8 @@ class CellsConfig:
         choices=CONTROLLER_VIEWS,
         doc="what each cell's controller plans with: snr (its clients' SNR, no interference) "
         "| last_round (SNR / (1 + I/N0), I/N0 the mean over the cell's uploads of the round "
-        "before)",
+        "before) | expected (I/N0 the mean interference of fully loaded neighbours, from the "
+        "geometry)",
         applies=_in_network,
     )
 

@@ -23,7 +23,13 @@ from channels.interference import band_intervals, cell_subbands, reuse_colours, 
 from channels.multicell import MultiCellLayout
 from channels.streams import round_generator
 
-__all__ = ["CellUploads", "RoundSinr", "analog_interference_w", "round_sinr"]
+__all__ = [
+    "CellUploads",
+    "RoundSinr",
+    "analog_interference_w",
+    "expected_interference_w",
+    "round_sinr",
+]
 
 
 @dataclass(frozen=True)
@@ -132,3 +138,29 @@ def analog_interference_w(
     same_colour = colours[cells][:, None] == colours[None, :]
     other_cell = cells[:, None] != np.arange(n_sites)[None, :]
     return np.where(same_colour & other_cell, received, 0.0).sum(axis=0)
+
+
+def expected_interference_w(
+    layout: MultiCellLayout,
+    tx_power_w: np.ndarray,
+    *,
+    reuse: int,
+    per_cell: np.ndarray,
+) -> np.ndarray:
+    """(C,) the mean interference power [W] at each site from fully loaded cells: each other
+    cell b of its colour sends with ``per_cell[b]`` clients at once on its whole band (FDMA,
+    NR: 1, the band shared among its uploads; over the air: its K) at their (N,) powers,
+    a client drawn uniformly among b's, unit-mean fading: Σ_b per_cell[b] mean_{j∈b} P_j g_jc.
+    """
+    n_sites = len(layout.sites_m)
+    colours = reuse_colours(layout.lattice_ij, reuse)
+    out = np.zeros(n_sites)
+    received = np.asarray(tx_power_w, dtype=float)[:, None] * layout.link_gain  # (N, C)
+    for b in range(n_sites):
+        members = np.flatnonzero(layout.serving == b)
+        if members.size == 0:
+            continue
+        mean_at = received[members].mean(axis=0) * float(per_cell[b])
+        hit = (colours == colours[b]) & (np.arange(n_sites) != b)
+        out[hit] += mean_at[hit]
+    return out

@@ -42,7 +42,12 @@ from wirelessfl.config.scenario import Scenario
 from wirelessfl.errors import ConfigError
 from wirelessfl.learners import make_learner
 from wirelessfl.learners.base import Learner
-from wirelessfl.sim.cell_interference import CellUploads, analog_interference_w, round_sinr
+from wirelessfl.sim.cell_interference import (
+    CellUploads,
+    analog_interference_w,
+    expected_interference_w,
+    round_sinr,
+)
 from wirelessfl.sim.channel_process import ChannelProcess
 from wirelessfl.sim.edge import EdgeCell
 from wirelessfl.sim.events import EventTable, Kind
@@ -229,9 +234,32 @@ class NetworkSimulator:
         kind = np.full(n, int(Kind.HANDOVER))
         return EventTable(np.full(n, now_s), kind, moved, self.serving[moved].astype(float))
 
+    def _expect_interference(self) -> None:
+        """``cells.controller_sees: expected``: each cell's factor 1 + E[I]/N from fully
+        loaded neighbours (:func:`expected_interference_w`), at the clients' powers at time 0
+        and where they are served now."""
+        sc = self.edge_scenario
+        if sc.cells.controller_sees != "expected":
+            return
+        analog = self.edges[0].uplink.CELL_RESOURCES == "analog"
+        counts = np.bincount(self.serving, minlength=self.layout.n_cells)
+        per_cell = np.minimum(counts, sc.n_scheduled) if analog else np.ones(len(counts))
+        layout = self.layout
+        if self.moving is not None:
+            now_s = min(edge.env.now for edge in self.edges)
+            gain = self.moving.links_at(now_s)[1]
+            layout = dataclasses.replace(layout, link_gain=gain, serving=self.serving)
+        power_w = self.edges[0].channel.radio.tx_power_w
+        expected = expected_interference_w(layout, power_w, reuse=sc.cells.reuse, per_cell=per_cell)
+        noise_w = self.edges[0].cell.noise_power_w
+        for cell, edge in zip(self.cells, self.edges, strict=True):
+            assert edge.edge is not None
+            edge.edge.interference_factor = 1.0 + float(expected[cell]) / noise_w
+
     def run_round(self, t: int) -> RoundOutcome:
         wall0 = time.perf_counter()
         handovers = self._hand_over()
+        self._expect_interference()
         active = [i for i, edge in enumerate(self.edges) if edge.edge.members.size]
         planned = {i: self.edges[i].plan_round(t) for i in active}
         sinr_db = self._interfere(t, planned)
