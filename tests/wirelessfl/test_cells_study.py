@@ -18,10 +18,10 @@ SURROGATE = 'learner={"kind":"surrogate","shape":{"layer_shapes":[[64,64],[64,32
 def test_interference_study_tables_and_figure(tmp_path):
     result = reproduce("cells-interference", out_dir=tmp_path, overrides=["rounds=30"], seeds=1)
     summary = result["summary"]
-    assert len(summary) == 5 and set(STUDY_CELLS_COLUMNS) <= set(summary.columns)
+    assert len(summary) == 7 and set(STUDY_CELLS_COLUMNS) <= set(summary.columns)
     by_model = result["tables"]["by_model"]
-    assert len(by_model) == 5 and (by_model.seeds == 1).all()
-    views = result["tables"]["last_round_vs_snr"]
+    assert len(by_model) == 7 and (by_model.seeds == 1).all()
+    views = result["tables"]["views_vs_snr"]
     assert set(views.metric) == {"mean_cell_delay_s", "mean_cell_queue", "edge_upload_s"}
     assert all(path.is_file() for path in result["figures"])
     # one run's columns against its own tables

@@ -367,3 +367,37 @@ def test_expected_view_plans_on_the_mean_interference_of_loaded_neighbours():
             if b != cell
         )
         assert edge.edge.interference_factor == pytest.approx(1 + expected / noise_w, rel=1e-12)
+
+
+def test_the_joint_radio_runs_per_cell_and_its_powers_make_the_interference(tmp_path):
+    """controller.radio: joint in every cell: each cell's controller decides its clients'
+    powers and clocks; the decided powers are the ones the other cells receive."""
+    overrides = {
+        "channel.noise_bandwidth": "share",
+        "channel.fading.model": "none",
+        "n_scheduled": 1,
+        "devices.include_compute": True,
+        "devices.energy.model": "cmos",
+        "devices.energy.cpu_freq_hz": 2.0e9,
+        "devices.energy.cpu_freq_min_hz": 0.5e9,
+        "controller.radio": "joint",
+        "controller.V": 1.0e-7,
+        "controller.d_th_s": 20.0,
+        "controller.energy_weight": 100.0,
+        "learner.shape.base_params": 1000000,
+    }
+    result = _run(tmp_path, rounds=3, **overrides)
+    clients = result.clients
+    assert {"cpu_hz", "sinr_db", "tx_power_w"} <= set(clients.columns)
+    assert np.all(clients.tx_power_w <= 0.2 + 1e-12)
+    np.testing.assert_allclose(clients.share, 1.0, atol=1e-9)
+    sim = NetworkSimulator(network(rounds=3, **overrides))
+    gain = sim.layout.link_gain
+    noise_w = sim.edges[0].cell.noise_power_w
+    for _, rows in clients.groupby("round"):
+        for _, row in rows.iterrows():
+            others = rows[rows.cell != row.cell]
+            # one client a cell on the whole band (share 1, noise over the share = the band)
+            interference_w = float(np.sum(others.tx_power_w * gain[others.client, row.cell]))
+            expected_db = row.snr_db - 10 * np.log10(1 + interference_w / noise_w)
+            assert row.sinr_db == pytest.approx(expected_db, abs=1e-6)

@@ -86,9 +86,9 @@ def _by(summary, keys: list[str], columns: list[str]):
 def interference_tables(summary) -> dict[str, Any]:
     """``cells-interference``'s ``by_model.csv`` (per interference model and controller view,
     the seeds and the means of the cells' D^t, planned D^t, Q^T, share of cells meeting D_th,
-    the SINR and the cell-edge clients' SINR and upload time) and ``last_round_vs_snr.csv``
-    (the controllers planning on last round's interference paired with those planning on
-    the SNR, at each reuse and seed)."""
+    the SINR and the cell-edge clients' SINR and upload time) and ``views_vs_snr.csv`` (the
+    controllers planning on last round's or the expected interference paired with those
+    planning on the SNR, at each reuse and seed)."""
     keys = ["cells.interference", "cells.reuse", "cells.controller_sees"]
     columns = [
         "mean_cell_delay_s",
@@ -111,7 +111,7 @@ def interference_tables(summary) -> dict[str, Any]:
         metrics=["mean_cell_delay_s", "mean_cell_queue", "edge_upload_s"],
         context_keys=["cells.reuse"],
     )
-    return {"by_model": _by(summary, keys, columns), "last_round_vs_snr": views}
+    return {"by_model": _by(summary, keys, columns), "views_vs_snr": views}
 
 
 def hierarchy_tables(summary) -> dict[str, Any]:

@@ -36,7 +36,7 @@ CELLS_REPRODUCTIONS: dict[str, Reproduction] = {
         sweeps={
             "reuse": {
                 "cells.reuse": [1, 3],
-                "cells.controller_sees": ["snr", "last_round"],
+                "cells.controller_sees": ["snr", "last_round", "expected"],
             },
             "free": {"cells.interference": [False]},
         },
