@@ -102,6 +102,16 @@ def _power_control(scenario: Scenario) -> PowerControl:
     return make_power_control(ch.power_control, **kwargs)
 
 
+def _noise_w(scenario: Scenario) -> float:
+    """σ² [W]: the receiver noise over ``channel.bandwidth_hz`` with its noise figure."""
+    ch = scenario.channel
+    return noise_power_w(
+        bandwidth_hz=ch.bandwidth_hz,
+        noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
+        noise_figure_db=ch.noise_figure_db,
+    )
+
+
 def _build_radio(scenario: Scenario) -> Radio:
     ch, n, seed = scenario.channel, scenario.n_clients, scenario.seed
     fixed_power_w = np.full(n, dbm_to_watt(ch.tx_power_dbm))
@@ -122,11 +132,7 @@ def _build_radio(scenario: Scenario) -> Radio:
             mean_snr_db=ch.mean_snr_db, n_clients=n, seed=seed, fading=_fading(scenario, None)
         )
         return Radio(cell, fixed_power_w)
-    sigma2 = noise_power_w(
-        bandwidth_hz=ch.bandwidth_hz,
-        noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
-        noise_figure_db=ch.noise_figure_db,
-    )
+    sigma2 = _noise_w(scenario)
     paper_cell = (
         ch.path_loss.model == "single_slope"
         and ch.power_control == "fixed"
@@ -175,17 +181,12 @@ def build_network_radio(scenario: Scenario, layout: MultiCellLayout) -> Radio:
     """The channel of a network's clients at their serving sites (``cells``): each client's
     gain to its serving site (``layout``), the scenario's power control on that path loss,
     fading and the noise over ``channel.bandwidth_hz`` (the cell's band)."""
-    ch = scenario.channel
     gain = layout.serving_gain
     try:
         tx_w = _power_control(scenario).watts(-10.0 * np.log10(gain), client_classes(scenario))
         cell = Cell(
             large_scale_power_gain=tx_w * gain,
-            noise_power_w=noise_power_w(
-                bandwidth_hz=ch.bandwidth_hz,
-                noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
-                noise_figure_db=ch.noise_figure_db,
-            ),
+            noise_power_w=_noise_w(scenario),
             fading=_fading(scenario, None),
             seed=scenario.seed,
             distances_m=layout.distances_m[np.arange(len(gain)), layout.serving],
@@ -231,11 +232,7 @@ def build_moving_network_radio(
         start = moving.at(0.0)
         cell = Cell(
             large_scale_power_gain=start.power_gain,
-            noise_power_w=noise_power_w(
-                bandwidth_hz=ch.bandwidth_hz,
-                noise_psd_dbm_per_hz=ch.noise_psd_dbm_per_hz,
-                noise_figure_db=ch.noise_figure_db,
-            ),
+            noise_power_w=_noise_w(scenario),
             fading=_fading(scenario, mobility),
             seed=scenario.seed,
             distances_m=start.distance_m,
