@@ -10,7 +10,8 @@ hierarchies").
   averaging at the cloud every round (tau = 1, the cloud-based FedAvg of a network whose every
   round crosses the backhaul), fewer cloud rounds and less virtual time to a target accuracy
   for tau > 1, and the trade-off as tau grows ("Client-Edge-Cloud Hierarchical Federated
-  Learning", Liu, Zhang, Song, Letaief, arXiv:1905.06641, their Figs. 3-5 in spirit).
+  Learning", Liu, Zhang, Song, Letaief, arXiv:1905.06641, in spirit: their claim that edge
+  aggregation trains faster than cloud-based FedAvg).
 """
 
 from __future__ import annotations
