@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from channels.hexgrid import wrapped_distances_m
 from channels.large_scale import LargeScaleState
 from channels.mobility import MobilityModel
+from channels.multicell import link_gains
 from channels.pathloss_3gpp import PathLossModel
 from channels.power_control import PowerControl
 
@@ -26,11 +26,12 @@ __all__ = ["MovingCells"]
 
 
 class MovingCells:
-    """The links of N moving clients to C sites (module docstring).
+    """The links of N moving clients to C cells (module docstring).
 
-    ``sites_m`` (C, 2) and ``translations_m`` (W, 2) [m] as the layout's; ``home`` (N,) each
-    client's home site; ``los_uniform`` and ``shadow_z`` (N, C) the links' draws; ``serving``
-    (N,) the serving cells, read at each :meth:`at` (the caller updates it in place).
+    ``sites_m`` (C, 2), ``translations_m`` (W, 2) [m] and ``boresight_deg`` (C,) (sectors,
+    else None) as the layout's; ``home`` (N,) each client's home cell; ``los_uniform`` and
+    ``shadow_z`` (N, C) the links' draws; ``serving`` (N,) the serving cells, read at each
+    :meth:`at` (the caller updates it in place).
     """
 
     moves = True
@@ -48,11 +49,13 @@ class MovingCells:
         power: PowerControl,
         serving: np.ndarray,
         client_class: Sequence[str] | None = None,
+        boresight_deg: np.ndarray | None = None,
     ) -> None:
         self.sites_m, self.translations_m = sites_m, translations_m
         self.home, self.mobility, self.path_loss = np.asarray(home, dtype=int), mobility, path_loss
         self.los_uniform, self.shadow_z = los_uniform, shadow_z
         self.power, self.serving, self.client_class = power, serving, client_class
+        self.boresight_deg = boresight_deg
         self._cached: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def links_at(self, time_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -61,11 +64,16 @@ class MovingCells:
         if self._cached is not None and self._cached[0] == time_s:
             return self._cached[1:]
         positions = self.sites_m[self.home] + self.mobility.positions_m(time_s)
-        distances = np.maximum(
-            wrapped_distances_m(positions, self.sites_m, self.translations_m), 1e-9
+        distances, gain = link_gains(
+            positions,
+            self.sites_m,
+            self.translations_m,
+            self.path_loss,
+            self.los_uniform,
+            self.shadow_z,
+            self.boresight_deg,
         )
-        gain, los = self.path_loss.power_gain(distances, self.los_uniform, self.shadow_z)
-        gain = np.asarray(gain, dtype=float)
+        los = self.los_uniform < np.asarray(self.path_loss.los_probability(distances))
         self._cached = (time_s, distances, gain, np.asarray(los, dtype=bool))
         return distances, gain, self._cached[3]
 

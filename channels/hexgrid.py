@@ -33,6 +33,7 @@ __all__ = [
     "n_sites",
     "serving_cells",
     "wrapped_distances_m",
+    "wrapped_offsets_m",
 ]
 
 SQRT3 = float(np.sqrt(3.0))
@@ -106,6 +107,19 @@ def wrapped_distances_m(
     copies = np.asarray(sites_m, float)[None, :, :] + np.asarray(translations_m, float)[:, None, :]
     gaps = clients[:, None, None, :] - copies[None, :, :, :]  # (N, W, C, 2)
     return np.sqrt((gaps**2).sum(axis=-1)).min(axis=1)
+
+
+def wrapped_offsets_m(
+    clients_m: np.ndarray, sites_m: np.ndarray, translations_m: np.ndarray
+) -> np.ndarray:
+    """(N, C, 2) each client's position [m] relative to the nearest copy of each site (the
+    copy :func:`wrapped_distances_m` measures to)."""
+    clients = np.asarray(clients_m, dtype=float)
+    copies = np.asarray(sites_m, float)[None, :, :] + np.asarray(translations_m, float)[:, None, :]
+    gaps = clients[:, None, None, :] - copies[None, :, :, :]  # (N, W, C, 2)
+    nearest = np.argmin((gaps**2).sum(axis=-1), axis=1)  # (N, C)
+    n, c = nearest.shape
+    return gaps[np.arange(n)[:, None], nearest, np.arange(c)[None, :]]
 
 
 def _in_hexagon(offsets_m: np.ndarray, isd_m: float) -> np.ndarray:

@@ -9,12 +9,17 @@ z_ks per link from client k's own stream ``"cell_links"`` (C uniforms, then C no
 adding clients keeps the others' links. Shadowing is independent across sites (TR 38.901
 correlates the sites of a client by 0.5; that correlation is not modelled).
 
-**Association.** Client k is served by the site of least coupling loss −10 log10 g_ks
-(:func:`channels.hexgrid.serving_cells`: path loss and shadowing), which with shadowing may
-not be the cell it was dropped in.
+**Sectors.** With three sectors a site (:mod:`channels.sectors`) the site carries three cells
+3i, 3i + 1, 3i + 2, each link's gain gains the cell's antenna gain at the client's angle, and the
+three cells of a site share the site's LoS and shadowing draws (a cell's link is the site's).
 
-**Drops.** ``per_cell``: client k is dropped in cell k mod C (N/C clients a cell);
-``area``: in a cell drawn uniformly from its stream (uniform over the grid's area).
+**Association.** Client k is served by the cell of least coupling loss −10 log10 g_ks
+(:func:`channels.hexgrid.serving_cells`: path loss, shadowing and the antenna), which with
+shadowing may not be the cell it was dropped in.
+
+**Drops.** ``per_cell``: client k is dropped in cell k mod C (N/C clients a cell; with sectors
+in the third of the site's hexagon its antenna faces); ``area``: in a cell drawn uniformly from
+its stream (uniform over the grid's area).
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ from channels.hexgrid import (
     hex_lattice,
     hex_sites_m,
     serving_cells,
-    wrapped_distances_m,
+    wrapped_offsets_m,
 )
+from channels.interference import REUSE_FACTORS, reuse_colours
 from channels.pathloss_3gpp import PathLossModel
+from channels.sectors import BORESIGHTS_DEG, SECTOR_COUNTS, antenna_gain_db, into_sector
 from channels.streams import client_generators
 
-__all__ = ["DROPS", "MultiCellLayout", "multicell_layout"]
+__all__ = ["DROPS", "MultiCellLayout", "link_gains", "multicell_layout"]
 
 #: how clients are dropped (module docstring)
 DROPS = ("per_cell", "area")
@@ -45,12 +52,14 @@ DROPS = ("per_cell", "area")
 class MultiCellLayout:
     """Sites, clients and links of a multi-cell network (module docstring).
 
-    ``lattice_ij`` (C, 2) the sites' lattice coordinates; ``sites_m`` (C, 2) [m];
+    ``lattice_ij`` (C, 2) each cell's site's lattice coordinates; ``sites_m`` (C, 2) each
+    cell's site [m] (three cells share one with sectors);
     ``clients_m`` (N, 2) [m]; ``distances_m`` (N, C) 2-D distances with wrap-around [m];
     ``link_gain`` (N, C) large-scale power gains g_ks (dimensionless); ``serving`` (N,) each
     client's serving site; ``home`` (N,) the cell each was dropped in; ``translations_m``
     (W, 2) the wrap-around copies [m]; ``los_uniform`` and ``shadow_z`` (N, C) each link's
-    draws (None where the layout was given, not drawn).
+    draws (None where the layout was given, not drawn); ``boresight_deg`` (C,) each cell's
+    antenna direction with sectors, else None.
     """
 
     lattice_ij: np.ndarray
@@ -63,6 +72,17 @@ class MultiCellLayout:
     translations_m: np.ndarray | None = None
     los_uniform: np.ndarray | None = None
     shadow_z: np.ndarray | None = None
+    boresight_deg: np.ndarray | None = None
+
+    def colours(self, reuse: int) -> np.ndarray:
+        """(C,) each cell's colour under frequency reuse ``reuse``: the site's
+        (:func:`channels.interference.reuse_colours`), or with sectors the sector's (reuse 3
+        a third of the band per sector, the 1x3x3 plan; reuse 1 all of it)."""
+        if self.boresight_deg is None:
+            return reuse_colours(self.lattice_ij, reuse)
+        if reuse not in REUSE_FACTORS:
+            raise ValueError(f"reuse: one of {REUSE_FACTORS}, got {reuse!r}")
+        return np.zeros(self.n_cells, np.int64) if reuse == 1 else np.arange(self.n_cells) % 3
 
     @property
     def n_cells(self) -> int:
@@ -94,33 +114,80 @@ def multicell_layout(
     path_loss: PathLossModel,
     wrap_around: bool = True,
     drop: str = "per_cell",
+    sectors: int = 1,
 ) -> MultiCellLayout:
     """The layout of ``n_clients`` >= 1 clients over ``n_rings`` >= 0 rings of sites at
-    inter-site distance ``isd_m`` > 0 [m], each client at least ``d_min_m`` [m] from the site
-    it is dropped at (module docstring)."""
+    inter-site distance ``isd_m`` > 0 [m] with ``sectors`` (1 or 3) cells a site, each client
+    at least ``d_min_m`` [m] from the site it is dropped at (module docstring)."""
     n = as_int("n_clients", n_clients, lower=1)
     isd = as_float("isd_m", isd_m, lower=0.0, lower_op=">")
     if drop not in DROPS:
         raise ValueError(f"drop: one of {', '.join(DROPS)}, got {drop!r}")
-    lattice = hex_lattice(n_rings)
+    if sectors not in SECTOR_COUNTS:
+        raise ValueError(f"sectors: one of {SECTOR_COUNTS}, got {sectors!r}")
     sites = hex_sites_m(n_rings, isd)
-    c = len(sites)
+    n_sites = len(sites)
+    site_of = np.repeat(np.arange(n_sites), sectors)  # each cell's site
+    c = site_of.size
     if drop == "per_cell":
         dropped = np.arange(n) % c
     else:
         gens = client_generators(seed, range(n), stream="cell_drop")
         dropped = np.array([int(g.integers(c)) for g in gens], dtype=np.intp)
-    clients = drop_in_cells(seed, dropped, sites, isd, d_min_m)
+    clients = drop_in_cells(seed, site_of[dropped], sites, isd, d_min_m)
+    boresight = None
+    if sectors == 3:
+        boresight = np.tile(np.asarray(BORESIGHTS_DEG), n_sites)
+        home_site = sites[site_of[dropped]]
+        clients = home_site + into_sector(clients - home_site, dropped % 3)
     translations = cluster_translations_m(n_rings, isd) if wrap_around else np.zeros((1, 2))
-    distances = np.maximum(wrapped_distances_m(clients, sites, translations), 1e-9)
-    los_u = np.empty((n, c))
-    shadow_z = np.empty((n, c))
+    los_u = np.empty((n, n_sites))
+    shadow_z = np.empty((n, n_sites))
     for k, gen in enumerate(client_generators(seed, range(n), stream="cell_links")):
-        los_u[k] = gen.random(c)
-        shadow_z[k] = gen.standard_normal(c)
-    gain, _ = path_loss.power_gain(distances, los_u, shadow_z)
-    gain = np.asarray(gain, dtype=float)
+        los_u[k] = gen.random(n_sites)
+        shadow_z[k] = gen.standard_normal(n_sites)
+    cells_m = sites[site_of]
+    distances, gain = link_gains(
+        clients,
+        cells_m,
+        translations,
+        path_loss,
+        los_u[:, site_of],
+        shadow_z[:, site_of],
+        boresight,
+    )
     serving = serving_cells(-10.0 * np.log10(gain))
     return MultiCellLayout(
-        lattice, sites, clients, distances, gain, serving, dropped, translations, los_u, shadow_z
+        hex_lattice(n_rings)[site_of],
+        cells_m,
+        clients,
+        distances,
+        gain,
+        serving,
+        dropped,
+        translations,
+        los_u[:, site_of],
+        shadow_z[:, site_of],
+        boresight,
     )
+
+
+def link_gains(
+    clients_m: np.ndarray,
+    cells_m: np.ndarray,
+    translations_m: np.ndarray,
+    path_loss: PathLossModel,
+    los_uniform: np.ndarray,
+    shadow_z: np.ndarray,
+    boresight_deg: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """((N, C) wrapped distances [m], (N, C) power gains) of clients at ``clients_m`` (N, 2)
+    to cells at ``cells_m`` (C, 2): path loss with the links' draws, times the sector
+    antenna's gain where ``boresight_deg`` (C,) is given (:mod:`channels.sectors`)."""
+    offsets = wrapped_offsets_m(clients_m, cells_m, translations_m)
+    distances = np.maximum(np.hypot(offsets[..., 0], offsets[..., 1]), 1e-9)
+    gain, _ = path_loss.power_gain(distances, los_uniform, shadow_z)
+    gain = np.asarray(gain, dtype=float)
+    if boresight_deg is not None:
+        gain = gain * 10.0 ** (antenna_gain_db(offsets, boresight_deg) / 10.0)
+    return distances, gain

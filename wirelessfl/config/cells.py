@@ -14,6 +14,7 @@ from typing import Any
 from channels.interference import REUSE_FACTORS
 from channels.multicell import DROPS, MultiCellLayout, multicell_layout
 from channels.pathloss_3gpp import make_path_loss
+from channels.sectors import SECTOR_COUNTS
 from wirelessfl.config.schema import option
 from wirelessfl.errors import ConfigError
 from wirelessfl.registries import UPLINKS
@@ -43,10 +44,17 @@ class CellsConfig:
         None,
         ge=0,
         le=6,
-        doc="rings of sites around the centre: C = 1 + 3 n (n + 1) cells (0: 1, 1: 7, 2: 19); "
-        "null: one cell, the single-cell model",
+        doc="rings of sites around the centre: 1 + 3 n (n + 1) sites (0: 1, 1: 7, 2: 19), each "
+        "with cells.sectors cells; null: one cell, the single-cell model",
     )
     isd_m: float = option(500.0, gt=0.0, doc="inter-site distance [m]", applies=_in_network)
+    sectors: int = option(
+        1,
+        choices=SECTOR_COUNTS,
+        doc="cells a site: 1 (omni) | 3 (TR 38.901's 3-sector sites, antennas at 30, 150, "
+        "270 degrees with its horizontal pattern)",
+        applies=_in_network,
+    )
     wrap_around: bool = option(
         True,
         doc="distances the least over the grid's seven copies, so edge cells see interferers "
@@ -138,6 +146,7 @@ def network_layout(scenario: Any) -> MultiCellLayout:
             path_loss=make_path_loss(ch.path_loss.model, **ch.path_loss.model_kwargs(ch)),
             wrap_around=cells.wrap_around,
             drop=cells.drop,
+            sectors=cells.sectors,
         )
     except ValueError as err:
         raise ConfigError(f"cells: {err}") from None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channels.interference import band_intervals, cell_subbands, reuse_colours, uplink_sinr
+from channels.interference import band_intervals, cell_subbands, uplink_sinr
 from channels.multicell import MultiCellLayout
 from channels.streams import round_generator
 
@@ -94,7 +94,7 @@ def round_sinr(
     gain[rows, cells] = np.divide(
         snr * noise_power_w, power, out=np.zeros_like(snr), where=power > 0
     )
-    subbands = cell_subbands(reuse_colours(layout.lattice_ij, reuse), reuse)
+    subbands = cell_subbands(layout.colours(reuse), reuse)
     intervals = band_intervals(cells, shares, subbands)
     sinr, interference_w = uplink_sinr(
         power,
@@ -133,7 +133,7 @@ def analog_interference_w(
     if cross_fading:
         rng = round_generator(seed, stream="cell_interference", round_index=round_index)
         gain *= rng.exponential(size=gain.shape)
-    colours = reuse_colours(layout.lattice_ij, reuse)
+    colours = layout.colours(reuse)
     received = power[:, None] * gain  # (M, C)
     same_colour = colours[cells][:, None] == colours[None, :]
     other_cell = cells[:, None] != np.arange(n_sites)[None, :]
@@ -153,7 +153,7 @@ def expected_interference_w(
     a client drawn uniformly among b's, unit-mean fading: Σ_b per_cell[b] mean_{j∈b} P_j g_jc.
     """
     n_sites = len(layout.sites_m)
-    colours = reuse_colours(layout.lattice_ij, reuse)
+    colours = layout.colours(reuse)
     out = np.zeros(n_sites)
     received = np.asarray(tx_power_w, dtype=float)[:, None] * layout.link_gain  # (N, C)
     for b in range(n_sites):

@@ -226,6 +226,7 @@ def build_moving_network_radio(
             power=_power_control(scenario),
             serving=serving,
             client_class=client_classes(scenario),
+            boresight_deg=layout.boresight_deg,
         )
         _, gain, _ = moving.links_at(0.0)
         serving[:] = np.argmin(-10.0 * np.log10(gain), axis=1)
