@@ -140,7 +140,7 @@ class NetworkSimulator:
         rate = hierarchy.backhaul_rate_bps
         one_way_s = hierarchy.backhaul_latency_s + (0.0 if rate is None else bits / rate)
         #: the edge-cloud exchange after a cloud round: up and down [s]
-        self.backhaul_s = 2.0 * one_way_s if (rate is not None or one_way_s > 0) else 0.0
+        self.backhaul_s = 2.0 * one_way_s
 
     # ---- the runner's view -----------------------------------------------------------------
     @property
