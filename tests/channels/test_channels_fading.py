@@ -123,7 +123,7 @@ def test_iid_models_ignore_initial():
 
 
 def test_registry():
-    assert set(FADING_MODELS) == {"rayleigh", "gauss_markov", "rician"}
+    assert set(FADING_MODELS) == {"rayleigh", "gauss_markov", "rician", "none"}
     assert isinstance(make_fading("rayleigh"), RayleighFading)
     assert make_fading("gauss_markov", rho=0.3).rho == 0.3
     assert make_fading("rician", k_factor=3.0).k_factor == 3.0
@@ -168,3 +168,13 @@ def test_gauss_markov_prefix_stable_bitwise():
     init_big = np.concatenate([[1.0, 1j, -0.5], np.zeros(497)])
     big = model.sample(_gens(500, seed=2), 300, 500, initial=init_big)
     np.testing.assert_array_equal(small, big[:, :3])
+
+
+def test_no_fading_is_unit_gain_and_draws_nothing():
+    model = make_fading("none")
+    gens = _gens(3)
+    states = [g.bit_generator.state for g in gens]
+    s = model.sample(gens, 4, 3)
+    assert s.shape == (4, 3) and s.dtype == complex and np.all(s == 1.0)
+    assert [g.bit_generator.state for g in gens] == states
+    assert model.mean_power == 1.0 and not model.time_correlated
