@@ -401,3 +401,20 @@ def test_the_joint_radio_runs_per_cell_and_its_powers_make_the_interference(tmp_
             interference_w = float(np.sum(others.tx_power_w * gain[others.client, row.cell]))
             expected_db = row.snr_db - 10 * np.log10(1 + interference_w / noise_w)
             assert row.sinr_db == pytest.approx(expected_db, abs=1e-6)
+
+
+def test_calibration_pilots_a_network_at_its_rank(tmp_path):
+    from wirelessfl.study.calibrate import calibrate_run
+
+    scenario = digits_scenario(
+        n_clients=14,
+        n_scheduled=1,
+        rounds=4,
+        channel={**GEOMETRY, "mean_snr_db": None},
+        cells={"n_rings": 1},
+    )
+    run = Run(scenario, tmp_path / "run")
+    assert run.sim.rank == 4
+    assert calibrate_run(run, progress=False) == 0
+    text = (tmp_path / "run" / "calibration.yaml").read_text()
+    assert "constants:" in text and "G:" in text

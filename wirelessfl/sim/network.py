@@ -144,6 +144,11 @@ class NetworkSimulator:
 
     # ---- the runner's view -----------------------------------------------------------------
     @property
+    def rank(self) -> int:
+        """The network's LoRA rank (every edge's: the offline stage plans one)."""
+        return self.edges[0].rank
+
+    @property
     def average_rate(self) -> np.ndarray:
         """(cells, N) each edge's proportional-fair tracker."""
         return np.stack([e.average_rate for e in self.edges])
