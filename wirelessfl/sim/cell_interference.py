@@ -57,6 +57,18 @@ class RoundSinr:
     interference_w: np.ndarray
 
 
+def _cross_gains(
+    layout: MultiCellLayout, clients: np.ndarray, seed: int, round_index: int, fading: bool
+) -> np.ndarray:
+    """(M, C) the uploads' link gains to every site, Rayleigh-faded from the round's stream
+    ``"cell_interference"`` (one row per upload, in order) when ``fading``."""
+    gain = layout.link_gain[clients].copy()
+    if fading:
+        rng = round_generator(seed, stream="cell_interference", round_index=round_index)
+        gain *= rng.exponential(size=gain.shape)
+    return gain
+
+
 def round_sinr(
     uploads: list[CellUploads],
     layout: MultiCellLayout,
@@ -85,10 +97,7 @@ def round_sinr(
     cell_band_hz = bandwidth_hz / reuse
     noise_psd = noise_power_w / cell_band_hz
     cells = layout.serving[clients]
-    gain = layout.link_gain[clients].copy()
-    if cross_fading:
-        rng = round_generator(seed, stream="cell_interference", round_index=round_index)
-        gain *= rng.exponential(size=gain.shape)
+    gain = _cross_gains(layout, clients, seed, round_index, cross_fading)
     rows = np.arange(clients.size)
     # the serving link as the cell's channel drew it: SNR = P g |s|^2 / (N0 B_cell)
     gain[rows, cells] = np.divide(
@@ -129,10 +138,7 @@ def analog_interference_w(
     if clients.size == 0:
         return np.zeros(n_sites)
     cells = layout.serving[clients]
-    gain = layout.link_gain[clients].copy()
-    if cross_fading:
-        rng = round_generator(seed, stream="cell_interference", round_index=round_index)
-        gain *= rng.exponential(size=gain.shape)
+    gain = _cross_gains(layout, clients, seed, round_index, cross_fading)
     colours = layout.colours(reuse)
     received = power[:, None] * gain  # (M, C)
     same_colour = colours[cells][:, None] == colours[None, :]

@@ -35,7 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from channels.cell_mobility import MovingCells
+from channels.fading import NoFading
 from channels.handover import HandoverState, handover_step
+from channels.multicell import MultiCellLayout
 from wirelessfl.algorithms.finite import KEPT
 from wirelessfl.config.cells import network_layout
 from wirelessfl.config.scenario import Scenario
@@ -135,6 +137,9 @@ class NetworkSimulator:
         self.energy_band_j = None
         self.initial_evaluation: dict[str, float] | None = None
         self.next_round = 0
+        #: whether the cross links fade (Rayleigh; not under channel.fading.model: none)
+        self.cross_fading = not isinstance(self.edges[0].cell.fading, NoFading)
+        self._expect_interference()
         hierarchy = scenario.server.hierarchy
         bits = first.params_per_rank * first.rank * scenario.payload.bits_per_value
         rate = hierarchy.backhaul_rate_bps
@@ -208,6 +213,19 @@ class NetworkSimulator:
         previous = (t // tau) * tau - 1
         return t == self.scenario.rounds - 1 or (t + 1) // every > (previous + 1) // every
 
+    def _now_s(self) -> float:
+        """The network's time for what all cells share (handover, cross links): the earliest
+        cell's clock."""
+        return min(edge.env.now for edge in self.edges)
+
+    def _layout_now(self) -> MultiCellLayout:
+        """The layout with the links and serving cells of now (moving clients), else as
+        dropped."""
+        if self.moving is None:
+            return self.layout
+        gain = self.moving.links_at(self._now_s())[1]
+        return dataclasses.replace(self.layout, link_gain=gain, serving=self.serving)
+
     def _members(self) -> None:
         """Every edge's clients: those it serves now."""
         for cell, edge in zip(self.cells, self.edges, strict=True):
@@ -219,7 +237,7 @@ class NetworkSimulator:
         network logs a ``handover`` event (value: the new cell). None without mobility."""
         if self.moving is None or self.handover is None:
             return None
-        now_s = min(edge.env.now for edge in self.edges)
+        now_s = self._now_s()
         old = self.serving.copy()
         _, gain, _ = self.moving.links_at(now_s)
         cells = self.scenario.cells
@@ -249,11 +267,7 @@ class NetworkSimulator:
         analog = self.edges[0].uplink.CELL_RESOURCES == "analog"
         counts = np.bincount(self.serving, minlength=self.layout.n_cells)
         per_cell = np.minimum(counts, sc.n_scheduled) if analog else np.ones(len(counts))
-        layout = self.layout
-        if self.moving is not None:
-            now_s = min(edge.env.now for edge in self.edges)
-            gain = self.moving.links_at(now_s)[1]
-            layout = dataclasses.replace(layout, link_gain=gain, serving=self.serving)
+        layout = self._layout_now()
         power_w = self.edges[0].channel.radio.tx_power_w
         expected = expected_interference_w(layout, power_w, reuse=sc.cells.reuse, per_cell=per_cell)
         noise_w = self.edges[0].cell.noise_power_w
@@ -264,7 +278,8 @@ class NetworkSimulator:
     def run_round(self, t: int) -> RoundOutcome:
         wall0 = time.perf_counter()
         handovers = self._hand_over()
-        self._expect_interference()
+        if self.moving is not None:  # static clients: set once, at the start
+            self._expect_interference()
         active = [i for i, edge in enumerate(self.edges) if edge.edge.members.size]
         planned = {i: self.edges[i].plan_round(t) for i in active}
         sinr_db = self._interfere(t, planned)
@@ -308,11 +323,7 @@ class NetworkSimulator:
             idx = np.flatnonzero(r.active)
             shares = self.edges[i].uplink.occupied_shares(r.shares[idx])
             uploads[i] = CellUploads(r.scheduled[idx], shares, r.tx_power_w[idx], r.snr[idx])
-        layout = self.layout
-        if self.moving is not None:  # the links where the clients are now
-            now_s = min(edge.env.now for edge in self.edges)
-            gain = self.moving.links_at(now_s)[1]
-            layout = dataclasses.replace(layout, link_gain=gain, serving=self.serving)
+        layout = self._layout_now()
         if self.edges[0].uplink.CELL_RESOURCES == "analog":
             return self._interfere_analog(t, planned, uploads, layout)
         result = round_sinr(
@@ -325,7 +336,7 @@ class NetworkSimulator:
             noise_power_w=self.edges[0].cell.noise_power_w,
             noise_bandwidth=sc.channel.noise_bandwidth,
             interference=sc.cells.interference,
-            cross_fading=sc.channel.fading.model != "none",
+            cross_fading=self.cross_fading,
         )
         ids = result.clients.tolist()
         rate = dict(zip(ids, result.rate_sinr.tolist(), strict=True))
@@ -356,7 +367,7 @@ class NetworkSimulator:
                 seed=sc.seed,
                 round_index=t,
                 reuse=sc.cells.reuse,
-                cross_fading=sc.channel.fading.model != "none",
+                cross_fading=self.cross_fading,
             )
         else:
             interference_w = np.zeros(len(layout.sites_m))
