@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from wirelessfl.study.figures import save_figure, seed_band
+from wirelessfl.study.figures import save_figure, seed_band, seed_means
 
 __all__ = [
     "EDGE_FRACTION",
@@ -72,17 +72,6 @@ def cells_columns(run: Any, target: float | None) -> dict[str, float]:
     }
 
 
-def _by(summary, keys: list[str], columns: list[str]):
-    """One row per value of ``keys`` (a key a sweep left at its default: empty), the seeds and
-    the mean of each of ``columns`` over them."""
-    keys = [k for k in keys if k in summary]
-    grouped = summary.groupby(keys, sort=True, dropna=False)
-    table = grouped.size().rename("seeds").to_frame()
-    for name in columns:
-        table[name] = grouped[name].mean()
-    return table.reset_index()
-
-
 def interference_tables(summary) -> dict[str, Any]:
     """``cells-interference``'s ``by_model.csv`` (per interference model and controller view,
     the seeds and the means of the cells' D^t, planned D^t, Q^T, share of cells meeting D_th,
@@ -111,7 +100,7 @@ def interference_tables(summary) -> dict[str, Any]:
         metrics=["mean_cell_delay_s", "mean_cell_queue", "edge_upload_s"],
         context_keys=["cells.reuse"],
     )
-    return {"by_model": _by(summary, keys, columns), "views_vs_snr": views}
+    return {"by_model": seed_means(summary, keys, {c: c for c in columns}), "views_vs_snr": views}
 
 
 def hierarchy_tables(summary) -> dict[str, Any]:
@@ -126,7 +115,7 @@ def hierarchy_tables(summary) -> dict[str, Any]:
         "virtual_time_s",
     ]
     present = [c for c in columns if c in summary]
-    return {"by_tau": _by(summary, keys, present)}
+    return {"by_tau": seed_means(summary, keys, {c: c for c in present})}
 
 
 def _model_name(run: Any) -> str:

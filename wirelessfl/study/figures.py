@@ -22,8 +22,21 @@ __all__ = [
     "evaluations",
     "save_figure",
     "seed_band",
+    "seed_means",
     "seed_band_figure",
 ]
+
+
+def seed_means(summary: pd.DataFrame, keys: list[str], columns: dict[str, str]) -> pd.DataFrame:
+    """One row per value of ``keys`` in ``summary`` (a study's table, one row per run; a key
+    it lacks is left out, a key a sweep left at its default is empty): the seeds and the mean
+    of each of ``columns`` (name -> summary column) over them."""
+    keys = [k for k in keys if k in summary]
+    grouped = summary.groupby(keys, sort=True, dropna=False)
+    table = grouped.size().rename("seeds").to_frame()
+    for name, column in columns.items():
+        table[name] = grouped[column].mean()
+    return table.reset_index()
 
 
 def save_figure(fig, path: Path) -> Path:

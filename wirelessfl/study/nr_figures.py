@@ -16,6 +16,7 @@ from wirelessfl.study.figures import (
     save_figure,
     seed_band,
     seed_band_figure,
+    seed_means,
 )
 
 __all__ = [
@@ -62,16 +63,6 @@ def nr_gap_columns(run: Any, target: float | None) -> dict[str, float]:
     }
 
 
-def _by(summary, keys: list[str], columns: dict[str, str]):
-    """One row per value of ``keys``: the seeds and the mean of each of ``columns``
-    (name -> summary column) over them."""
-    grouped = summary.groupby(keys, sort=True)
-    table = grouped.size().rename("seeds").to_frame()
-    for name, column in columns.items():
-        table[name] = grouped[column].mean()
-    return table.reset_index()
-
-
 def dth_tables(summary) -> dict[str, Any]:
     """``nr-gap``'s ``dth.csv``: per uplink and D_th, the seeds, the share of seeds whose
     time-average D^t met D_th, the mean D^t, planned D^t, their ratio, O^t, rank and
@@ -86,7 +77,7 @@ def dth_tables(summary) -> dict[str, Any]:
         "final_queue": "final_queue",
         "mean_nr_bler": "mean_nr_bler",
     }
-    return {"dth": _by(summary, ["channel.uplink", "controller.d_th_s"], columns)}
+    return {"dth": seed_means(summary, ["channel.uplink", "controller.d_th_s"], columns)}
 
 
 def accuracy_tables(summary) -> dict[str, Any]:
@@ -109,7 +100,7 @@ def accuracy_tables(summary) -> dict[str, Any]:
         metrics=["mean_delay_s", "time_to_target_s", "final_accuracy"],
         context_keys=["compression.sparsifier"],
     )
-    return {"by_uplink": _by(summary, keys, columns), "nr_vs_fdma": paired}
+    return {"by_uplink": seed_means(summary, keys, columns), "nr_vs_fdma": paired}
 
 
 def draw_dth_gap(out: Path, runs: list) -> list[Path]:
