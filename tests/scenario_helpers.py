@@ -10,7 +10,7 @@ import numpy as np
 from wirelessfl.config import scenario_from_dict
 
 
-def _set(data: dict, overrides: dict) -> dict:
+def set_keys(data: dict, overrides: dict) -> dict:
     for key, value in overrides.items():
         node = data
         parts = key.split(".")
@@ -35,7 +35,7 @@ def small_scenario(**overrides):
         "learner": {"kind": "surrogate", "shape": {"layer_shapes": [[64, 64], [64, 32]]}},
         "output": {"events": True, "clients": True},
     }
-    return scenario_from_dict(_set(data, overrides))
+    return scenario_from_dict(set_keys(data, overrides))
 
 
 def digits_scenario(**overrides):
@@ -59,7 +59,7 @@ def digits_scenario(**overrides):
         },
         "output": {"clients": True, "checkpoint_every": 1},
     }
-    data = _set(data, overrides)
+    data = set_keys(data, overrides)
     if data.get("algorithm", {}).get("name", "soft") == "soft":  # zeta is a SOFT-family setting
         data.setdefault("strategy", {}).setdefault("zeta", 0.01)
     return scenario_from_dict(data)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scenario_helpers import digits_scenario, interrupt_at
+from scenario_helpers import digits_scenario, interrupt_at, set_keys
 
 from wirelessfl.config import scenario_from_dict
 from wirelessfl.errors import ConfigError
@@ -42,13 +42,7 @@ def network(**overrides):
         "learner": {"kind": "surrogate", "shape": {"layer_shapes": [[64, 64], [64, 32]]}},
         "output": {"events": True, "clients": True},
     }
-    for key, value in overrides.items():
-        node = data
-        *path, last = key.split(".")
-        for part in path:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return scenario_from_dict(data)
+    return scenario_from_dict(set_keys(data, overrides))
 
 
 def _run(tmp_path, name="run", **overrides):
@@ -155,11 +149,17 @@ def test_cloud_averages_the_edges_by_their_data_every_tau_rounds(tmp_path):
     assert r1.loss.nunique() > 1
 
 
+def _full_and_resumed(tmp_path, at: int, **overrides):
+    """The run uninterrupted, and the same run interrupted when round ``at`` starts and
+    resumed."""
+    full = _run(tmp_path, "full", **overrides)
+    interrupt_at(Run(network(**overrides), tmp_path / "cut"), at)
+    return full, resume_run(tmp_path / "cut")
+
+
 def test_resume_mid_edge_rounds_gives_the_same_tables(tmp_path):
     overrides = {"server.hierarchy.edge_rounds": 4, "output.checkpoint_every": 1}
-    full = _run(tmp_path, "full", **overrides)
-    interrupt_at(Run(network(**overrides), tmp_path / "cut"), 6)  # edge round 2 of 4
-    resumed = resume_run(tmp_path / "cut")
+    full, resumed = _full_and_resumed(tmp_path, 6, **overrides)  # edge round 2 of 4
     wall = ["wall_s"]
     pd.testing.assert_frame_equal(full.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall))
     pd.testing.assert_frame_equal(full.cells, resumed.cells)
@@ -302,10 +302,8 @@ def test_moving_clients_hand_over_and_each_cell_serves_its_own(tmp_path):
 
 
 def test_moving_network_resumes_to_the_same_tables(tmp_path):
-    overrides = {**MOVING, "server.hierarchy.edge_rounds": 3}
-    full = _run(tmp_path, "full", rounds=20, **overrides)
-    interrupt_at(Run(network(rounds=20, **overrides), tmp_path / "cut"), 11)
-    resumed = resume_run(tmp_path / "cut")
+    overrides = {**MOVING, "server.hierarchy.edge_rounds": 3, "rounds": 20}
+    full, resumed = _full_and_resumed(tmp_path, 11, **overrides)
     wall = ["wall_s"]
     pd.testing.assert_frame_equal(full.rounds.drop(columns=wall), resumed.rounds.drop(columns=wall))
     pd.testing.assert_frame_equal(full.events, resumed.events)
