@@ -51,7 +51,8 @@ class BlerTables:
 
     ``bler`` (M, n_cbs, n_snr): BLER per MCS index, code block size grid point and SINR grid
     point (+inf: no table for that MCS); the grids are ``snr_db_min + i snr_db_step`` [dB] and
-    ``cbs_min + j cbs_step`` [bit]; ``version``: Sionna's.
+    ``cbs_min + j cbs_step`` [bit]; ``version``: Sionna's; ``eesm_beta`` (M,) the EESM
+    parameter beta per MCS index of Sionna's ``EESM`` (None: not read; :mod:`channels.nr_eesm`).
     """
 
     bler: np.ndarray
@@ -60,6 +61,7 @@ class BlerTables:
     cbs_min: float
     cbs_step: float
     version: str
+    eesm_beta: np.ndarray | None = None
 
     @property
     def n_snr(self) -> int:
@@ -95,12 +97,12 @@ class BlerTables:
 def _import_sionna():
     try:
         import torch
-        from sionna.sys import PHYAbstraction
+        from sionna.sys import EESM, PHYAbstraction
     except ImportError as err:
         raise SionnaMissingError(
             f"{SIONNA_PACKAGE} is not installed ({err}); pip install 'wirelessfl[nr]'"
         ) from None
-    return torch, PHYAbstraction
+    return torch, PHYAbstraction, EESM
 
 
 @functools.cache
@@ -109,7 +111,7 @@ def pusch_bler_tables(mcs_table: int) -> BlerTables:
     ``PHYAbstraction`` (cached per process). :class:`SionnaMissingError` without the extra."""
     if mcs_table not in (1, 2):
         raise ValueError(f"mcs_table: 1 or 2, got {mcs_table!r}")
-    torch, phy_abstraction = _import_sionna()
+    torch, phy_abstraction, eesm = _import_sionna()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -118,6 +120,7 @@ def pusch_bler_tables(mcs_table: int) -> BlerTables:
         bler = grid.detach().cpu().numpy().astype(np.float64)
         snr_min, _, snr_step = phy.snr_db_interp_min_max_delta
         cbs_min, _, cbs_step = phy.cbs_interp_min_max_delta
+        beta = eesm(device="cpu").beta_tensor[mcs_table - 1].detach().cpu().numpy()
     finally:
         torch.set_num_threads(threads)
     return BlerTables(
@@ -127,4 +130,5 @@ def pusch_bler_tables(mcs_table: int) -> BlerTables:
         cbs_min=float(cbs_min),
         cbs_step=float(cbs_step),
         version=sionna_version() or "unknown",
+        eesm_beta=beta.astype(np.float64)[: bler.shape[0]],
     )

@@ -34,7 +34,15 @@ import numpy as np
 
 from channels.nr_link import HarqSettings, LinkTable, harq_cycle
 
-__all__ = ["LinkAdaptation", "NrUploads", "fast_uploads", "slot_uploads"]
+__all__ = [
+    "CycleSampler",
+    "LinkAdaptation",
+    "NrUploads",
+    "cycle_upload",
+    "fast_uploads",
+    "renewal_upload",
+    "slot_uploads",
+]
 
 #: Sionna's OLLA offset bounds [dB]
 OFFSET_BOUNDS_DB = (-20.0, 20.0)
@@ -207,12 +215,9 @@ def _fast_blocks(
     harq: HarqSettings,
     out: NrUploads,
 ) -> None:
-    """The m uploads on constant channels in O(T) draws each (into ``out``; no bits: nothing).
-    Every cycle is at the one MCS ILLA picks, so its blocks carry TBS bits and
-    S = ceil(bits / TBS) of them must succeed; with q_j the j-th transmission's TBLER, a cycle
-    fails with p = prod_j q_j, so the dropped cycles before the S-th success are negative
-    binomial (S, 1 - p), each T slots, and the successful ones end at transmission n with
-    probabilities prod_{j<n} q_j (1 - q_n) / (1 - p), multinomial over the S of them."""
+    """The m uploads on constant channels in O(T) draws each (into ``out``; no bits: nothing):
+    every cycle is at the one MCS ILLA picks, its j-th transmission failing with the TBLER at
+    the SINR seen then (:func:`renewal_upload`)."""
     t_max = harq.max_transmissions
     n = np.arange(1, t_max + 1)
     seen = tables[0].grid.snr_index(sinr[:, None] * (n if harq.chase else np.ones(t_max)))
@@ -221,24 +226,47 @@ def _fast_blocks(
             continue
         mcs = int(table.illa[seen[k, 0]])
         q = table.tbler[mcs, seen[k]]
-        reach = np.ones(t_max)  # P(transmission n happens)
-        reach[1:] = np.cumprod(q[:-1])
-        ends = reach * (1.0 - q)  # P(the cycle succeeds at transmission n)
-        p_success = float(ends.sum())
-        if p_success <= 0.0:  # even the lowest MCS fails every transmission: never arrives
-            out.slots[k] = math.inf
-            continue
-        tbs = float(table.tbs_bits[mcs])
-        successes = math.ceil(bits[k] / tbs)
-        rng = rngs[k]
-        dropped = int(rng.negative_binomial(successes, p_success)) if p_success < 1.0 else 0
-        lengths = rng.multinomial(successes, ends / p_success)
-        sent = float(np.dot(n, lengths)) + t_max * dropped
-        out.slots[k] = out.transmissions[k] = sent
-        out.nacks[k] = sent - successes
-        out.blocks[k] = successes + dropped
-        out.mcs_sum[k] = mcs * (successes + dropped)
-        out.delivered_bits[k] = successes * tbs
+        renewal_upload(q, mcs, float(table.tbs_bits[mcs]), bits[k], rngs[k], out, k)
+
+
+def renewal_upload(
+    q: np.ndarray,
+    mcs: int,
+    tbs: float,
+    bits: float,
+    rng: np.random.Generator,
+    out: NrUploads,
+    k: int,
+) -> None:
+    """Client k's upload of ``bits`` in blocks of ``tbs`` bits at MCS ``mcs`` whose j-th
+    transmission fails with (T,) ``q``[j] (into ``out``): S = ceil(bits / TBS) cycles must
+    succeed; a cycle fails with p = prod_j q_j, so the dropped cycles before the S-th success
+    are negative binomial (S, 1 - p), each T slots, and the successful ones end at
+    transmission n with probabilities prod_{j<n} q_j (1 - q_n) / (1 - p), multinomial over the
+    S of them. Never delivering (p = 1): infinite slots."""
+    t_max = q.size
+    n = np.arange(1, t_max + 1)
+    reach = np.ones(t_max)  # P(transmission n happens)
+    reach[1:] = np.cumprod(q[:-1])
+    ends = reach * (1.0 - q)  # P(the cycle succeeds at transmission n)
+    p_success = float(ends.sum())
+    if p_success <= 0.0:  # even the lowest MCS fails every transmission: never arrives
+        out.slots[k] = math.inf
+        return
+    successes = math.ceil(bits / tbs)
+    dropped = int(rng.negative_binomial(successes, p_success)) if p_success < 1.0 else 0
+    lengths = rng.multinomial(successes, ends / p_success)
+    sent = float(np.dot(n, lengths)) + t_max * dropped
+    out.slots[k] = out.transmissions[k] = sent
+    out.nacks[k] = sent - successes
+    out.blocks[k] = successes + dropped
+    out.mcs_sum[k] = mcs * (successes + dropped)
+    out.delivered_bits[k] = successes * tbs
+
+
+#: a sampler of HARQ cycles: (generator, number of cycles) -> (MCS (c,), TBLER (c, T)) of each
+#: cycle's block and transmissions
+CycleSampler = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 
 
 def _fast_one(
@@ -253,19 +281,41 @@ def _fast_one(
     out: NrUploads,
     k: int,
 ) -> None:
-    """Client k's cycles, ``chunk`` at a time, until its bits are delivered (into ``out``)."""
-    grid, delivered, slots = table.grid, 0.0, 0.0
-    while True:
-        uniform = rng.random((chunk, t_max))
-        x = np.full((chunk, t_max), sinr)
+    """Client k's cycles on a flat link, ``chunk`` at a time, until its bits are delivered."""
+    grid = table.grid
+
+    def sample(rng: np.random.Generator, c: int) -> tuple[np.ndarray, np.ndarray]:
+        x = np.full((c, t_max), sinr)
         if draw_gain is not None:
-            x = sinr * draw_gain(rng, (chunk, t_max))
+            x = sinr * draw_gain(rng, (c, t_max))
         mcs = table.illa[grid.snr_index(x[:, 0])]
         seen = np.cumsum(x, axis=1) if harq.chase else x
-        fail = uniform < table.tbler[mcs[:, None], grid.snr_index(seen)]
+        return mcs, table.tbler[mcs[:, None], grid.snr_index(seen)]
+
+    cycle_upload(sample, table.tbs_bits, bits, rng, chunk, t_max, out, k)
+
+
+def cycle_upload(
+    sample: CycleSampler,
+    tbs_bits: np.ndarray,
+    bits: float,
+    rng: np.random.Generator,
+    chunk: int,
+    t_max: int,
+    out: NrUploads,
+    k: int,
+) -> None:
+    """Client k's i.i.d. HARQ cycles from ``sample``, ``chunk`` at a time (a uniform per
+    transmission drawn before each chunk's channel), until ``bits`` are delivered (into
+    ``out``); ``tbs_bits`` (M,) the block size per MCS."""
+    delivered, slots = 0.0, 0.0
+    while True:
+        uniform = rng.random((chunk, t_max))
+        mcs, tbler = sample(rng, chunk)
+        fail = uniform < tbler
         success = ~fail.all(axis=1)
         length = np.where(success, np.argmax(~fail, axis=1) + 1, t_max)
-        got = np.where(success, table.tbs_bits[mcs], 0).astype(float)
+        got = np.where(success, tbs_bits[mcs], 0).astype(float)
         total = delivered + np.cumsum(got)
         done = np.flatnonzero(total >= bits)
         last = int(done[0]) if done.size else chunk - 1

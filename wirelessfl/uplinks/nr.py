@@ -26,9 +26,13 @@ from typing import Any
 import numpy as np
 
 from channels import make_fading
-from channels.nr_grid import prbs_from_shares, resource_blocks, slot_s
-from channels.nr_harq import LinkAdaptation, NrUploads, fast_uploads, slot_uploads
+from channels.nr_bank import LinkBank
+from channels.nr_eesm import SubbandLayout, eesm_beta
+from channels.nr_fast_selective import fast_selective_uploads
+from channels.nr_grid import prbs_from_shares, resource_blocks, slot_s, subcarrier_spacing_hz
+from channels.nr_harq import LinkAdaptation, fast_uploads, slot_uploads
 from channels.nr_link import HarqSettings, LinkTable, link_table
+from channels.nr_slots import PrbPolicy, PrbUploads, prb_slot_uploads
 from channels.streams import client_generators
 from wirelessfl.errors import ConfigError
 from wirelessfl.results.columns import NR_CLIENT_COLUMNS, NR_ROUND_COLUMNS
@@ -45,7 +49,7 @@ STREAM = "nr_uplink"
 class NrUplink(NrPlanning, Uplink):
     """The NR uplink of a run: ``settings`` (``channel.nr``) on a carrier of ``bandwidth_hz``
     [Hz], drawing from ``seed``; ``fading``: the model whose marginal ``fading: iid`` draws
-    per slot (None: block)."""
+    per slot and ``coherence_bandwidth_hz`` per subband (None: neither)."""
 
     NAME = "nr"
     Settings = NrSettings
@@ -65,8 +69,13 @@ class NrUplink(NrPlanning, Uplink):
         self.adaptation = LinkAdaptation(
             settings.link_adaptation, settings.bler_target, settings.olla_delta_up_db
         )
-        self.fading = fading if settings.fading == "iid" else None
+        self.fading = fading
+        self.layout = SubbandLayout.from_coherence(
+            self.n_rb, settings.coherence_bandwidth_hz, subcarrier_spacing_hz(settings.numerology)
+        )
+        self.policy = PrbPolicy(settings.prb_policy, settings.pf_beta)
         self._tables: dict[int, LinkTable] = {}
+        self._bank: LinkBank | None = None
         self.offset_db: np.ndarray | None = None  # (N,) OLLA offsets
         self._round: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=int))
         self._clients: dict[int, dict[str, float]] = {}
@@ -76,7 +85,7 @@ class NrUplink(NrPlanning, Uplink):
     def from_scenario(cls, scenario: Any) -> NrUplink:
         ch = scenario.channel
         fading = None
-        if ch.nr.fading == "iid":
+        if ch.nr.fading == "iid" or ch.nr.coherence_bandwidth_hz is not None:
             fading = _marginal(ch.fading.model, ch.fading.model_kwargs())
         return cls(ch.nr, ch.bandwidth_hz, scenario.seed, fading)
 
@@ -119,13 +128,21 @@ class NrUplink(NrPlanning, Uplink):
                 "Rayleigh fading, and channel.uplink: nr plans with its goodput at the mean SNR; "
                 "use mean_snr"
             )
-        if nr.fading == "iid":
+        if nr.fading == "iid" or nr.coherence_bandwidth_hz is not None:
             model = _marginal(ch.fading.model, ch.fading.model_kwargs())
             if getattr(model, "time_correlated", False):
+                key = "fading: iid" if nr.fading == "iid" else "coherence_bandwidth_hz"
                 raise ConfigError(
-                    f"channel.nr.fading: iid draws independent slots, and channel.fading.model "
-                    f"{ch.fading.model!r} is time-correlated with no known marginal; use block"
+                    f"channel.nr.{key} draws independent gains (slots or subbands), and "
+                    f"channel.fading.model {ch.fading.model!r} is time-correlated with no known "
+                    "marginal; use fading: block and coherence_bandwidth_hz: null"
                 )
+        if nr.prb_policy == "pf" and scenario.cells.enabled:
+            raise ConfigError(
+                "channel.nr.prb_policy: pf moves the PRBs every slot, and the cells' "
+                "interference model needs each upload's PRB share of the round; use "
+                "prb_policy: shares"
+            )
 
     # ---- the links --------------------------------------------------------------------------
     def table(self, n_prb: int) -> LinkTable:
@@ -145,6 +162,12 @@ class NrUplink(NrPlanning, Uplink):
             )
             self._tables[n_prb] = table
         return table
+
+    def bank(self) -> LinkBank:
+        """The links of every PRB count (:class:`~channels.nr_bank.LinkBank`; kept)."""
+        if self._bank is None:
+            self._bank = LinkBank(self.table, self.n_rb)
+        return self._bank
 
     def carrier_rate_bps(self, snr: np.ndarray) -> np.ndarray:
         """(k,) expected goodput [bit/s] alone on all N_RB PRBs at (k,) linear SINRs."""
@@ -183,7 +206,8 @@ class NrUplink(NrPlanning, Uplink):
         upload_s = np.full(len(prbs), math.inf)
         if sends.size:
             done = self._uploads(prbs[sends], np.asarray(snr)[sends], bits, sends, clients, t)
-            upload_s[sends] = (self.settings.scheduling_delay_slots + done.slots) * self.slot_s
+            slots = done.uploads.slots
+            upload_s[sends] = (self.settings.scheduling_delay_slots + slots) * self.slot_s
             self._keep(clients[sends], prbs[sends], done)
         return upload_s
 
@@ -195,23 +219,45 @@ class NrUplink(NrPlanning, Uplink):
         rows: np.ndarray,
         clients: np.ndarray,
         t: int,
-    ) -> NrUploads:
+    ) -> PrbUploads:
+        """The uploads of the clients at ``rows`` on their ``prbs`` (the ``shares`` policy's
+        PRBs): on a flat carrier with ``shares`` through :mod:`channels.nr_harq`, else on PRB
+        sets through :mod:`channels.nr_slots` (``slot``) or
+        :mod:`channels.nr_fast_selective` (``fast``)."""
         ids = clients[rows]
         assert self.offset_db is not None
-        run = slot_uploads if self.settings.fidelity == "slot" else fast_uploads
-        draw = None if self.fading is None else self._draw_gain
-        done = run(
-            [self.table(int(n)) for n in prbs],
+        s = self.settings
+        per_slot = s.fading == "iid"
+        draw = self._draw_gain if (per_slot or s.coherence_bandwidth_hz is not None) else None
+        common = {
+            "harq": self.harq,
+            "offset_db": self.offset_db[ids],
+        }
+        data = (
             snr,
             np.asarray(bits, dtype=float)[rows],
             client_generators(self.seed, ids, stream=STREAM, block=t),
-            harq=self.harq,
-            adaptation=self.adaptation,
-            offset_db=self.offset_db[ids],
-            draw_gain=draw,
         )
-        self.offset_db[ids] = done.offset_db
-        return done
+        if s.coherence_bandwidth_hz is None and s.prb_policy == "shares":
+            run = slot_uploads if s.fidelity == "slot" else fast_uploads
+            tables = [self.table(int(n)) for n in prbs]
+            done = run(tables, *data, adaptation=self.adaptation, draw_gain=draw, **common)
+            result = PrbUploads(done, done.transmissions * prbs)
+        else:
+            beta = eesm_beta(self.table(1).grid.eesm_beta, self.table(1).tbs_bits.size)
+            on_prbs = {"layout": self.layout, "beta": beta, "prbs": prbs, "draw_gain": draw,
+                       "per_slot": per_slot}  # fmt: skip
+            if s.fidelity == "slot":
+                result = prb_slot_uploads(
+                    self.bank(), *data, adaptation=self.adaptation, policy=self.policy,
+                    **on_prbs, **common,
+                )  # fmt: skip
+            else:
+                result = fast_selective_uploads(
+                    self.bank(), *data, bler_target=s.bler_target, **on_prbs, **common
+                )
+        self.offset_db[ids] = result.uploads.offset_db
+        return result
 
     def _draw_gain(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Unit-mean fading powers of ``shape``: |s|^2 / E|s|^2 of the marginal model."""
@@ -219,12 +265,16 @@ class NrUplink(NrPlanning, Uplink):
         s = self.fading.sample(rng, n, 1)[:, 0]
         return (np.abs(s) ** 2 / float(self.fading.mean_power)).reshape(shape)
 
-    def _keep(self, ids: np.ndarray, prbs: np.ndarray, done: NrUploads) -> None:
-        """The per-client and round values of the uploads."""
+    def _keep(self, ids: np.ndarray, prbs: np.ndarray, result: PrbUploads) -> None:
+        """The per-client and round values of the uploads on their (``shares``) ``prbs``
+        (``pf``: the mean PRBs of their transmissions)."""
+        done = result.uploads
         with np.errstate(divide="ignore", invalid="ignore"):
             mean_mcs = done.mcs_sum / done.blocks
             bler = done.nacks / done.transmissions
             goodput = done.delivered_bits / (done.slots * self.slot_s)
+            if self.policy.kind == "pf":
+                prbs = result.prb_slots / done.transmissions
         for i, cid in enumerate(ids.tolist()):
             self._clients[cid] = {
                 "nr_prbs": float(prbs[i]),
@@ -235,11 +285,13 @@ class NrUplink(NrPlanning, Uplink):
             }
         finite = np.isfinite(done.slots)
         longest = float(done.slots[finite].max()) if finite.any() else 0.0
-        used = float(np.dot(prbs[finite], done.slots[finite]))
+        used = float(result.prb_slots[finite].sum())
+        utilisation = used / (self.n_rb * longest) if longest > 0 else math.nan
         blocks, sent = float(done.blocks.sum()), float(done.transmissions.sum())
+        allocated = float(prbs.sum()) / self.n_rb
         self._summary = {
-            "nr_prb_allocated": float(prbs.sum()) / self.n_rb,
-            "nr_prb_utilisation": used / (self.n_rb * longest) if longest > 0 else math.nan,
+            "nr_prb_allocated": utilisation if self.policy.kind == "pf" else allocated,
+            "nr_prb_utilisation": utilisation,
             "nr_mean_mcs": float(done.mcs_sum.sum()) / blocks if blocks else math.nan,
             "nr_bler": float(done.nacks.sum()) / sent if sent else math.nan,
             "nr_transmissions": sent,

@@ -84,6 +84,31 @@ class NrSettings:
         "fast: whole HARQ cycles drawn at once, the same distribution (illa only)",
         applies=uses_nr,
     )
+    coherence_bandwidth_hz: float | None = option(
+        None,
+        gt=0.0,
+        doc="frequency-selective fading: the carrier's PRBs in subbands of this width, one "
+        "unit-mean gain of channel.fading's marginal per client and subband (redrawn each "
+        "slot with fading: iid), a block decoded at the EESM effective SINR of its PRBs | "
+        "null: flat, every PRB at the round's SINR",
+        applies=uses_nr,
+    )
+    prb_policy: str = option(
+        "shares",
+        choices=("shares", "pf"),
+        doc="shares: the controller's shares as whole PRBs, held for the upload | pf: every "
+        "slot Sionna SYS's proportional fair rule gives each free PRB to the client with the "
+        "largest log2(1 + SINR) / discounted throughput (HARQ retransmissions keep their "
+        "PRBs; needs fidelity: slot)",
+        applies=uses_nr,
+    )
+    pf_beta: float = option(
+        0.98,
+        gt=0.0,
+        lt=1.0,
+        doc="pf: the discount of the throughput average per slot (Sionna's beta)",
+        applies=uses_nr,
+    )
     dmrs_re_per_prb: int = option(
         12,
         ge=0,
@@ -112,6 +137,12 @@ class NrSettings:
                 f"{prefix}.link_adaptation: olla carries each slot's HARQ feedback into the "
                 "next slot's MCS, and fidelity fast draws independent HARQ cycles; use "
                 "fidelity: slot, or link_adaptation: illa"
+            )
+        if self.prb_policy == "pf" and self.fidelity == "fast":
+            raise ConfigError(
+                f"{prefix}.prb_policy: pf schedules the PRBs slot by slot, and fidelity fast "
+                "draws whole HARQ cycles on fixed PRBs; use fidelity: slot, or prb_policy: "
+                "shares"
             )
         if 12 * 14 - self.dmrs_re_per_prb - self.overhead_re_per_prb <= 0:
             raise ConfigError(
