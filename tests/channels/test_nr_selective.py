@@ -175,13 +175,12 @@ def test_flat_fixed_prbs_are_the_flat_slot_loop_bit_for_bit(bank, beta, kind):
 
 
 def test_pf_on_a_flat_clean_channel_is_a_round_robin_of_the_whole_carrier(bank, beta):
-    """At 30 dB with a BLER target of 1e-12 every block decodes (TBLER 0): PF gives all 51 PRBs to one client
-    a slot, in turn (equal throughputs: the first; then the one served longest ago), so K
-    clients of S blocks each end at slots (S - 1) K + k; with unequal loads nothing idles
-    before the last one ends: the last slot is the sum of the blocks."""
-    from channels.nr_slots import PrbPolicy
-
+    """At 30 dB with a BLER target of 1e-12 every block decodes (TBLER 0): PF gives all 51
+    PRBs to one client a slot, in turn (equal throughputs: the first; then the one served
+    longest ago), so K clients of S blocks each end at slots (S - 1) K + k; with unequal loads
+    nothing idles before the last one ends: the last slot is the sum of the blocks."""
     from channels.nr_harq import LinkAdaptation
+    from channels.nr_slots import PrbPolicy
 
     sinr, sure = np.full(4, 1e3), LinkAdaptation("illa", bler_target=1e-12)
     bank.ensure(np.array([N_RB]))
@@ -234,8 +233,9 @@ def test_fast_selective_uploads_have_the_slot_loops_distribution(bank, beta, sin
 
 def test_frequency_selectivity_costs_rate_and_pf_wins_it_back(bank, beta):
     """Fixed equal PRBs on a selective channel (Rayleigh per subband and slot) need more slots
-    than on a channel without fading at the same mean SINR, and PF, which gives each subband to the client it suits, needs fewer
-    than fixed PRBs on the same channel (200 rounds of 5 clients, common random gains)."""
+    than on a channel without fading at the same mean SINR, and PF, which gives each subband
+    to the client it suits, needs fewer than fixed PRBs on the same channel (200 rounds of 5
+    clients, common random gains)."""
     from channels.nr_slots import PrbPolicy
 
     layout, m = SubbandLayout(N_RB, 3), 5
