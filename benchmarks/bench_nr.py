@@ -10,6 +10,9 @@ apart):
   whole HARQ cycles in chunks);
 - NR ``fidelity: slot`` with ILLA and with OLLA, block and ``fading: iid``: every slot of every
   upload, also per slot-client (one client's slot);
+- frequency-selective links (``coherence_bandwidth_hz`` 1 MHz: 17 subbands of 3 PRBs, EESM)
+  in both fidelities, and the ``pf`` PRB policy (slot only) on the flat and the selective
+  carrier;
 
 then a whole network-only run of 200 rounds with each uplink. Prints figures only.
 
@@ -50,7 +53,7 @@ def _median_s(call, repeats: int) -> float:
 
 def _nr_round(settings: NrSettings, shares, snr, bits, repeats: int) -> tuple[float, float, float]:
     """(first round [s], median round [s], slots per round) of one NR configuration."""
-    uplink = NrUplink(settings, B_HZ, seed=1, fading=make_fading("rayleigh"))  # iid only
+    uplink = NrUplink(settings, B_HZ, seed=1, fading=make_fading("rayleigh"))  # iid, subbands
     uplink.start(K)
     counter = iter(range(10**9))
 
@@ -103,11 +106,18 @@ def main() -> None:
         ("slot, illa", NrSettings(fidelity="slot")),
         ("slot, olla", NrSettings(fidelity="slot", link_adaptation="olla")),
         ("slot, illa, iid", NrSettings(fidelity="slot", fading="iid")),
+        ("fast, selective", NrSettings(fidelity="fast", coherence_bandwidth_hz=1.0e6)),
+        ("slot, selective", NrSettings(fidelity="slot", coherence_bandwidth_hz=1.0e6)),
+        ("slot, pf", NrSettings(fidelity="slot", prb_policy="pf")),
+        (
+            "slot, pf, selective",
+            NrSettings(fidelity="slot", prb_policy="pf", coherence_bandwidth_hz=1.0e6),
+        ),
     ]
     for name, settings in cases:
         first_s, round_s, slots = _nr_round(settings, shares, snr, bits, args.repeats)
         print(
-            f"NR {name:<16} round: {round_s * 1e3:9.3f} ms ({round_s / fdma_s:,.0f}x FDMA), "
+            f"NR {name:<20} round: {round_s * 1e3:9.3f} ms ({round_s / fdma_s:,.0f}x FDMA), "
             f"{slots:,.0f} slot-clients, {round_s / slots * 1e6:.2f} us per slot-client; "
             f"first round {first_s:.2f} s"
         )

@@ -149,7 +149,8 @@ AIRCOMP_FADING_ROUND_COLUMNS: dict[str, str] = {
 #: ``rounds.csv``'s columns after :data:`ROUND_COLUMNS` with ``channel.uplink: nr``
 #: (docs/simulator.md, "A 5G NR uplink")
 NR_ROUND_COLUMNS: dict[str, str] = {
-    "nr_prb_allocated": "fraction of the carrier's PRBs given to the round's uploads",
+    "nr_prb_allocated": "fraction of the carrier's PRBs given to the round's uploads (prb_policy "
+    "pf: nr_prb_utilisation)",
     "nr_prb_utilisation": "fraction of the carrier's PRB-slots carrying PUSCH from the first "
     "slot to the last upload's end (NaN: nobody sent)",
     "nr_mean_mcs": "mean MCS index of the round's new transport blocks",
@@ -160,7 +161,8 @@ NR_ROUND_COLUMNS: dict[str, str] = {
 #: ``clients.csv``'s columns after :data:`CLIENT_COLUMNS` with ``channel.uplink: nr`` (NaN for
 #: a client that did not send)
 NR_CLIENT_COLUMNS: dict[str, str] = {
-    "nr_prbs": "PRBs the client held for its upload",
+    "nr_prbs": "PRBs the client held for its upload (prb_policy pf: its mean PRBs per "
+    "transmission)",
     "nr_mean_mcs": "mean MCS index of its new transport blocks",
     "nr_transmissions": "its transmissions (slots it sent in)",
     "nr_bler": "fraction of its transmissions NACKed",

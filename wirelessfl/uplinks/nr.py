@@ -5,13 +5,15 @@ The carrier (``channel.bandwidth_hz``, an FR1 channel bandwidth, at numerology
 ``channel.nr.numerology``) has N_RB PRBs (TS 38.101-1 Table 5.3.2-1) and slots of 14 OFDM
 symbols. Each round the training clients' shares b_k become whole PRBs
 (:func:`channels.nr_grid.prbs_from_shares`, largest remainder, sum <= N_RB, each client with a
-share at least one), which they hold for their whole upload; a client's SINR on every resource
-element is the round's SNR (``channel.noise_bandwidth: band``: its power spectral density does
-not depend on its PRBs, as TS 38.213's open loop power control with its 10 log10(M_RB) term
-keeps it). Every slot it sends one transport block (TS 38.214 §5.1.3.2) at the MCS link
-adaptation picks, decoded with the probability Sionna's ``PHYAbstraction`` gives, with HARQ
-retransmissions (:mod:`channels.nr_harq`). Its upload lasts (scheduling delay + slots)
-x the slot duration; a client without PRBs never arrives.
+share at least one), which they hold for their whole upload (``prb_policy: shares``), or the
+clients with a share compete for the PRBs slot by slot (``pf``, :mod:`channels.nr_slots`). A
+client's SINR on a resource element is the round's SNR (``channel.noise_bandwidth: band``:
+its power spectral density does not depend on its PRBs), times a unit-mean gain per subband
+where ``coherence_bandwidth_hz`` makes the carrier frequency-selective (a block then decoded
+at its EESM effective SINR, :mod:`channels.nr_eesm`). Every slot it sends one transport block
+(TS 38.214 §5.1.3.2) at the MCS link adaptation picks, decoded with the probability Sionna's
+``PHYAbstraction`` gives, with HARQ retransmissions (:mod:`channels.nr_harq`). Its upload lasts
+(scheduling delay + slots) x the slot duration; a client without PRBs never arrives.
 
 Randomness (HARQ outcomes, per-slot fading) comes from a stream per (run seed, client, round),
 so a resumed run draws what the uninterrupted one drew; OLLA's per-device offsets are part of
