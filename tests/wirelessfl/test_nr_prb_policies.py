@@ -124,3 +124,17 @@ def test_what_the_policies_cannot_run_is_refused_in_one_line(tmp_path, over, sta
     with pytest.raises(ConfigError) as err:
         scenario_from_dict(_data(tmp_path, np.full((2, 4), 10.0), **over))
     assert str(err.value).startswith(starts) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_run_where_no_upload_ever_arrives_says_so(tmp_path, caplog):
+    """At -30 dB no MCS of the NR tables decodes: every round ends with nothing delivered, and
+    the run's end warns once, naming the rounds and the causes to look for."""
+    data = _data(tmp_path, np.full((3, 4), -30.0))
+    with caplog.at_level("WARNING", logger="wirelessfl"):
+        result = run_scenario(scenario_from_dict(data), tmp_path / "run", progress=False)
+    assert (result.rounds.n_arrived == 0).all()
+    lines = [r.getMessage() for r in caplog.records if "no upload arrived" in r.getMessage()]
+    assert len(lines) == 1 and "rounds 0-2 (12 scheduled)" in lines[0]
+    fine = run_scenario(scenario_from_dict(_data(tmp_path, np.full((3, 4), 20.0))), tmp_path / "b")
+    assert (fine.rounds.n_arrived > 0).all()
+    assert sum("no upload arrived" in r.getMessage() for r in caplog.records) == 1

@@ -382,6 +382,7 @@ class Run:
             info = RunInfo(self.out, sc, tuple(columns), start, self.resume, initial)
             call_each(self.callbacks, "on_run_start", info, where=resume_hint)
             done = start  # rounds in the tables
+            uploads = [0, 0]  # scheduled, arrived this session
             for t in range(start, sc.rounds):
                 stopped = self.learner.stop_reason()
                 if stopped is not None:
@@ -389,6 +390,8 @@ class Run:
                 outcome = self.sim.run_round(t)
                 done = t + 1
                 pending["rounds"].append(outcome.record)
+                uploads[0] += _count(outcome.record, "n_scheduled")
+                uploads[1] += _count(outcome.record, "n_arrived")
                 failed = None
                 row = plain_row(columns, outcome.record)
                 try:
@@ -445,11 +448,28 @@ class Run:
             finished=True, ended=_now(), **({} if stopped is None else {STOPPED_EARLY: stopped})
         )
         self._warn_unmet_budget(done)
+        if uploads[0] > 0 and uploads[1] == 0:
+            _log.warning(
+                "wirelessfl: warning: no upload arrived in rounds %d-%d (%d scheduled): the model "
+                "never changed and the virtual clock moved only by compute and waits; every "
+                "client was in outage, unavailable, cut by a deadline, or could not reach the "
+                "server at its SNR (channel.uplink: nr below the BLER tables' -5 dB); see "
+                "clients.csv's status column (output.clients: true)",
+                start,
+                done - 1,
+                uploads[0],
+            )
         if not load_result:
             return None
         result = load(self.out)
         call_each(self.callbacks, "on_run_end", result, where=" after the last round")
         return result
+
+
+def _count(record: dict, key: str) -> int:
+    """A round record's count ``key`` (0 where absent or NaN)."""
+    value = record.get(key, 0)
+    return int(value) if value == value else 0
 
 
 def _write_pending(writers: dict[str, TableWriter], pending: dict[str, list]) -> None:
