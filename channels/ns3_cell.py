@@ -66,6 +66,7 @@ class Ns3Cell(ABC):
         self.ns, self.handlers = load_ns()
         self.settings = settings
         self.positions_m = np.asarray(positions_m, dtype=float)
+        self.ns.Simulator.Destroy()  # a run the process left open (one cell at a time)
         self.handlers.Reset()
         self.ns.RngSeedManager.SetSeed(int(seed) % (2**31 - 1) + 1)
         self.ns.RngSeedManager.SetRun(1)

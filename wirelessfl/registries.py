@@ -93,6 +93,8 @@ UPLINKS: Registry[Any] = Registry(
         "aircomp": "wirelessfl.uplinks.aircomp:AirCompUplink",
         "noma": "wirelessfl.uplinks.noma:NomaUplink",
         "nr": "wirelessfl.uplinks.nr:NrUplink",
+        "ns3_lte": "wirelessfl.uplinks.ns3:Ns3LteUplink",
+        "ns3_wifi": "wirelessfl.uplinks.ns3:Ns3WifiUplink",
     },
     entry_point_group="wirelessfl.uplinks",
 )

@@ -133,7 +133,8 @@ class ChannelConfig:
         doc="an uplink registry name: fdma (digital uploads on bandwidth shares) | aircomp "
         "(analog over-the-air sum of the updates on the whole band, channel.aircomp) | noma "
         "(power-domain NOMA with SIC) | nr (5G NR PUSCH: PRBs, MCS, transport blocks, HARQ, "
-        "channel.nr; the nr extra)",
+        "channel.nr; the nr extra) | ns3_lte, ns3_wifi (packet-level uploads in ns-3, "
+        "channel.ns3; the ns3 extra)",
     )
     uplink_params: dict[str, object] = option(
         default_factory=dict,
@@ -145,6 +146,9 @@ class ChannelConfig:
         UPLINKS, "aircomp", doc="the AirComp uplink's settings (its Settings)"
     )
     nr: Any = plugin_settings(UPLINKS, "nr", doc="the NR uplink's settings (its Settings)")
+    ns3: Any = plugin_settings(
+        UPLINKS, "ns3_lte", doc="the ns-3 uplinks' settings (ns3_lte and ns3_wifi; the ns3 extra)"
+    )
 
     def validate(self, prefix: str) -> None:
         if self.mean_snr_db is None and self.d_min_m >= self.d_max_m:
