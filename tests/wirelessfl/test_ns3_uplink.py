@@ -78,6 +78,10 @@ REFUSED = [
     ),
     ({"server.mode": "async", "server.concurrency": 2}, "channel.uplink: ns3_lte has no band"),
     ({"channel.ns3.bandwidth_rb": 30}, "channel.ns3.bandwidth_rb: must be one of"),
+    (
+        {"channel.ns3.plan_with": "nr", "channel.bandwidth_hz": 1.0e6},
+        "channel.ns3.plan_with: nr: channel.bandwidth_hz:",
+    ),
 ]
 
 
@@ -95,3 +99,24 @@ def test_the_missing_extra_is_refused_in_one_line(monkeypatch):
     with pytest.raises(ConfigError) as err:
         scenario_from_dict(_data("ns3_wifi"))
     assert str(err.value).startswith("channel.uplink: ns3_wifi needs the ns3 extra")
+
+
+def test_planning_with_nr_plans_the_nr_links_goodput(tmp_path):
+    """plan_with: nr at 5 MHz (11 PRBs at 30 kHz): each round's plan is the NR planners' sum
+    of bits / R(SNR) (every upload ending together), not FDMA's; the uploads are ns-3's."""
+    from channels.nr_bler import sionna_version
+    from wirelessfl.uplinks.nr import NrUplink
+
+    if sionna_version() is None:
+        pytest.skip("the nr extra is not installed")
+    data = _data("ns3_lte", **{"channel.ns3.plan_with": "nr"})
+    scenario = scenario_from_dict(data)
+    result = run_scenario(scenario, tmp_path / "nr", progress=False)
+    clients, rounds = result.clients, result.rounds
+    nr = NrUplink.from_scenario(scenario)
+    rate = nr.carrier_rate_bps(10.0 ** (clients.snr_db.to_numpy() / 10.0))
+    planned = pd.Series(clients.bits.to_numpy() / rate).groupby(clients["round"].to_numpy()).sum()
+    np.testing.assert_allclose(rounds.planned_delay_s, planned.to_numpy(), rtol=1e-9)
+    fdma = run_scenario(scenario_from_dict(_data("ns3_lte")), tmp_path / "fdma", progress=False)
+    assert not np.allclose(fdma.rounds.planned_delay_s, rounds.planned_delay_s)
+    np.testing.assert_array_equal(fdma.clients.ns3_bytes, clients.ns3_bytes)

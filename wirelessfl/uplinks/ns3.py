@@ -28,9 +28,10 @@ import numpy as np
 
 from channels.streams import client_generators
 from channels.topology import annulus_distances
-from wirelessfl.controllers.uplink_planning import FdmaPlanning
+from wirelessfl.controllers.uplink_planning import AffineUploads, FdmaPlanning
 from wirelessfl.errors import ConfigError
 from wirelessfl.uplinks.base import Uplink
+from wirelessfl.uplinks.fdma import FdmaUplink
 from wirelessfl.uplinks.ns3_settings import Ns3Settings
 
 __all__ = ["Ns3LteUplink", "Ns3WifiUplink"]
@@ -43,17 +44,24 @@ NS3_CLIENT_COLUMNS = {
 }
 
 
-class _Ns3Uplink(FdmaPlanning, Uplink):
-    """An ns-3 cell's uploads (module docstring); subclasses name the cell."""
+class _Ns3Uplink(Uplink):
+    """An ns-3 cell's uploads (module docstring); subclasses name the cell. The planners see
+    ``planner``, the analytic uplink of ``plan_with`` (its planning members, delegated)."""
 
     Settings = Ns3Settings
     PACKAGES = ("ns3",)
+    SHARES_BAND = True
+    OFFERS = FdmaPlanning.OFFERS  # plan_with: nr checks NR's at load (check_scenario)
 
     def __init__(
-        self, settings: Ns3Settings, bandwidth_hz: float, positions_m: np.ndarray, seed: int,
+        self, settings: Ns3Settings, planner: Uplink, positions_m: np.ndarray, seed: int,
         tx_power_dbm: float,
     ) -> None:  # fmt: skip
-        FdmaPlanning.__init__(self, bandwidth_hz, "band")
+        self.planner = planner
+        # what the controllers read of their planning view, as the plan_with uplink has it
+        self.LEMMA_2 = planner.LEMMA_2
+        self.READS_DENSE_VALUES = planner.READS_DENSE_VALUES
+        self.bandwidth_hz = planner.bandwidth_hz
         self.settings, self.positions_m, self.seed = settings, positions_m, int(seed)
         self.tx_power_dbm = float(tx_power_dbm)
         self._cell: Any = None
@@ -72,7 +80,13 @@ class _Ns3Uplink(FdmaPlanning, Uplink):
             ]
         )
         positions = np.stack([distance * np.cos(angle), distance * np.sin(angle)], axis=1)
-        return cls(ch.ns3, ch.bandwidth_hz, positions, scenario.seed, ch.tx_power_dbm)  # fmt: skip
+        if ch.ns3.plan_with == "nr":
+            from wirelessfl.uplinks.nr import NrUplink
+
+            planner: Uplink = NrUplink.from_scenario(scenario)
+        else:
+            planner = FdmaUplink(ch.bandwidth_hz, ch.noise_bandwidth)
+        return cls(ch.ns3, planner, positions, scenario.seed, ch.tx_power_dbm)
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> None:
@@ -103,6 +117,34 @@ class _Ns3Uplink(FdmaPlanning, Uplink):
         for refused, line in refusals:
             if refused:
                 raise ConfigError(f"channel.uplink: {name}: {line}")
+        if ch.ns3.plan_with == "nr":  # what NR's planning needs: its extra, carrier, offers
+            from wirelessfl.uplinks.nr import NrUplink
+
+            try:
+                NrUplink.check_scenario(scenario)
+            except ConfigError as err:
+                raise ConfigError(f"channel.ns3.plan_with: nr: {err}") from None
+
+    # ---- the planners' view: the plan_with uplink's -----------------------------------------
+    def start(self, n_clients: int) -> None:
+        self.planner.start(n_clients)
+
+    def plan_round(
+        self, bits: np.ndarray, n_values: np.ndarray | None, snr: np.ndarray, compute_s: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        return self.planner.plan_round(bits, n_values, snr, compute_s)
+
+    def delay_pieces(
+        self, uploads: AffineUploads, n_values: np.ndarray | None, snr: np.ndarray,
+        compute_s: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        return self.planner.delay_pieces(uploads, n_values, snr, compute_s)
+
+    def offline_delay(self, *args: Any, **kwargs: Any) -> Any:
+        return self.planner.offline_delay(*args, **kwargs)
+
+    def offline_inverse_efficiency(self, mean_snr: np.ndarray) -> np.ndarray | None:
+        return self.planner.offline_inverse_efficiency(mean_snr)
 
     # ---- the cell ---------------------------------------------------------------------------
     @abstractmethod

@@ -54,8 +54,9 @@ class Ns3Settings:
         "arrives [s]", applies=uses_ns3,
     )  # fmt: skip
     plan_with: str = option(
-        "fdma", choices=("fdma",), doc="the analytic uplink the controllers plan with",
-        applies=uses_ns3,
+        "fdma", choices=("fdma", "nr"), doc="the analytic uplink the controllers plan with: "
+        "fdma (Shannon shares) | nr (the NR link's goodput on channel.bandwidth_hz, "
+        "channel.nr's settings; the nr extra)", applies=uses_ns3,
     )  # fmt: skip
     bandwidth_rb: int = option(
         25, choices=(6, 15, 25, 50, 75, 100), doc="ns3_lte: uplink resource blocks "
