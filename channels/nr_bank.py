@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from channels.nr_link import LinkTable
+from channels.nr_link import LinkTable, illa_choice
 
 __all__ = ["LinkBank"]
 
@@ -47,12 +47,8 @@ class LinkBank:
 
     def illa_at(self, n_prb: np.ndarray, index: np.ndarray, bler_target: float) -> np.ndarray:
         """(m,) the MCS ILLA picks for m blocks of (m,) PRBs whose effective SINR at each MCS
-        sits at (m, M) grid indices: the highest MCS whose TBLER is at most ``bler_target``,
-        else the lowest with a table (:func:`channels.nr_link.link_table`'s rule, per MCS)."""
+        sits at (m, M) grid indices (:func:`channels.nr_link.illa_choice`)."""
         n = np.asarray(n_prb, dtype=int)
         mcs = np.arange(self.tbs.shape[1])
         tbler = self.tbler[n[:, None], mcs[None, :], index]
-        available = self.tbs[n] > 0
-        meets = (tbler <= bler_target) & available
-        highest = mcs.size - 1 - np.argmax(meets[:, ::-1], axis=1)
-        return np.where(meets.any(axis=1), highest, np.argmax(available, axis=1)).astype(np.intp)
+        return illa_choice(tbler, self.tbs[n] > 0, bler_target)

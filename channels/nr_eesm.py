@@ -91,31 +91,28 @@ def eesm_beta(beta: np.ndarray | None, n_mcs: int) -> np.ndarray:
     return b
 
 
+def _eesm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(...) the effective SINR of (..., S) SINRs and weights at betas ``b`` (..., 1)
+    (broadcast), shifted by the smallest used SINR (module docstring); no weight: 0."""
+    used = w > 0
+    low = np.min(np.where(used, x, np.inf), axis=-1, keepdims=True)
+    low = np.where(np.isfinite(low), low, 0.0)
+    spread = np.where(used, x - low, 0.0) / b
+    with np.errstate(divide="ignore"):
+        eff = low[..., 0] - b[..., 0] * np.log(np.sum(w * np.exp(-spread), axis=-1))
+    return np.where(used.any(axis=-1), eff, 0.0)
+
+
 def eesm_sinr(sinr: np.ndarray, weights: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """(..., M) effective linear SINR per MCS of (..., S) linear per-subband SINRs with
     (..., S) weights (Σ = 1; module docstring) at (M,) betas. A row of zero weights: 0."""
     x = np.asarray(sinr, dtype=float)
     w = np.broadcast_to(np.asarray(weights, dtype=float), x.shape)
-    used = w > 0
-    low = np.min(np.where(used, x, np.inf), axis=-1, keepdims=True)
-    low = np.where(np.isfinite(low), low, 0.0)
-    b = np.asarray(beta, dtype=float)
-    spread = np.where(used, x - low, 0.0)[..., None, :] / b[:, None]  # (..., M, S)
-    mean = np.sum(w[..., None, :] * np.exp(-spread), axis=-1)
-    with np.errstate(divide="ignore"):
-        eff = low - b * np.log(mean)
-    return np.where(np.any(used, axis=-1, keepdims=True), eff, 0.0)
+    return _eesm(x[..., None, :], w[..., None, :], np.asarray(beta, dtype=float)[:, None])
 
 
 def eesm_sinr_at(sinr: np.ndarray, weights: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """(m,) effective linear SINR of (m, S) per-subband SINRs with (m, S) weights, each row at
     its own beta (m,) (the MCS it is sent at)."""
     x, w = np.asarray(sinr, dtype=float), np.asarray(weights, dtype=float)
-    used = w > 0
-    low = np.min(np.where(used, x, np.inf), axis=-1)
-    low = np.where(np.isfinite(low), low, 0.0)
-    b = np.asarray(beta, dtype=float)
-    spread = np.where(used, x - low[:, None], 0.0) / b[:, None]
-    with np.errstate(divide="ignore"):
-        eff = low - b * np.log(np.sum(w * np.exp(-spread), axis=-1))
-    return np.where(used.any(axis=-1), eff, 0.0)
+    return _eesm(x, w, np.asarray(beta, dtype=float)[:, None])

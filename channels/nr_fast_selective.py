@@ -5,9 +5,10 @@ A client keeps its PRBs for the upload (side by side from PRB 0, so its subband 
 fixed). With ``block`` gains its per-subband SINRs hold for the upload: ILLA picks one MCS from
 the EESM effective SINR at each MCS, the j-th transmission of every block fails with the TBLER
 at the effective SINR of the combined per-subband SINRs j x_s (Chase; x_s without it), and the
-slot count is the renewal sum of :func:`channels.nr_harq.renewal_upload`. With ``iid`` gains
-every cycle draws its own (T, S) gains, so the cycles are i.i.d. and are drawn in chunks
-(:func:`channels.nr_harq.cycle_upload`). Either gives the distribution of
+slot count is the renewal sum of :func:`channels.nr_harq.renewal_upload`, which also finds a
+client that never delivers (ILLA falls back to the lowest MCS and every transmission fails).
+With ``iid`` gains every cycle draws its own (T, S) gains, so the cycles are i.i.d. and are
+drawn in chunks (:func:`channels.nr_harq.cycle_upload`). Either gives the distribution of
 :func:`channels.nr_slots.prb_slot_uploads` with the ``shares`` policy (a test compares them).
 """
 
@@ -21,7 +22,7 @@ from channels.nr_bank import LinkBank
 from channels.nr_eesm import SubbandLayout, eesm_sinr, eesm_sinr_at
 from channels.nr_harq import GainDraw, NrUploads, cycle_upload, renewal_upload
 from channels.nr_link import HarqSettings
-from channels.nr_slots import PrbUploads, never_delivers
+from channels.nr_slots import PrbUploads
 
 __all__ = ["fast_selective_uploads"]
 
@@ -62,10 +63,6 @@ def fast_selective_uploads(
             cycle_upload(sample, bank.tbs[n], bits[k], rngs[k], chunk, t_max, out, k)
             continue
         x = sinr[k] * draw_gain(rngs[k], (layout.n_subbands,))
-        mask = layout.contiguous_masks(prbs[k : k + 1])
-        if never_delivers(bank, x[None, :], harq, beta, mask, layout)[0]:
-            out.slots[k] = np.inf
-            continue
         mcs = int(_illa(bank, n, x[None, :], w, beta, bler_target)[0])
         times = np.arange(1, t_max + 1)[:, None] if harq.chase else np.ones((t_max, 1))
         eff = eesm_sinr_at(times * x, np.tile(w, (t_max, 1)), np.full(t_max, beta[mcs]))

@@ -28,7 +28,7 @@ import numpy as np
 from channels.nr_bler import BlerTables
 from channels.nr_tbs import MCS_TABLES, transport_block
 
-__all__ = ["HarqSettings", "LinkTable", "harq_cycle", "link_table"]
+__all__ = ["HarqSettings", "LinkTable", "harq_cycle", "illa_choice", "link_table"]
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,18 @@ def link_table(
     available = tbs > 0
     if not available.any():
         raise ValueError(f"MCS table {mcs_table} has no BLER table at {n_prb} PRBs")
-    meets = (tbler <= bler_target) & available[:, None]
-    highest = n_mcs - 1 - np.argmax(meets[::-1], axis=0)
-    illa = np.where(meets.any(axis=0), highest, int(np.argmax(available)))
-    return LinkTable(n_prb, tbs, tbler, illa.astype(np.intp), grid)
+    illa = illa_choice(tbler.T, available, bler_target)
+    return LinkTable(n_prb, tbs, tbler, illa, grid)
+
+
+def illa_choice(tbler: np.ndarray, available: np.ndarray, bler_target: float) -> np.ndarray:
+    """(...) the MCS inner-loop link adaptation picks from (..., M) TBLERs per MCS and (..., M)
+    (or (M,)) MCS with a table: the highest whose TBLER is at most ``bler_target``, else the
+    lowest with a table."""
+    meets = (tbler <= bler_target) & available
+    highest = tbler.shape[-1] - 1 - np.argmax(meets[..., ::-1], axis=-1)
+    lowest = np.argmax(np.broadcast_to(available, meets.shape), axis=-1)
+    return np.where(meets.any(axis=-1), highest, lowest).astype(np.intp)
 
 
 def harq_cycle(

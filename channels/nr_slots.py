@@ -141,11 +141,15 @@ def prb_slot_uploads(
     if fixed is not None:  # no PRB: never sends
         out.slots[active & ~fixed.any(axis=1)] = math.inf
         active &= fixed.any(axis=1)
-    if not per_slot:
-        never = never_delivers(bank, sinr[:, None] * gains, harq, beta, fixed, layout) & active
+    steady = None if per_slot else sinr[:, None] * gains  # (m, S) for the whole upload
+    if steady is not None:
+        never = never_delivers(bank, steady, harq, beta, fixed, layout) & active
         out.slots[never] = math.inf
         active &= ~never
     floor = decodable_sinr(bank) / (harq.max_transmissions if harq.chase else 1)
+    if fixed is not None:  # the same PRBs, subband weights and links every block
+        fixed_weights = layout.weights(fixed)
+        bank.ensure(fixed.sum(axis=1))
     mask = np.zeros((m, n_rb), dtype=bool)
     tx, mcs = np.zeros(m, dtype=np.intp), np.zeros(m, dtype=np.intp)
     acc, weights = np.zeros((m, s)), np.zeros((m, s))
@@ -159,7 +163,7 @@ def prb_slot_uploads(
         uniform = np.stack([rng.random(_CHUNK_SLOTS) for rng in rngs])
         chunk = _gains(rngs, draw_gain, (_CHUNK_SLOTS, s)) if per_slot else None
         for j in range(_CHUNK_SLOTS):
-            x = sinr[:, None] * (chunk[:, j] if per_slot else gains)  # (m, S)
+            x = sinr[:, None] * chunk[:, j] if per_slot else steady  # (m, S)
             new = active & (tx == 0)
             if fixed is not None:
                 mask[new] = fixed[new]
@@ -173,9 +177,13 @@ def prb_slot_uploads(
             sent = active & mask.any(axis=1)
             starts = sent & new
             n_prb = mask.sum(axis=1)
-            bank.ensure(n_prb[sent])
+            if fixed is None:
+                bank.ensure(n_prb[sent])
             if starts.any():
-                weights[starts] = layout.weights(mask[starts])
+                if fixed is None:
+                    weights[starts] = layout.weights(mask[starts])
+                else:
+                    weights[starts] = fixed_weights[starts]
                 if olla:
                     cue = grid.db_index(last_db[starts] - offset[starts])
                     mcs[starts] = bank.illa[n_prb[starts], cue]
