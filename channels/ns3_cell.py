@@ -59,8 +59,12 @@ class Ns3Cell(ABC):
     [m] around its base station, seeded by ``seed``. One per process at a time (ns-3's
     simulator is a singleton): :meth:`close` it."""
 
-    #: simulated time the clients get to associate before the first round [s]
+    #: simulated time the clients get to attach (associate) before the first round [s]; then
+    #: the warm-up goes on in steps of ``WARM_UP_STEP_S`` until every client is attached, up to
+    #: ``MAX_WARM_UP_S`` (a client still out then never delivers)
     WARM_UP_S = 0.5
+    WARM_UP_STEP_S = 0.1
+    MAX_WARM_UP_S = 10.0
 
     def __init__(self, settings: Any, positions_m: np.ndarray, seed: int) -> None:
         self.ns, self.handlers = load_ns()
@@ -81,12 +85,22 @@ class Ns3Cell(ABC):
             sinks = self.ns.PacketSinkHelper(self._factory, here).Install(server)
             sinks.Start(self.ns.Seconds(0.0))
             self.handlers.HookSink(sinks.Get(0).GetObject[self.ns.PacketSink](), i)
-        self.ns.Simulator.Stop(self.ns.Seconds(self.WARM_UP_S))
+        self._advance(self.WARM_UP_S)
+        while not all(self._attached()) and self.now_s() < self.MAX_WARM_UP_S:
+            self._advance(self.WARM_UP_STEP_S)
+
+    def _advance(self, duration_s: float) -> None:
+        """Run the cell for ``duration_s`` [s] of simulated time."""
+        self.ns.Simulator.Stop(self.ns.Seconds(duration_s))
         self.ns.Simulator.Run()
 
     @abstractmethod
     def _build(self) -> tuple[Any, Any, Any]:
         """(the clients' NodeContainer in index order, the server's node, its Ipv4Address)."""
+
+    @abstractmethod
+    def _attached(self) -> list[bool]:
+        """(N,) whether each client is attached to the base station (can send) now."""
 
     def _mcs_snapshot(self) -> Any:
         """The MAC's MCS counters before a round (None: not reported)."""

@@ -44,7 +44,9 @@ class LteSettings(Ns3Transport):
     ue_power_dbm: float = 23.0
     pathloss_exponent: float = 3.0
     reference_loss_db: float = 46.6777  # log-distance at 1 m (ns-3's default, 2.4 GHz Friis)
+    noise_figure_db: float = 5.0  # the eNB receiver's (ns-3's default)
     enb_height_m: float = 25.0
+    ue_height_m: float = 1.5
     backhaul_rate: str = "100Gb/s"
     backhaul_delay: str = "1ms"
 
@@ -62,9 +64,9 @@ class LteSettings(Ns3Transport):
 
 class LteCell(Ns3Cell):
     """The LTE cell of ``settings`` (:class:`LteSettings`) with UEs at ``positions_m`` (N, 2)
-    [m] around the eNB, seeded by ``seed``; the UEs attach in :attr:`Ns3Cell.WARM_UP_S`
-    (random access, RRC, the default bearer: a TCP SYN sent earlier is dropped and resent
-    only after ns-3's 3 s connection timeout)."""
+    [m] around the eNB, seeded by ``seed``; the UEs attach (random access, RRC, the default
+    bearer: a TCP SYN sent earlier is dropped and resent only after ns-3's 3 s connection
+    timeout) in the cell's warm-up, which lasts until every UE is connected."""
 
     def _build(self) -> tuple[Any, Any, Any]:
         ns, s = self.ns, self.settings
@@ -75,6 +77,7 @@ class LteCell(Ns3Cell):
             "ns3::LteUePhy::TxPower": ns.DoubleValue(s.ue_power_dbm),
             "ns3::LteUePowerControl::ClosedLoop": ns.BooleanValue(False),
             "ns3::LteUePowerControl::Pcmax": ns.DoubleValue(s.ue_power_dbm),
+            "ns3::LteEnbPhy::NoiseFigure": ns.DoubleValue(s.noise_figure_db),
         }
         for key, value in defaults.items():
             ns.Config.SetDefault(key, value)
@@ -107,7 +110,7 @@ class LteCell(Ns3Cell):
         places = ns.CreateObject[ns.ListPositionAllocator]()
         places.Add(ns.Vector(0.0, 0.0, s.enb_height_m))
         for x, y in self.positions_m:
-            places.Add(ns.Vector(float(x), float(y), 1.5))
+            places.Add(ns.Vector(float(x), float(y), s.ue_height_m))
         mobility = ns.MobilityHelper()
         mobility.SetPositionAllocator(places)
         mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel")
@@ -131,6 +134,11 @@ class LteCell(Ns3Cell):
         ]
         self._lte, self._epc = lte, epc  # keep the helpers (and what they own) alive
         return ues, remote.Get(0), server_address
+
+    def _attached(self) -> list[bool]:
+        """Whether each UE's RRC is connected (its default bearer up)."""
+        connected = self.ns.LteUeRrc.CONNECTED_NORMALLY
+        return [int(rrc.GetState()) == int(connected) for rrc in self._rnti]
 
     def _mcs_snapshot(self) -> dict[int, tuple[int, int]]:
         """The eNB's uplink grants and MCS sums per RNTI so far."""

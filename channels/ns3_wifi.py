@@ -35,6 +35,9 @@ class WifiSettings(Ns3Transport):
     station_power_dbm: float = 20.0
     pathloss_exponent: float = 3.0
     reference_loss_db: float = 46.7  # free space at 1 m, 5.18 GHz
+    noise_figure_db: float = 7.0  # every receiver's (ns-3's default)
+    ap_height_m: float = 3.0
+    station_height_m: float = 1.5
     backhaul_rate: str = "100Gb/s"
     backhaul_delay: str = "1ms"
 
@@ -49,8 +52,11 @@ class WifiSettings(Ns3Transport):
 
 class WifiCell(Ns3Cell):
     """The Wi-Fi cell of ``settings`` (:class:`WifiSettings`) with stations at ``positions_m``
-    (N, 2) [m] around the AP, seeded by ``seed``; the stations associate in
-    :attr:`Ns3Cell.WARM_UP_S`."""
+    (N, 2) [m] around the AP, seeded by ``seed``; the stations associate in the cell's
+    warm-up, which lasts until every station is associated. The ARP caches are filled at
+    build (ns-3's ``NeighborCacheHelper``), as in a network whose stations have sent before:
+    otherwise the first round's broadcast ARP requests collide and a lost one costs a 1 s
+    retry."""
 
     def _build(self) -> tuple[Any, Any, Any]:
         ns, s = self.ns, self.settings
@@ -70,6 +76,7 @@ class WifiCell(Ns3Cell):
         phy.Set("ChannelSettings", ns.StringValue(f"{{0, {s.channel_width_mhz}, BAND_5GHZ, 0}}"))
         phy.Set("TxPowerStart", ns.DoubleValue(s.station_power_dbm))
         phy.Set("TxPowerEnd", ns.DoubleValue(s.station_power_dbm))
+        phy.Set("RxNoiseFigure", ns.DoubleValue(s.noise_figure_db))
         wifi = ns.WifiHelper()
         wifi.SetStandard(getattr(ns, WIFI_STANDARDS[s.standard][0]))
         wifi.SetRemoteStationManager("ns3::IdealWifiManager")
@@ -80,9 +87,9 @@ class WifiCell(Ns3Cell):
         mac.SetType("ns3::ApWifiMac", "Ssid", ns.SsidValue(ssid))
         ap_devices = wifi.Install(phy, mac, ap)
         places = ns.CreateObject[ns.ListPositionAllocator]()
-        places.Add(ns.Vector(0.0, 0.0, 3.0))
+        places.Add(ns.Vector(0.0, 0.0, s.ap_height_m))
         for x, y in self.positions_m:
-            places.Add(ns.Vector(float(x), float(y), 1.5))
+            places.Add(ns.Vector(float(x), float(y), s.station_height_m))
         mobility = ns.MobilityHelper()
         mobility.SetPositionAllocator(places)
         mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel")
@@ -102,6 +109,7 @@ class WifiCell(Ns3Cell):
         ipv4.SetBase(ns.Ipv4Address("10.2.0.0"), ns.Ipv4Mask("255.255.255.0"))
         server_address = ipv4.Assign(link).GetAddress(1)
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+        ns.NeighborCacheHelper().PopulateNeighborCache()
         # the random streams from a fixed index, not from the process's running count, so
         # that a seed gives the same cell whatever ns-3 objects the process made before
         stream = wifi.AssignStreams(ap_devices, 0)
@@ -109,4 +117,14 @@ class WifiCell(Ns3Cell):
         for nodes in (ap, stations, server):
             stream += internet.AssignStreams(nodes, stream)
         self._wifi = (wifi, phy, mac, channel)  # keep the helpers (and what they own) alive
+        self._station_macs = [
+            ns.DynamicCast[ns.StaWifiMac](
+                station_devices.Get(i).GetObject[ns.WifiNetDevice]().GetMac()
+            )
+            for i in range(stations.GetN())
+        ]
         return stations, server.Get(0), server_address
+
+    def _attached(self) -> list[bool]:
+        """Whether each station is associated with the AP."""
+        return [bool(mac.IsAssociated()) for mac in self._station_macs]

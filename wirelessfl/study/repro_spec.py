@@ -47,3 +47,6 @@ class Reproduction:
     #: further tables of the whole reproduction: the summary table -> name -> table, each
     #: written to ``<name>.csv`` next to ``summary.csv``
     tables: Callable[[Any], dict[str, Any]] | None = None
+    #: further tables from the runs themselves (their loaded results, as ``draw`` gets them)
+    #: -> name -> table, written to ``<name>.csv`` as ``tables``' are (per-client pairings)
+    run_tables: Callable[[list], dict[str, Any]] | None = None

@@ -30,6 +30,9 @@ from wirelessfl.study.executor import add_executor_arguments
 from wirelessfl.study.reproductions import REPRODUCTIONS
 from wirelessfl.study.sweep import MAX_JOBS, MAX_SEEDS, MIN_JOBS
 
+#: a reproduction's table longer than this is named, not printed (its csv holds it)
+MAX_PRINTED_ROWS = 60
+
 
 def reproduce(
     figure: str,
@@ -54,7 +57,8 @@ def reproduce(
     reproduction's own columns where it has some (``Reproduction.run_columns``: the async-*
     ones add ``results.columns.STUDY_UPDATE_COLUMNS``, the energy-min-* ones
     ``STUDY_ENERGY_COLUMNS``), and the reproduction's own tables (``Reproduction.tables``,
-    written to ``<name>.csv``; the result's ``tables``, name -> table). Where it names a
+    from the summary, and ``run_tables``, from the runs; each written to ``<name>.csv``; the
+    result's ``tables``, name -> table). Where it names a
     reference method (``Reproduction.reference``), ``summary.csv`` also holds
     ``reference_run`` and ``<metric>_vs_reference`` and ``paired.csv`` the paired differences
     per (metric, method, context) (:func:`~wirelessfl.study.paired.paired_differences`; the
@@ -112,6 +116,8 @@ def reproduce(
         table, paired, problem = _with_paired(table, out, spec.reference, sweeps, full)
     table.to_csv(out / "summary.csv", index=False)
     tables = spec.tables(table) if spec.tables else {}
+    if spec.run_tables is not None:
+        tables.update(spec.run_tables(runs))
     for name, frame in tables.items():
         frame.to_csv(out / f"{name}.csv", index=False)
     figures = spec.draw(out, runs) if spec.draw else []
@@ -278,6 +284,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         elif result["paired_problem"]:
             print(f"paired differences: none ({result['paired_problem']})")
         for name, frame in result["tables"].items():
+            if len(frame) > MAX_PRINTED_ROWS:
+                print(f"{name}: {len(frame)} rows in {result['folder'] / (name + '.csv')}")
+                continue
             print(f"{name} ({name}.csv in {result['folder']}):")
             print(frame.drop(columns=["diffs"], errors="ignore").to_string(index=False))
         for path in result["figures"]:

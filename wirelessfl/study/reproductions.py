@@ -7,7 +7,8 @@ FLoRAL's (:mod:`~wirelessfl.study.repro_floral`) and H2Tune's claims
 (:mod:`~wirelessfl.study.repro_h2tune`), the server modes (:mod:`~wirelessfl.study.repro_async`),
 the energy claims (:mod:`~wirelessfl.study.repro_energy`), over-the-air aggregation
 (:mod:`~wirelessfl.study.repro_aircomp`), privacy (:mod:`~wirelessfl.study.repro_privacy`) and
-the gap to a 5G NR uplink (:mod:`~wirelessfl.study.repro_nr`);
+the gap to a 5G NR uplink (:mod:`~wirelessfl.study.repro_nr`) and to packets in ns-3
+(:mod:`~wirelessfl.study.repro_ns3`);
 :mod:`~wirelessfl.study.repro_spec` defines :class:`Reproduction`. docs/results.md has a
 section per claim.
 """
@@ -54,6 +55,7 @@ from wirelessfl.study.repro_floral import (
 from wirelessfl.study.repro_fslora import FSLORA_FULL, FSLORA_REPRODUCTIONS
 from wirelessfl.study.repro_h2tune import H2TUNE_METHODS, H2TUNE_REPRODUCTIONS, h2tune_devices
 from wirelessfl.study.repro_nr import NR_REPRODUCTIONS
+from wirelessfl.study.repro_ns3 import NS3_REPRODUCTIONS
 from wirelessfl.study.repro_paper import (
     PAPER_REPRODUCTIONS,
     SOFT_REFERENCE,
@@ -128,5 +130,6 @@ REPRODUCTIONS: dict[str, Reproduction] = {
     **ENERGY_REPRODUCTIONS,
     **AIRCOMP_REPRODUCTIONS,
     **NR_REPRODUCTIONS,
+    **NS3_REPRODUCTIONS,
     **CELLS_REPRODUCTIONS,
 }

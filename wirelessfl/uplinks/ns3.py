@@ -8,9 +8,13 @@ AP (``ns3_wifi``: :mod:`channels.ns3_wifi`). Each round the training clients wit
 their message's bytes (ceil(bits / 8)) to the server as TCP bulk transfers (or UDP); an
 upload lasts from the round's start to its last byte at the server, and one not done within
 ``round_cap_s`` never arrives. ns-3's own scheduler and MAC share the channel: the controllers'
-shares only say who sends. ns-3 computes its own SNR (log-distance path loss, its noise
-figure and powers); the controllers plan with the scenario's SNR on the analytic uplink named
-by ``plan_with`` (FDMA), and ``rounds.csv`` shows the plan against the measured delay.
+shares only say who sends. The cell's link budget is the scenario's (:class:`LinkBudget`): ns-3's
+log-distance loss has the single-slope model's exponent (in power, 2 gamma) and loss at 1 m
+(-``reference_gain_db``), the receiver the scenario's noise figure, the clients
+``tx_power_dbm``, and the base station stands at the clients' height, so that ns-3's distances
+are the simulator's; ns-3 then computes its own SINR per resource block. The controllers plan
+with the scenario's SNR on the analytic uplink named by ``plan_with`` (FDMA or NR), and
+``rounds.csv`` shows the plan against the measured delay.
 
 One ns-3 run per simulator run, advanced round by round and seeded from the run's seed; the
 checkpoint holds each past round's clients and bytes, and a resumed run replays them in a new
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +39,13 @@ from wirelessfl.uplinks.base import Uplink
 from wirelessfl.uplinks.fdma import FdmaUplink
 from wirelessfl.uplinks.ns3_settings import Ns3Settings
 
-__all__ = ["Ns3LteUplink", "Ns3WifiUplink"]
+__all__ = ["LinkBudget", "Ns3LteUplink", "Ns3WifiUplink"]
+
+#: the height of the clients and of the base station in the ns-3 cell [m] (equal: the
+#: simulator's distances are 2-D)
+ANTENNA_HEIGHT_M = 1.5
+#: the thermal noise density ns-3's receivers assume [dBm/Hz]
+NS3_NOISE_PSD_DBM_PER_HZ = -174.0
 
 #: ``clients.csv``'s columns with an ns-3 uplink (NaN for a client that did not send)
 NS3_CLIENT_COLUMNS = {
@@ -42,6 +53,28 @@ NS3_CLIENT_COLUMNS = {
     "ns3_retransmissions": "its TCP retransmissions this round",
     "ns3_mean_mcs": "mean MCS of the MAC's uplink grants to it (ns3_lte; NaN for Wi-Fi)",
 }
+
+
+@dataclass(frozen=True)
+class LinkBudget:
+    """The scenario's link, as the ns-3 cell takes it: the clients' power [dBm], the
+    log-distance exponent in power (2 gamma of the single-slope model), the loss at 1 m
+    (-``channel.reference_gain_db``) [dB] and the receiver's noise figure [dB]."""
+
+    tx_power_dbm: float
+    pathloss_exponent: float
+    reference_loss_db: float
+    noise_figure_db: float
+
+    @classmethod
+    def of(cls, channel: Any) -> LinkBudget:
+        """The budget of a scenario's ``channel`` section."""
+        return cls(
+            tx_power_dbm=float(channel.tx_power_dbm),
+            pathloss_exponent=2.0 * float(channel.path_loss_exponent),
+            reference_loss_db=-float(channel.reference_gain_db),
+            noise_figure_db=float(channel.noise_figure_db),
+        )
 
 
 class _Ns3Uplink(Uplink):
@@ -55,7 +88,7 @@ class _Ns3Uplink(Uplink):
 
     def __init__(
         self, settings: Ns3Settings, planner: Uplink, positions_m: np.ndarray, seed: int,
-        tx_power_dbm: float,
+        link: LinkBudget,
     ) -> None:  # fmt: skip
         self.planner = planner
         # what the controllers read of their planning view, as the plan_with uplink has it
@@ -63,7 +96,7 @@ class _Ns3Uplink(Uplink):
         self.READS_DENSE_VALUES = planner.READS_DENSE_VALUES
         self.bandwidth_hz = planner.bandwidth_hz
         self.settings, self.positions_m, self.seed = settings, positions_m, int(seed)
-        self.tx_power_dbm = float(tx_power_dbm)
+        self.link = link
         self._cell: Any = None
         self._history: list[list[Any]] = []  # [round, clients, bytes] of the rounds so far
         self._round: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=int))
@@ -86,7 +119,7 @@ class _Ns3Uplink(Uplink):
             planner: Uplink = NrUplink.from_scenario(scenario)
         else:
             planner = FdmaUplink(ch.bandwidth_hz, ch.noise_bandwidth)
-        return cls(ch.ns3, planner, positions, scenario.seed, ch.tx_power_dbm)
+        return cls(ch.ns3, planner, positions, scenario.seed, LinkBudget.of(ch))
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> None:
@@ -108,7 +141,13 @@ class _Ns3Uplink(Uplink):
              "channel.mean_snr_db and channel.snr_trace give no positions; leave them out"),
             (ch.path_loss.model != "single_slope",
              f"channel.path_loss.model: {ch.path_loss.model}: the ns-3 cell has log-distance "
-             "path loss (channel.ns3.pathloss_exponent); use single_slope"),
+             "path loss (the single-slope model's exponent and loss at 1 m); use single_slope"),
+            (ch.shadowing_sigma_db > 0.0,
+             f"channel.shadowing_sigma_db: {ch.shadowing_sigma_db:g}: the ns-3 cell has no "
+             "shadowing; use 0"),
+            (ch.noise_psd_dbm_per_hz != NS3_NOISE_PSD_DBM_PER_HZ,
+             f"channel.noise_psd_dbm_per_hz: {ch.noise_psd_dbm_per_hz:g}: ns-3's receivers "
+             f"assume {NS3_NOISE_PSD_DBM_PER_HZ:g}; use it"),
             (scenario.mobility.moves, "mobility: the ns-3 cell's clients stay put"),
             (ch.power_control != "fixed",
              f"channel.power_control: {ch.power_control}: the ns-3 clients send at "
@@ -216,12 +255,14 @@ class Ns3LteUplink(_Ns3Uplink):
     def _make_cell(self) -> Any:
         from channels.ns3_lte import LteCell, LteSettings
 
-        s = self.settings
+        s, b = self.settings, self.link
         settings = LteSettings(
             transport=s.transport, segment_bytes=s.segment_bytes, udp_rate_bps=s.udp_rate_bps,
             bandwidth_rb=s.bandwidth_rb, scheduler=s.scheduler, rlc_mode=s.rlc_mode,
-            rlc_buffer_bytes=s.rlc_buffer_bytes, ue_power_dbm=self.tx_power_dbm,
-            pathloss_exponent=s.pathloss_exponent,
+            rlc_buffer_bytes=s.rlc_buffer_bytes, ue_power_dbm=b.tx_power_dbm,
+            pathloss_exponent=b.pathloss_exponent, reference_loss_db=b.reference_loss_db,
+            noise_figure_db=b.noise_figure_db, enb_height_m=ANTENNA_HEIGHT_M,
+            ue_height_m=ANTENNA_HEIGHT_M,
         )  # fmt: skip
         return LteCell(settings, self.positions_m, self.seed)
 
@@ -234,10 +275,12 @@ class Ns3WifiUplink(_Ns3Uplink):
     def _make_cell(self) -> Any:
         from channels.ns3_wifi import WifiCell, WifiSettings
 
-        s = self.settings
+        s, b = self.settings, self.link
         settings = WifiSettings(
             transport=s.transport, segment_bytes=s.segment_bytes, udp_rate_bps=s.udp_rate_bps,
             standard=s.standard, channel_width_mhz=s.channel_width_mhz,
-            station_power_dbm=self.tx_power_dbm, pathloss_exponent=s.pathloss_exponent,
+            station_power_dbm=b.tx_power_dbm, pathloss_exponent=b.pathloss_exponent,
+            reference_loss_db=b.reference_loss_db, noise_figure_db=b.noise_figure_db,
+            ap_height_m=ANTENNA_HEIGHT_M, station_height_m=ANTENNA_HEIGHT_M,
         )  # fmt: skip
         return WifiCell(settings, self.positions_m, self.seed)

@@ -45,10 +45,6 @@ class Ns3Settings:
     udp_rate_bps: float = option(
         50.0e6, gt=0.0, doc="udp: the stream's rate [bit/s]", applies=uses_ns3
     )
-    pathloss_exponent: float = option(
-        3.0, gt=0.0, le=8.0, doc="ns-3's log-distance path loss exponent (its SNR is its own; "
-        "the controllers plan with the scenario's)", applies=uses_ns3,
-    )  # fmt: skip
     round_cap_s: float = option(
         600.0, gt=0.0, doc="an upload not complete this long after its round's start never "
         "arrives [s]", applies=uses_ns3,
