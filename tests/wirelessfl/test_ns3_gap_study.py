@@ -17,7 +17,12 @@ from wirelessfl.config.loader import SCENARIO_DIR, load_scenario, scenario_from_
 from wirelessfl.errors import ConfigError
 from wirelessfl.results.store import load
 from wirelessfl.sim import run_scenario
-from wirelessfl.study.ns3_figures import client_ratio_tables, draw_upload_gap, ns3_gap_columns
+from wirelessfl.study.ns3_figures import (
+    client_ratio_tables,
+    draw_training_gap,
+    draw_upload_gap,
+    ns3_gap_columns,
+)
 from wirelessfl.study.reproductions import REPRODUCTIONS
 from wirelessfl.uplinks.ns3 import LinkBudget
 
@@ -103,6 +108,8 @@ def test_client_ratios_pair_each_upload_with_fdmas(tmp_path):
     )
     (figure,) = draw_upload_gap(tmp_path, runs)
     assert figure.name == "ns3_gap_ratios_wifi.png" and figure.stat().st_size > 0
+    (figure,) = draw_training_gap(tmp_path, runs)  # D^t and O^t per round, any controller
+    assert figure.name == "ns3_gap_training.png" and figure.stat().st_size > 0
 
 
 @pytest.mark.parametrize(

@@ -204,7 +204,7 @@ def draw_training_gap(out: Path, runs: list) -> list[Path]:
     fig = Figure(figsize=(9.6, 3.8))
     left, right = fig.subplots(1, 2)
     for name, part in points.groupby("uplink", sort=False):
-        stats = part.groupby("round").agg(["mean", "min", "max"])
+        stats = part.drop(columns="uplink").groupby("round").agg(["mean", "min", "max"])
         (line,) = left.plot(stats.index, stats.delay_s["mean"], "-", label=f"{name}, measured")
         colour = line.get_color()
         left.fill_between(
