@@ -43,44 +43,41 @@ TRAINING_VS_FDMA = Reference(
 )
 
 
-def _payload_sweep(ns3_uplink: str) -> dict[str, dict[str, list]]:
-    return {
-        ns3_uplink.removeprefix("ns3_"): {
-            "channel.uplink": ["fdma", "nr", ns3_uplink],
-            "n_scheduled": NS3_GAP_K,
-            "controller.rank": NS3_GAP_RANKS,
-        }
+def _payload_study(scenario: str, ns3_uplink: str, claim: str) -> Reproduction:
+    """The uplinks ``fdma``, ``nr`` and ``ns3_uplink`` on ``scenario`` at every K and payload,
+    5 seeds, each run against FDMA's."""
+    grid = {
+        "channel.uplink": ["fdma", "nr", ns3_uplink],
+        "n_scheduled": NS3_GAP_K,
+        "controller.rank": NS3_GAP_RANKS,
     }
+    return Reproduction(
+        scenario=scenario,
+        sweeps={ns3_uplink.removeprefix("ns3_"): grid},
+        claim=claim,
+        seeds=5,
+        full=[],
+        draw=draw_upload_gap,
+        reference=NS3_VS_FDMA,
+        run_columns=ns3_gap_columns,
+        tables=upload_tables,
+        run_tables=client_ratio_tables,
+    )
 
 
 _PAYLOADS = ", ".join(f"{MB_PER_RANK * r:g}" for r in NS3_GAP_RANKS)
 NS3_REPRODUCTIONS: dict[str, Reproduction] = {
-    "ns3-gap": Reproduction(
-        scenario="ns3/gap_upload.yaml",
-        sweeps=_payload_sweep("ns3_lte"),
-        claim=f"Shannon-rate FDMA uploads are optimistic against TCP over ns-3's LTE (K = 2, "
-        f"5, 10; {_PAYLOADS} MB a client): how much, for which clients and payloads, and how "
-        "much of it a 5G NR PHY abstraction explains",
-        seeds=5,
-        full=[],
-        draw=draw_upload_gap,
-        reference=NS3_VS_FDMA,
-        run_columns=ns3_gap_columns,
-        tables=upload_tables,
-        run_tables=client_ratio_tables,
+    "ns3-gap": _payload_study(
+        "ns3/gap_upload.yaml",
+        "ns3_lte",
+        f"Shannon-rate FDMA uploads are optimistic against TCP over ns-3's LTE (K = 2, 5, 10; "
+        f"{_PAYLOADS} MB a client): how much, for which clients and payloads, and how much of "
+        "it a 5G NR PHY abstraction explains",
     ),
-    "ns3-gap-wifi": Reproduction(
-        scenario="ns3/gap_indoor.yaml",
-        sweeps=_payload_sweep("ns3_wifi"),
-        claim=f"the same gap indoors, against TCP over ns-3's 802.11ax BSS ({_PAYLOADS} MB a "
-        "client)",
-        seeds=5,
-        full=[],
-        draw=draw_upload_gap,
-        reference=NS3_VS_FDMA,
-        run_columns=ns3_gap_columns,
-        tables=upload_tables,
-        run_tables=client_ratio_tables,
+    "ns3-gap-wifi": _payload_study(
+        "ns3/gap_indoor.yaml",
+        "ns3_wifi",
+        f"the same gap indoors, against TCP over ns-3's 802.11ax BSS ({_PAYLOADS} MB a client)",
     ),
     "ns3-gap-training": Reproduction(
         scenario="ns3/gap_training.yaml",
