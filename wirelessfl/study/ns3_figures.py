@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelessfl.study.figures import save_figure, seed_means
+from wirelessfl.study.nr_figures import UPLINK_NAMES as NR_UPLINK_NAMES
 
 __all__ = [
     "client_ratio_tables",
@@ -25,13 +26,8 @@ __all__ = [
     "upload_tables",
 ]
 
-#: the figures' names of the uplinks
-UPLINK_NAMES = {
-    "fdma": "FDMA (Shannon)",
-    "nr": "5G NR PUSCH",
-    "ns3_lte": "ns-3 LTE (TCP)",
-    "ns3_wifi": "ns-3 802.11ax (TCP)",
-}
+#: the figures' names of the uplinks: the NR study's and the ns-3 cells'
+UPLINK_NAMES = {**NR_UPLINK_NAMES, "ns3_lte": "ns-3 LTE (TCP)", "ns3_wifi": "ns-3 802.11ax (TCP)"}
 #: the payload of a client [MB] per rank of the study's one 12,500 x 12,500 layer, dense
 #: (r (12,500 + 12,500) values of 32 bits: 0.1 MB per rank)
 MB_PER_RANK = 0.1
